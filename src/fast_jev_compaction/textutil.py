@@ -1,0 +1,69 @@
+"""Text helpers shared by the state builder, the rebuild and the stats.
+
+Lengths here are Python code points. Upstream counts UTF-16 code units (JS ``.length``); the two
+differ only for astral characters (emoji and the like), where upstream would count 2 and could
+cut a surrogate pair in half. We count 1 and never split a character: a deliberate divergence.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+ELLIPSIS = "\u2026"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _js_value(value: Any) -> Any:
+    """Map Python values onto what ``JSON.stringify`` would print."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        return int(value) if value.is_integer() and abs(value) < 1e21 else value
+    if isinstance(value, dict):
+        return {str(k): _js_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_js_value(v) for v in value]
+    return value
+
+
+def _needs_js_mapping(value: Any) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, dict):
+        return any(_needs_js_mapping(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_needs_js_mapping(v) for v in value)
+    return False
+
+
+def js_json(value: Any) -> str:
+    """``JSON.stringify(value)``: no spaces, raw UTF-8, lone surrogates escaped, ``1.0`` as ``1``."""
+    if _needs_js_mapping(value):
+        value = _js_value(value)
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if _LONE_SURROGATE.search(text):
+        text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
+
+
+def truncate(text: str, limit: int) -> str:
+    """At most ``limit`` characters; a cut text ends in ``…`` and is exactly ``limit`` long."""
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - 1)] + ELLIPSIS
+
+
+def abridge(text: str, head: int = 400, tail: int = 150) -> str:
+    """Keep the head and the tail of a long text with a count of what was left out."""
+    if len(text) <= head + tail + 40:
+        return text
+    omitted = len(text) - head - tail
+    return f"{text[:head]}\n[{ELLIPSIS} {omitted} chars omitted {ELLIPSIS}]\n{text[len(text) - tail:]}"
+
+
+def collapsed(length: int) -> str:
+    """What a whole collapsed message text becomes in the state."""
+    return f"[{ELLIPSIS} {length} chars omitted {ELLIPSIS}]"

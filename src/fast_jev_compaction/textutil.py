@@ -67,3 +67,8 @@ def abridge(text: str, head: int = 400, tail: int = 150) -> str:
 def collapsed(length: int) -> str:
     """What a whole collapsed message text becomes in the state."""
     return f"[{ELLIPSIS} {length} chars omitted {ELLIPSIS}]"
+
+
+def format_number(value: float) -> str:
+    """A number as JavaScript prints it in a template string (``25000``, not ``25000.0``)."""
+    return str(int(value)) if float(value).is_integer() else str(value)

@@ -1,0 +1,48 @@
+"""What the user is working towards, as the judge reads it (upstream §3.2, without its pollution)."""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from .messages import SessionMessage
+from .textutil import truncate
+
+GOAL_PROMPTS = 3
+GOAL_PROMPT_CHARS = 500
+
+# Host-injected wrappers that look like user text but were not typed by the user.
+_INJECTED_BLOCK = re.compile(
+    r"<(system-reminder|command-name|command-message|command-args|local-command-[\w-]+|"
+    r"task-notification|user-prompt-submit-hook|bash-input|bash-stdout|bash-stderr)>.*?</\1>",
+    re.DOTALL,
+)
+_INJECTED_OPENERS = ("<local-command-", "<command-", "<system-reminder>", "<task-notification>", "Caveat: ")
+_CONTINUATION = "This session is being continued from a previous conversation"
+
+
+def prompt_text(message: SessionMessage) -> str:
+    """The part of a user message the user actually typed, or '' when there is none."""
+    if message.role != "user" or message.toolResults:
+        return ""
+    extras = message.model_extra or {}
+    if extras.get("isMeta") or extras.get("isCompactSummary"):
+        return ""
+    text = _INJECTED_BLOCK.sub("", message.text).strip()
+    if not text or text.startswith(_INJECTED_OPENERS) or text.startswith(_CONTINUATION):
+        return ""
+    return text
+
+
+def goal_from_messages(messages: Sequence[SessionMessage]) -> str:
+    """The last three real prompts, 500 characters each, oldest first."""
+    prompts = [text for text in map(prompt_text, messages) if text]
+    return "\n".join(truncate(text, GOAL_PROMPT_CHARS) for text in prompts[-GOAL_PROMPTS:])
+
+
+def goal_with_instructions(goal: str, instructions: str | None) -> str:
+    """Fold ``/compact <instructions>`` into the goal; blank instructions change nothing."""
+    if not instructions or not instructions.strip():
+        return goal
+    focus = f"Focus for this compaction: {instructions.strip()}"
+    return f"{goal}\n{focus}" if goal else focus

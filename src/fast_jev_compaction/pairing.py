@@ -1,0 +1,106 @@
+"""Pair every tool_use with its tool_result and decide which calls are pinned (upstream §1.2-1.3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .errors import PairingError
+from .messages import SessionMessage
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A completed call: its tool_use and its tool_result are both in the transcript."""
+
+    id: str  # t1, t2, ... in transcript order, counting completed calls only
+    tool_use_id: str
+    tool: str
+    input: dict[str, Any]
+    call_index: int
+    result_index: int
+    result_chars: int
+    is_error: bool
+    pinned: bool
+
+
+@dataclass(frozen=True)
+class PendingCall:
+    """A tool_use whose result is not in the transcript yet: visible to the judge, never dropped."""
+
+    tool_use_id: str
+    tool: str
+    input: dict[str, Any]
+    call_index: int
+
+
+@dataclass
+class Pairing:
+    calls: list[ToolCall] = field(default_factory=list)
+    pending: list[PendingCall] = field(default_factory=list)
+    # Results whose call is absent; they are left untouched in the output.
+    orphan_results: list[str] = field(default_factory=list)
+
+    @property
+    def candidates(self) -> list[ToolCall]:
+        return [call for call in self.calls if not call.pinned]
+
+
+def is_pinned(index: int, total: int, preserve_recent_messages: int) -> bool:
+    """The first message and the last ``preserve_recent_messages`` messages are pinned."""
+    return index == 0 or index >= total - preserve_recent_messages
+
+
+def pair_tool_calls(messages: Sequence[SessionMessage], preserve_recent_messages: int) -> Pairing:
+    """Pair calls with results, rejecting structures that could make a drop unsafe."""
+    uses: dict[str, tuple[int, Any]] = {}
+    use_order: list[str] = []
+    for index, message in enumerate(messages):
+        for use in message.toolUses:
+            if use.tool_use_id in uses:
+                raise PairingError(f"Duplicate tool_use_id: {use.tool_use_id}")
+            uses[use.tool_use_id] = (index, use)
+            use_order.append(use.tool_use_id)
+
+    results: dict[str, tuple[int, Any]] = {}
+    orphans: list[str] = []
+    for index, message in enumerate(messages):
+        for result in message.toolResults or ():
+            if result.tool_use_id in results:
+                raise PairingError(f"Duplicate tool_result: {result.tool_use_id}")
+            results[result.tool_use_id] = (index, result)
+            if result.tool_use_id not in uses:
+                orphans.append(result.tool_use_id)
+            elif index < uses[result.tool_use_id][0]:
+                raise PairingError(f"Tool result precedes its call: {result.tool_use_id}")
+
+    total = len(messages)
+    pairing = Pairing(orphan_results=orphans)
+    for tool_use_id in use_order:
+        call_index, use = uses[tool_use_id]
+        if tool_use_id not in results:
+            pairing.pending.append(PendingCall(tool_use_id, use.tool, use.input, call_index))
+            continue
+        result_index, result = results[tool_use_id]
+        pinned = is_pinned(call_index, total, preserve_recent_messages) or is_pinned(
+            result_index, total, preserve_recent_messages
+        )
+        pairing.calls.append(
+            ToolCall(
+                id=f"t{len(pairing.calls) + 1}",
+                tool_use_id=tool_use_id,
+                tool=use.tool,
+                input=use.input,
+                call_index=call_index,
+                result_index=result_index,
+                result_chars=len(result.text),
+                is_error=bool(result.isError),
+                pinned=pinned,
+            )
+        )
+    return pairing
+
+
+def collect_tool_calls(messages: Sequence[SessionMessage], preserve_recent_messages: int) -> list[ToolCall]:
+    """The completed calls only (upstream's ``collectToolCalls``)."""
+    return pair_tool_calls(messages, preserve_recent_messages).calls

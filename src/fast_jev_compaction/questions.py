@@ -1,0 +1,81 @@
+"""What the judge is told and asked (upstream §3.1, §5)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .errors import FittingError
+from .pairing import ToolCall
+from .textutil import format_number, js_json
+from .tokens import estimate_tokens
+
+# Upstream's context asserted that every tool can be re-run, which biases the judge towards
+# dropping (§9.2); this one states what is and is not recoverable.
+STATE_CONTEXT = (
+    "A coding assistant conversation is being compacted to free context. `history` is the "
+    "conversation so far, oldest first; each tool output is shown as a short `result` note and "
+    "long texts may be abridged. Each question asks whether one tool call, or the full output of "
+    "that call, still needs to stay in the history verbatim. A call that is not kept leaves the "
+    "history together with its output; an output that is not kept is cut to its opening lines. "
+    "Files can be read again and read-only commands re-run; the output of a command with side "
+    "effects (a deploy, a push, a one-time code) exists only in the history."
+)
+
+# Room for "model" and the top-level key names of a request.
+REQUEST_OVERHEAD_TOKENS = 20
+
+
+def questions_for(call: ToolCall) -> dict[str, dict[str, Any]]:
+    """The two ``noul`` questions of one candidate call, in wire order."""
+    return {
+        f"call_{call.id}": {
+            "type": "noul",
+            "instructions": (
+                f"Tool call {call.id} ({call.tool}) should stay in the history: knowing this call "
+                "was made, with its input, still matters for what the assistant does next"
+            ),
+        },
+        f"result_{call.id}": {
+            "type": "noul",
+            "instructions": (
+                f"The full output of tool call {call.id} ({call.tool}, {call.result_chars} chars) "
+                "should stay in the history verbatim: the assistant still needs its contents and "
+                "re-running the tool would not do"
+            ),
+        },
+    }
+
+
+def question_tokens(call: ToolCall) -> int:
+    return estimate_tokens(js_json(questions_for(call)))
+
+
+def batch_calls(
+    candidates: Sequence[ToolCall], state_tokens: int, max_request_tokens: float
+) -> list[list[ToolCall]]:
+    """Greedy batches in call order, each fitting next to the state in one request."""
+    budget = max_request_tokens - state_tokens - REQUEST_OVERHEAD_TOKENS
+    batches: list[list[ToolCall]] = []
+    current: list[ToolCall] = []
+    used = 0
+    for call in candidates:
+        cost = question_tokens(call)
+        if current and used + cost > budget:
+            batches.append(current)
+            current, used = [], 0
+        if not current and cost > budget:
+            raise FittingError(
+                f"state leaves no room for questions (~{state_tokens} of {format_number(max_request_tokens)} tokens)"
+            )
+        current.append(call)
+        used += cost
+    if current:
+        batches.append(current)
+    return batches
+
+
+def batch_questions(batch: Sequence[ToolCall]) -> dict[str, dict[str, Any]]:
+    merged: dict[str, dict[str, Any]] = {}
+    for call in batch:
+        merged.update(questions_for(call))
+    return merged

@@ -1,0 +1,125 @@
+"""Apply decisions to the messages (upstream §6.3-6.4).
+
+Invariants: untouched messages are returned as the same objects; the input is never mutated;
+user and assistant text is never changed; a result never outlives its call; a message left
+with nothing is removed.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from .decisions import CallDecision
+from .messages import SessionMessage, ToolResult, ToolUse
+from .pairing import ToolCall
+
+# A cut must save more than its own note; short results stay identical.
+TRUNCATION_MARGIN = 120
+_RECORD_IDS = frozenset({"uuid", "handle"})
+
+
+def truncated_result_text(
+    text: str, is_error: bool, head_chars: int, archived_at: str | None = None
+) -> str:
+    """The head of a long result plus a note on how to see the rest again."""
+    if len(text) <= head_chars + TRUNCATION_MARGIN:
+        return text
+    head = f"{text[:head_chars]}\n" if head_chars > 0 else ""
+    error = " (error)" if is_error else ""
+    if archived_at:
+        how = f"the full output is saved at {archived_at}; Read it if needed"
+    else:
+        how = "re-run the tool if needed"
+    return f"{head}[fast-jev-compaction truncated {len(text) - head_chars} chars of this tool result{error}; {how}]"
+
+
+def apply_decisions(
+    messages: Sequence[SessionMessage],
+    decisions: Sequence[CallDecision],
+    calls: Sequence[ToolCall],
+    head_chars: int,
+    archive: Mapping[str, str] | None = None,
+) -> list[SessionMessage]:
+    """Rebuild the transcript; ``archive`` maps a tool_use_id to where its full result is saved."""
+    pinned = {call.tool_use_id for call in calls if call.pinned}
+    # A forged or stale decision cannot touch a pinned call.
+    actions = {
+        d.tool_use_id: d.action for d in decisions if d.action != "keep" and d.tool_use_id not in pinned
+    }
+    archive = archive or {}
+    out: list[SessionMessage] = []
+    for message in messages:
+        results = message.toolResults or []
+        if not any(u.tool_use_id in actions for u in message.toolUses) and not any(
+            r.tool_use_id in actions for r in results
+        ):
+            out.append(message)
+            continue
+
+        dropped_any = False
+        uses: list[ToolUse] = []
+        for use in message.toolUses:
+            action = actions.get(use.tool_use_id)
+            if action == "drop_call":
+                dropped_any = True
+                continue
+            if action == "drop_result":
+                use = _truncated_use(use, head_chars, archive.get(use.tool_use_id))
+            uses.append(use)
+        kept_results: list[ToolResult] = []
+        for result in results:
+            action = actions.get(result.tool_use_id)
+            if action == "drop_call":
+                dropped_any = True
+                continue
+            if action == "drop_result":
+                result = _truncated_result(result, head_chars, archive.get(result.tool_use_id))
+            kept_results.append(result)
+
+        unchanged = all(a is b for a, b in zip(uses, message.toolUses)) and all(
+            a is b for a, b in zip(kept_results, results)
+        )
+        if not dropped_any and unchanged:
+            out.append(message)
+        elif not message.text.strip() and not uses and not kept_results:
+            continue
+        else:
+            out.append(_rebuilt(message, uses, kept_results))
+    return out
+
+
+def _truncated_use(use: ToolUse, head_chars: int, archived_at: str | None) -> ToolUse:
+    original = use.text or ""
+    text = truncated_result_text(original, bool(use.isError), head_chars, archived_at)
+    if text == original:
+        return use
+    return ToolUse(
+        tool_use_id=use.tool_use_id,
+        tool=use.tool,
+        input=use.input,
+        text=text,
+        isError=True if use.isError else None,
+    )
+
+
+def _truncated_result(result: ToolResult, head_chars: int, archived_at: str | None) -> ToolResult:
+    text = truncated_result_text(result.text, bool(result.isError), head_chars, archived_at)
+    if text == result.text:
+        return result
+    return ToolResult(tool_use_id=result.tool_use_id, text=text, isError=bool(result.isError))
+
+
+def _rebuilt(message: SessionMessage, uses: list[ToolUse], results: list[ToolResult]) -> SessionMessage:
+    """A handle-less copy: the engine rebuilds it from role, text and tool blocks.
+
+    Other blocks the reader kept (thinking, images) ride along as extras rather than vanish;
+    the record id does not, since this is a new record.
+    """
+    extras = {k: v for k, v in (message.model_extra or {}).items() if k not in _RECORD_IDS}
+    return SessionMessage(
+        role=message.role,
+        text=message.text,
+        toolUses=uses,
+        toolResults=results or None,
+        **extras,
+    )

@@ -1,0 +1,117 @@
+"""Sizes, counts and the one-line texts shown to users (upstream §6.5, §7.4-7.5)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Sequence
+
+from .decisions import CallDecision
+from .messages import SessionMessage
+from .textutil import js_json
+
+UI_LOG_MAX_CHARS = 4096
+_CHUNK_PREFIX_ROOM = 24
+
+
+def input_chars(value: object) -> int:
+    try:
+        return len(js_json(value))
+    except (TypeError, ValueError):
+        return 20
+
+
+def message_chars(message: SessionMessage) -> int:
+    """Text, tool inputs and result texts; the ToolUse copy of a result is not counted twice."""
+    size = len(message.text) + sum(input_chars(use.input) for use in message.toolUses)
+    return size + sum(len(result.text) for result in message.toolResults or ())
+
+
+@dataclass
+class CompactStats:
+    messages_before: int = 0
+    messages_after: int = 0
+    chars_before: int = 0
+    chars_after: int = 0
+    calls: int = 0
+    kept: int = 0
+    results_dropped: int = 0
+    calls_dropped: int = 0
+    pinned: int = 0
+    state_tokens: int = 0
+    state_stage: str = ""
+    requests: int = 0
+    retries: int = 0
+    failed_batches: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    ms: float = 0.0
+
+    @property
+    def reduction_ratio(self) -> float:
+        if self.chars_before == 0:
+            return 0.0
+        return (self.chars_before - self.chars_after) / self.chars_before
+
+
+def percent(ratio: float) -> str:
+    """One decimal; anything short of everything stays below 100 % (99.96 % shows 99.9 %)."""
+    tenths = math.floor(ratio * 1000 + 0.5)
+    if tenths >= 1000 and ratio < 1:
+        tenths = 999
+    return f"{tenths / 10:.1f}%"
+
+
+def summarize(stats: CompactStats) -> str:
+    """``87.3% reduction; 3 kept, 5 results truncated, ...; state ~N tokens (stage) in K request(s)``."""
+    parts = [
+        f"{count} {label}"
+        for count, label in (
+            (stats.kept, "kept"),
+            (stats.results_dropped, "results truncated"),
+            (stats.calls_dropped, "call_dropped"),
+            (stats.pinned, "pinned"),
+        )
+        if count
+    ]
+    tail = f"in {stats.requests} request(s)"
+    if stats.retries:
+        tail += f", {stats.retries} retried"
+    if stats.failed_batches:
+        tail += f", {stats.failed_batches} batch(es) failed and kept whole"
+    if stats.input_tokens or stats.output_tokens:
+        tail += f", judge read {stats.input_tokens} and wrote {stats.output_tokens} tokens"
+    return (
+        f"{percent(stats.reduction_ratio)} reduction; {', '.join(parts) or 'no tool calls'}; "
+        f"state ~{stats.state_tokens} tokens ({stats.state_stage}) {tail}"
+    )
+
+
+def _fixed2(value: float) -> str:
+    # JavaScript's toFixed(2) rounds half away from zero on the exact binary value.
+    return str(Decimal(value).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+
+
+def decision_entry(decision: CallDecision) -> str:
+    return (
+        f"{decision.id}:{decision.tool}:{decision.action}"
+        f"/call={_fixed2(decision.keep_call)}/result={_fixed2(decision.keep_result)}"
+    )
+
+
+def decision_log_lines(decisions: Sequence[CallDecision], max_chars: int = UI_LOG_MAX_CHARS) -> list[str]:
+    """Non-pinned decisions packed into log lines of at most ``max_chars``."""
+    entries = [decision_entry(d) for d in decisions if d.reason != "pinned"]
+    if not entries:
+        return ["decisions: (none)"]
+    room = max_chars - _CHUNK_PREFIX_ROOM
+    chunks: list[str] = []
+    for entry in entries:
+        if chunks and len(chunks[-1]) + 1 + len(entry) <= room:
+            chunks[-1] += " " + entry
+        else:
+            chunks.append(entry)
+    if len(chunks) == 1:
+        return [f"decisions: {chunks[0]}"]
+    return [f"decisions ({k}/{len(chunks)}): {chunk}" for k, chunk in enumerate(chunks, 1)]

@@ -1,0 +1,544 @@
+"""Read conversations from disk or stdin into ``SessionMessage`` lists.
+
+The main input is a Claude Code transcript (JSONL, one record per line). ``load_messages`` also
+accepts the other conversation shapes found in the corpus: a ``{"loglines": [...]}`` export, a
+JSON list of SessionMessage objects and the lossless-compaction ``[{role, blocks}]`` format.
+
+The output mirrors what Claude Code hands a compaction hook: one message per model turn (the
+streamed fragments of one ``message.id`` merged), ``handle`` = record uuid, and every ToolUse
+carrying a copy of its outcome.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .errors import CompactionError
+from .messages import SessionMessage, ToolResult, ToolUse, parse_messages
+
+__all__ = [
+    "ACCEPTED_FORMATS",
+    "TranscriptError",
+    "TranscriptParse",
+    "TranscriptStats",
+    "load_messages",
+    "parse_records",
+    "parse_transcript",
+    "parse_transcript_with_stats",
+    "read_messages",
+]
+
+ACCEPTED_FORMATS = (
+    "expected a Claude Code transcript (JSONL, one record per line), "
+    'a {"loglines": [...]} export of such records, '
+    "a JSON list of SessionMessage objects ({role, text, toolUses, toolResults}), "
+    "or a JSON list of {role, blocks} conversation messages"
+)
+
+# Record types Claude Code writes; any of them marks a JSONL document as a transcript even when
+# it holds no conversation yet.
+_KNOWN_RECORD_TYPES = frozenset(
+    {
+        "user",
+        "assistant",
+        "system",
+        "attachment",
+        "progress",
+        "summary",
+        "file-history-snapshot",
+        "queue-operation",
+        "permission-mode",
+        "last-prompt",
+        "custom-title",
+        "ai-title",
+        "mode",
+        "bridge-session",
+    }
+)
+_CONVERSATION_TYPES = frozenset({"user", "assistant"})
+
+
+class TranscriptError(CompactionError, ValueError):
+    """The input cannot be read as a conversation; the message names ``source:line``."""
+
+
+@dataclass
+class TranscriptStats:
+    """What the reader skipped, so callers can report it instead of losing it silently."""
+
+    lines: int = 0
+    """Non-blank lines (or list items) seen."""
+    non_object_lines: int = 0
+    """Valid JSON that is not an object (a string, number or array)."""
+    untyped_records: int = 0
+    """Objects without a usable string ``type``."""
+    record_types: Counter[str] = field(default_factory=Counter)
+    """Every typed record in the input, by type (before any selection)."""
+    skipped_types: Counter[str] = field(default_factory=Counter)
+    """Live records that are not conversation (attachment, progress, system, ...)."""
+    malformed_records: int = 0
+    """user/assistant records whose ``message``/``content`` has an unusable shape."""
+    conversation: int = 0
+    """user/assistant records turned into (part of) a message."""
+    sidechain_skipped: int = 0
+    compact_boundaries: int = 0
+    records_before_boundary: int = 0
+    """Records (of any type) left behind by the last compaction."""
+    preserved_records: int = 0
+    """Pre-boundary records brought back because the boundary lists them as preserved."""
+    duplicate_tool_uses: int = 0
+    """tool_use blocks dropped because an earlier block already used their id."""
+    subagent: bool = False
+    """Every conversation record is a sidechain: a subagent transcript."""
+
+    @property
+    def recognised(self) -> bool:
+        """Whether any record had a type Claude Code writes."""
+        return any(t in _KNOWN_RECORD_TYPES for t in self.record_types)
+
+
+@dataclass
+class TranscriptParse:
+    messages: list[SessionMessage]
+    stats: TranscriptStats
+
+
+# ---------------------------------------------------------------------------------------------
+# Block rendering
+
+
+def _result_item_text(item: Any) -> str:
+    """One item of a tool_result ``content`` list, rendered for a reader (never raises)."""
+    if isinstance(item, str):
+        return item
+    if not isinstance(item, Mapping):
+        return "" if item is None else json.dumps(item, ensure_ascii=False)
+    kind = item.get("type")
+    text = item.get("text")
+    if kind == "text":
+        return text if isinstance(text, str) else ""
+    if kind == "tool_reference":
+        name = item.get("tool_name") or item.get("name")
+        return f"[tool: {name}]" if isinstance(name, str) else "[tool]"
+    if kind == "image":
+        source = item.get("source")
+        media = source.get("media_type") if isinstance(source, Mapping) else None
+        return f"[image: {media}]" if isinstance(media, str) else "[image]"
+    if kind == "document":
+        title = item.get("title")
+        return f"[document: {title}]" if isinstance(title, str) else "[document]"
+    if isinstance(text, str):
+        return text
+    return f"[{kind}]" if isinstance(kind, str) else "[item]"
+
+
+def _result_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(_result_item_text(item) for item in content)
+    return _result_item_text(content)
+
+
+def _as_input(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    # A non-object input (not seen in real files) is kept rather than dropped.
+    return {} if value is None else {"value": value}
+
+
+class _MessageBuilder:
+    """Collects the blocks of one output message (several records for a merged turn)."""
+
+    __slots__ = ("role", "handle", "texts", "tool_uses", "tool_results", "extra_blocks", "is_meta")
+
+    def __init__(self, role: str, handle: str | None, is_meta: bool = False) -> None:
+        self.role = role
+        self.handle = handle
+        self.texts: list[str] = []
+        self.tool_uses: list[ToolUse] = []
+        self.tool_results: list[ToolResult] = []
+        self.extra_blocks: list[Any] = []
+        self.is_meta = is_meta
+
+    def add_content(self, content: str | list[Any], seen_ids: set[str], stats: TranscriptStats) -> None:
+        if isinstance(content, str):
+            self.texts.append(content)
+            return
+        for block in content:
+            if isinstance(block, str):
+                # Not an API block shape, but it is text: keep it readable.
+                self.texts.append(block)
+                continue
+            if not isinstance(block, dict):
+                self.extra_blocks.append(block)
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                text = block.get("text")
+                if isinstance(text, str):
+                    self.texts.append(text)
+                else:
+                    self.extra_blocks.append(block)
+            elif kind == "tool_use" and isinstance(block.get("id"), str):
+                tool_use_id: str = block["id"]
+                if tool_use_id in seen_ids:
+                    stats.duplicate_tool_uses += 1
+                    continue
+                seen_ids.add(tool_use_id)
+                name = block.get("name")
+                self.tool_uses.append(
+                    ToolUse(
+                        tool_use_id=tool_use_id,
+                        tool=name if isinstance(name, str) else "unknown",
+                        input=_as_input(block.get("input")),
+                    )
+                )
+            elif kind == "tool_result" and isinstance(block.get("tool_use_id"), str):
+                self.tool_results.append(
+                    ToolResult(
+                        tool_use_id=block["tool_use_id"],
+                        text=_result_text(block.get("content")),
+                        isError=block.get("is_error") is True,
+                    )
+                )
+            else:
+                # thinking, redacted_thinking, image, document, server tools, id-less tool
+                # blocks: nothing here may vanish, so later stages get the raw block.
+                self.extra_blocks.append(block)
+
+    def build(self, outcomes: Mapping[str, ToolResult]) -> SessionMessage:
+        tool_uses = [_with_outcome(use, outcomes.get(use.tool_use_id)) for use in self.tool_uses]
+        extras: dict[str, Any] = {}
+        if self.extra_blocks:
+            extras["extraBlocks"] = self.extra_blocks
+        if self.is_meta:
+            extras["isMeta"] = True
+        return SessionMessage(
+            role=self.role,  # type: ignore[arg-type]  # only user/assistant builders exist
+            text="\n\n".join(self.texts),
+            toolUses=tool_uses,
+            toolResults=self.tool_results or None,
+            handle=self.handle,
+            **extras,
+        )
+
+
+def _with_outcome(use: ToolUse, result: ToolResult | None) -> ToolUse:
+    """Copy the result onto the call, as Claude Code's ToolUseSummary does."""
+    if result is None:
+        return use
+    return use.model_copy(update={"text": result.text, "isError": True if result.isError else None})
+
+
+def _first_results(builders: Iterable[_MessageBuilder]) -> dict[str, ToolResult]:
+    outcomes: dict[str, ToolResult] = {}
+    for builder in builders:
+        for result in builder.tool_results:
+            outcomes.setdefault(result.tool_use_id, result)
+    return outcomes
+
+
+# ---------------------------------------------------------------------------------------------
+# Claude Code records
+
+
+def _is_boundary(record: Mapping[str, Any]) -> bool:
+    return record.get("type") == "system" and record.get("subtype") == "compact_boundary"
+
+
+def _preserved_uuids(boundary: Mapping[str, Any], before: list[dict[str, Any]]) -> list[str]:
+    """Uuids of pre-boundary records that newer builds keep verbatim after the summary."""
+    meta = boundary.get("compactMetadata")
+    if not isinstance(meta, Mapping):
+        return []
+    listed = meta.get("preservedMessages")
+    if isinstance(listed, Mapping) and isinstance(listed.get("uuids"), list):
+        return [u for u in listed["uuids"] if isinstance(u, str)]
+    segment = meta.get("preservedSegment")
+    if not isinstance(segment, Mapping):
+        return []
+    head, tail = segment.get("headUuid"), segment.get("tailUuid")
+    if not isinstance(head, str) or not isinstance(tail, str):
+        return []
+    by_uuid = {r["uuid"]: r for r in before if isinstance(r.get("uuid"), str)}
+    chain: list[str] = []
+    current: Any = tail
+    # Walk tail -> head through parentUuid; a broken chain means we cannot trust it.
+    while isinstance(current, str) and current in by_uuid and len(chain) <= len(by_uuid):
+        chain.append(current)
+        if current == head:
+            return chain[::-1]
+        current = by_uuid[current].get("parentUuid")
+    return []
+
+
+def _live_records(records: list[dict[str, Any]], subagent: bool, stats: TranscriptStats) -> list[dict[str, Any]]:
+    """The records after the last compact boundary, plus any preserved segment it names."""
+    last = -1
+    for index, record in enumerate(records):
+        # A main file ignores boundaries of inline sidechains: they compact another context.
+        if _is_boundary(record) and (subagent or record.get("isSidechain") is not True):
+            stats.compact_boundaries += 1
+            last = index
+    if last < 0:
+        return records
+    before, boundary, live = records[:last], records[last], records[last + 1 :]
+    stats.records_before_boundary = len(before)
+    wanted = _preserved_uuids(boundary, before)
+    if not wanted:
+        return live
+    live_uuids = {r.get("uuid") for r in live}
+    wanted_set = {u for u in wanted if u not in live_uuids}
+    preserved = [r for r in before if r.get("uuid") in wanted_set]
+    if not preserved:
+        return live
+    stats.preserved_records = len(preserved)
+    meta = boundary.get("compactMetadata")
+    anchor = None
+    if isinstance(meta, Mapping):
+        segment = meta.get("preservedSegment") or meta.get("preservedMessages")
+        if isinstance(segment, Mapping):
+            anchor = segment.get("anchorUuid")
+    at = 0
+    for index, record in enumerate(live):
+        if (anchor is not None and record.get("uuid") == anchor) or (
+            anchor is None and record.get("isCompactSummary") is True
+        ):
+            at = index + 1
+            break
+    return live[:at] + preserved + live[at:]
+
+
+def parse_records(records: Iterable[Any]) -> TranscriptParse:
+    """Turn decoded Claude Code records into the live conversation plus stats."""
+    stats = TranscriptStats()
+    typed: list[dict[str, Any]] = []
+    for record in records:
+        stats.lines += 1
+        if not isinstance(record, dict):
+            stats.non_object_lines += 1
+            continue
+        kind = record.get("type")
+        if not isinstance(kind, str) or not kind:
+            stats.untyped_records += 1
+            continue
+        typed.append(record)
+        stats.record_types[kind] += 1
+
+    conversation = [r for r in typed if r["type"] in _CONVERSATION_TYPES]
+    stats.subagent = bool(conversation) and all(r.get("isSidechain") is True for r in conversation)
+
+    builders: list[_MessageBuilder] = []
+    by_message_id: dict[str, _MessageBuilder] = {}
+    seen_tool_ids: set[str] = set()
+    for record in _live_records(typed, stats.subagent, stats):
+        kind = record["type"]
+        if kind not in _CONVERSATION_TYPES:
+            stats.skipped_types[kind] += 1
+            continue
+        if record.get("isSidechain") is True and not stats.subagent:
+            stats.sidechain_skipped += 1
+            continue
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, (str, list)):
+            stats.malformed_records += 1
+            continue
+        stats.conversation += 1
+        uuid = record.get("uuid")
+        handle = uuid if isinstance(uuid, str) else None
+        message_id = message.get("id") if kind == "assistant" else None  # type: ignore[union-attr]
+        if isinstance(message_id, str) and message_id in by_message_id:
+            # A later fragment of the same model turn: it joins the turn's first position,
+            # which precedes every result of its calls.
+            by_message_id[message_id].add_content(content, seen_tool_ids, stats)
+            continue
+        builder = _MessageBuilder(kind, handle, is_meta=record.get("isMeta") is True)
+        builder.add_content(content, seen_tool_ids, stats)
+        builders.append(builder)
+        if isinstance(message_id, str):
+            by_message_id[message_id] = builder
+
+    outcomes = _first_results(builders)
+    return TranscriptParse([b.build(outcomes) for b in builders], stats)
+
+
+def _json_lines(lines: Iterable[str], source: str) -> Iterator[Any]:
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if number == 1:
+            stripped = stripped.lstrip("\ufeff")
+        if not stripped:
+            continue
+        try:
+            yield json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise TranscriptError(f"{source}:{number}: invalid JSON ({exc.msg})") from None
+
+
+def parse_transcript_with_stats(lines: Iterable[str], source: str = "<stdin>") -> TranscriptParse:
+    """Like ``parse_transcript``, also returning what was skipped."""
+    return parse_records(_json_lines(lines, source))
+
+
+def parse_transcript(lines: Iterable[str], source: str = "<stdin>") -> list[SessionMessage]:
+    """Parse Claude Code transcript JSONL lines into the live conversation."""
+    return parse_transcript_with_stats(lines, source).messages
+
+
+# ---------------------------------------------------------------------------------------------
+# Other document shapes
+
+
+def _parse_blocks_conversation(items: list[dict[str, Any]], source: str) -> list[SessionMessage]:
+    """The lossless-compaction ``[{role, blocks}]`` format: calls and results pair by position."""
+    builders: list[_MessageBuilder] = []
+    pending: list[str] = []  # ids of calls still waiting for a result, oldest first
+    calls = 0
+    orphans = 0
+    stats = TranscriptStats()
+    seen: set[str] = set()
+    for number, item in enumerate(items, start=1):
+        role = item.get("role")
+        blocks = item.get("blocks")
+        if role not in _CONVERSATION_TYPES or not isinstance(blocks, list):
+            raise TranscriptError(f"{source}: item {number} is not a {{role, blocks}} user/assistant message")
+        normalised: list[Any] = []
+        for block in blocks:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                given = block.get("id")
+                calls += 1
+                # The stable synthetic id depends only on the call's position in the file.
+                tool_use_id = given if isinstance(given, str) else f"toolu_pos_{calls}"
+                pending.append(tool_use_id)
+                block = {**block, "id": tool_use_id}
+            elif isinstance(block, dict) and block.get("type") == "tool_result":
+                given = block.get("tool_use_id")
+                if isinstance(given, str):
+                    if given in pending:
+                        pending.remove(given)
+                    tool_use_id = given
+                elif pending:
+                    tool_use_id = pending.pop(0)
+                else:
+                    orphans += 1
+                    tool_use_id = f"toolu_pos_orphan_{orphans}"
+                content = block.get("content", block.get("text"))
+                is_error = block.get("is_error", block.get("isError")) is True
+                block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error}
+            normalised.append(block)
+        builder = _MessageBuilder(role, None)
+        builder.add_content(normalised, seen, stats)
+        builders.append(builder)
+    outcomes = _first_results(builders)
+    return [b.build(outcomes) for b in builders]
+
+
+def _looks_like_session_message(item: Any) -> bool:
+    return (
+        isinstance(item, dict)
+        and "role" in item
+        and "content" not in item
+        and "blocks" not in item
+        and any(key in item for key in ("text", "toolUses", "toolResults"))
+    )
+
+
+def _describe(doc: Any) -> str:
+    if isinstance(doc, dict):
+        return f"a JSON object with keys {', '.join(sorted(map(str, doc))[:8]) or '(none)'}"
+    if isinstance(doc, list):
+        first = doc[0]
+        if isinstance(first, dict):
+            return f"a JSON list whose first item has keys {', '.join(sorted(map(str, first))[:8]) or '(none)'}"
+        return f"a JSON list whose first item is a {type(first).__name__}"
+    return f"a JSON {type(doc).__name__}"
+
+
+def _unrecognised(source: str, what: str) -> TranscriptError:
+    return TranscriptError(f"{source}: not a recognised conversation format (found {what}); {ACCEPTED_FORMATS}")
+
+
+def _load_list(doc: list[Any], source: str) -> list[SessionMessage]:
+    if not doc:
+        return []
+    if all(isinstance(i, dict) and "role" in i and "blocks" in i for i in doc):
+        return _parse_blocks_conversation(doc, source)
+    if all(_looks_like_session_message(i) for i in doc):
+        try:
+            return parse_messages(doc)
+        except ValidationError:
+            pass
+        # parse_messages does not say which item failed: find it for the message.
+        for index, item in enumerate(doc):
+            try:
+                SessionMessage.model_validate(item)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(part) for part in (index, *first["loc"]))
+                raise TranscriptError(f"{source}: invalid SessionMessage at {where}: {first['msg']}") from None
+    if all(isinstance(i, dict) and i.get("type") in _KNOWN_RECORD_TYPES for i in doc):
+        # A bare array of Claude Code records: the loglines export without its wrapper.
+        return parse_records(doc).messages
+    raise _unrecognised(source, _describe(doc))
+
+
+def load_messages(text: str, source: str = "<stdin>") -> list[SessionMessage]:
+    """Detect the format of a whole document and read its conversation."""
+    body = text.lstrip("\ufeff")
+    if not body.strip():
+        raise TranscriptError(f"{source}: empty document; {ACCEPTED_FORMATS}")
+    # Only "\n" ends a JSONL record: str.splitlines would also split on U+2028 and friends,
+    # which may sit raw inside JSON strings.
+    lines = body.split("\n")
+    try:
+        doc: Any = json.loads(body)
+    except json.JSONDecodeError as whole:
+        first = next(line for line in lines if line.strip())
+        try:
+            json.loads(first)
+        except json.JSONDecodeError:
+            # The first line is not a record either: report the error of the document as a
+            # whole (a broken pretty-printed JSON file), at its own line.
+            raise TranscriptError(f"{source}:{whole.lineno}: invalid JSON ({whole.msg})") from None
+        return _load_jsonl(lines, source)
+    if isinstance(doc, dict):
+        loglines = doc.get("loglines")
+        if isinstance(loglines, list):
+            return parse_records(loglines).messages
+        if doc.get("type") in _KNOWN_RECORD_TYPES:
+            return _load_jsonl(lines, source)  # a one-record transcript
+        raise _unrecognised(source, _describe(doc))
+    if isinstance(doc, list):
+        return _load_list(doc, source)
+    raise _unrecognised(source, _describe(doc))
+
+
+def _load_jsonl(lines: list[str], source: str) -> list[SessionMessage]:
+    parsed = parse_transcript_with_stats(lines, source)
+    if not parsed.stats.recognised:
+        raise TranscriptError(
+            f"{source}: JSON lines without any Claude Code record type (user, assistant, system, ...); "
+            f"{ACCEPTED_FORMATS}"
+        )
+    return parsed.messages
+
+
+def read_messages(path: str | Path) -> list[SessionMessage]:
+    """Read a conversation file (UTF-8) in any format ``load_messages`` accepts."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise TranscriptError(f"{file.name}: not UTF-8 text (byte {exc.start})") from None
+    return load_messages(text, source=file.name)

@@ -1,0 +1,607 @@
+"""The transcript reader: Claude Code JSONL and the other conversation formats."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fast_jev_compaction.errors import CompactionError
+from fast_jev_compaction.messages import SessionMessage, parse_messages
+from fast_jev_compaction.transcript import (
+    TranscriptError,
+    TranscriptParse,
+    load_messages,
+    parse_transcript,
+    parse_transcript_with_stats,
+    read_messages,
+)
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+CORPUS_JSONL = sorted(CORPUS.rglob("*.jsonl")) if CORPUS.is_dir() else []
+SPOTTER_COMPACTED = "spotter/transcripts/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+@cache
+def _parsed(path: Path) -> TranscriptParse:
+    with path.open(encoding="utf-8") as handle:
+        return parse_transcript_with_stats(handle, path.name)
+
+
+def _raw_records(path: Path) -> list[dict[str, Any]]:
+    records = []
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if line.strip():
+            value = json.loads(line)
+            if isinstance(value, dict):
+                records.append(value)
+    return records
+
+
+def _simple_live(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The live conversation records, computed the plain way: after the last boundary,
+    sidechains dropped unless the whole file is a sidechain, well-formed user/assistant only."""
+    last = max((i for i, r in enumerate(records) if r.get("subtype") == "compact_boundary"), default=-1)
+    live = records[last + 1 :]
+    talk = [r for r in live if r.get("type") in ("user", "assistant")]
+    every = [r for r in records if r.get("type") in ("user", "assistant")]
+    subagent = bool(every) and all(r.get("isSidechain") is True for r in every)
+    return [
+        r
+        for r in talk
+        if (subagent or r.get("isSidechain") is not True)
+        and isinstance(r.get("message"), dict)
+        and isinstance(r["message"].get("content"), (str, list))
+    ]
+
+
+def _blocks(record: dict[str, Any], kind: str) -> Iterator[dict[str, Any]]:
+    content = record["message"]["content"]
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == kind:
+                yield block
+
+
+def _position_of_calls(messages: list[SessionMessage]) -> dict[str, int]:
+    return {use.tool_use_id: i for i, m in enumerate(messages) for use in m.toolUses}
+
+
+def _jsonl(*records: Any) -> list[str]:
+    return [json.dumps(r) if not isinstance(r, str) else r for r in records]
+
+
+def _user(uuid: str, content: Any, **extra: Any) -> dict[str, Any]:
+    return {"type": "user", "uuid": uuid, "isSidechain": False, "message": {"role": "user", "content": content}, **extra}
+
+
+def _assistant(uuid: str, message_id: str, *blocks: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "assistant",
+        "uuid": uuid,
+        "isSidechain": False,
+        "message": {"id": message_id, "role": "assistant", "content": list(blocks)},
+        **extra,
+    }
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _call(tool_use_id: str, name: str = "Bash", **inp: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": tool_use_id, "name": name, "input": inp}
+
+
+def _result(tool_use_id: str, content: Any, **extra: Any) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": tool_use_id, "content": content, **extra}
+
+
+# --- every corpus transcript -------------------------------------------------------------------
+
+corpus_files = pytest.mark.parametrize(
+    "path", CORPUS_JSONL, ids=[str(p.relative_to(CORPUS)) for p in CORPUS_JSONL]
+)
+
+
+@corpus_files
+def test_corpus_results_follow_their_calls(corpus_dir: Path, path: Path) -> None:
+    messages = _parsed(path).messages
+    calls = _position_of_calls(messages)
+    for index, message in enumerate(messages):
+        for result in message.toolResults or []:
+            if result.tool_use_id in calls:
+                assert calls[result.tool_use_id] < index, result.tool_use_id
+
+
+@corpus_files
+def test_corpus_tool_use_count_matches_raw_live_segment(corpus_dir: Path, path: Path) -> None:
+    live = _simple_live(_raw_records(path))
+    raw_ids = {b["id"] for r in live if r["type"] == "assistant" for b in _blocks(r, "tool_use")}
+    messages = _parsed(path).messages
+    out_ids = [use.tool_use_id for m in messages for use in m.toolUses]
+    assert len(out_ids) == len(raw_ids)
+    assert set(out_ids) == raw_ids
+
+
+@corpus_files
+def test_corpus_merges_assistant_records_by_message_id(corpus_dir: Path, path: Path) -> None:
+    if _parsed(path).stats.preserved_records:
+        pytest.skip("preserved segment: covered by its own test")
+    live = _simple_live(_raw_records(path))
+    expected: list[str | None] = []
+    seen: set[str] = set()
+    for record in live:
+        if record["type"] != "assistant":
+            continue
+        message_id = record["message"].get("id")
+        if isinstance(message_id, str):
+            if message_id in seen:
+                continue
+            seen.add(message_id)
+        expected.append(record.get("uuid"))
+    got = [m.handle for m in _parsed(path).messages if m.role == "assistant"]
+    assert got == expected
+    users = [r.get("uuid") for r in live if r["type"] == "user"]
+    assert [m.handle for m in _parsed(path).messages if m.role == "user"] == users
+
+
+@corpus_files
+def test_corpus_tool_uses_carry_their_outcome(corpus_dir: Path, path: Path) -> None:
+    messages = _parsed(path).messages
+    results = {}
+    for message in messages:
+        for result in message.toolResults or []:
+            results.setdefault(result.tool_use_id, result)
+    for message in messages:
+        for use in message.toolUses:
+            result = results.get(use.tool_use_id)
+            if result is None:
+                assert use.text is None and use.isError is None
+            else:
+                assert use.text == result.text
+                assert use.isError is (True if result.isError else None)
+        assert "toolUseResult" not in message.to_wire()
+
+
+@corpus_files
+def test_corpus_load_messages_agrees_with_parse_transcript(corpus_dir: Path, path: Path) -> None:
+    parsed = _parsed(path)
+    if not parsed.stats.recognised:
+        # The workflow journal is JSONL but not a transcript.
+        with pytest.raises(TranscriptError, match="expected a Claude Code transcript"):
+            read_messages(path)
+        return
+    assert read_messages(path) == parsed.messages
+
+
+# --- edge cases and errors ---------------------------------------------------------------------
+
+
+def test_edge_cases_skips_non_conversation_lines(corpus_dir: Path) -> None:
+    parsed = _parsed(corpus_dir / "claude-code-log/test_data/edge_cases.jsonl")
+    stats = parsed.stats
+    assert stats.non_object_lines == 3  # a string, a number and an array
+    assert stats.untyped_records == 1  # {"silly": "this"}
+    assert stats.malformed_records == 2  # "message": "error", and a misspelt "content" key
+    assert stats.skipped_types["summary"] == 1
+    failing = next(u for m in parsed.messages for u in m.toolUses if u.tool_use_id == "tool_edge_001")
+    assert failing.isError is True and failing.text is not None and failing.text.startswith("Error:")
+    # A bare string in a content list is kept as text, not dropped.
+    assert parsed.messages[-1].text == "wow error"
+
+
+def test_broken_line_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "broken.jsonl"
+    lines = _jsonl(_user("u1", "hello"), "", '{"type": "assistant", "uuid": "a1",, }')
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(TranscriptError, match=r"^broken\.jsonl:3: invalid JSON \(") as caught:
+        read_messages(path)
+    assert isinstance(caught.value, ValueError) and isinstance(caught.value, CompactionError)
+    with pytest.raises(TranscriptError, match=r"^<stdin>:3: invalid JSON"):
+        parse_transcript(lines)
+
+
+def test_broken_pretty_printed_json_reports_its_line() -> None:
+    text = '[\n  {"role": "user", "text": "hi"},\n  {"role": "assistant" "text": "x"}\n]\n'
+    with pytest.raises(TranscriptError, match=r"^doc\.json:3: invalid JSON"):
+        load_messages(text, "doc.json")
+
+
+def test_non_utf8_file_is_a_transcript_error(tmp_path: Path) -> None:
+    path = tmp_path / "latin.jsonl"
+    path.write_bytes(json.dumps(_user("u1", "x")).encode() + b"\n\xff\xfe\n")
+    with pytest.raises(TranscriptError, match="latin.jsonl"):
+        read_messages(path)
+
+
+def test_blank_lines_bom_and_line_separators_inside_strings() -> None:
+    # U+2028 may sit raw inside a JSON string; only "\n" ends a record.
+    text = "\ufeff" + json.dumps(_user("u1", "a\u2028b"), ensure_ascii=False) + "\n\n\r\n"
+    messages = load_messages(text)
+    assert [m.text for m in messages] == ["a\u2028b"]
+
+
+def test_empty_and_foreign_documents_are_rejected() -> None:
+    with pytest.raises(TranscriptError, match="empty document"):
+        load_messages("  \n")
+    with pytest.raises(TranscriptError, match="accepted|expected a Claude Code transcript"):
+        load_messages('{"hello": 1}', "x.json")
+    with pytest.raises(TranscriptError, match="expected a Claude Code transcript"):
+        load_messages("42")
+    with pytest.raises(TranscriptError, match=r"invalid SessionMessage at 0\.role"):
+        load_messages('[{"role": "tool", "text": "x"}]')
+
+
+# --- compaction --------------------------------------------------------------------------------
+
+
+def test_spotter_session_keeps_only_the_live_segment(corpus_dir: Path) -> None:
+    path = corpus_dir / SPOTTER_COMPACTED
+    records = _raw_records(path)
+    boundary = next(i for i, r in enumerate(records) if r.get("subtype") == "compact_boundary")
+    summary = records[boundary + 1]
+    assert summary.get("isCompactSummary") is True
+    before = {r.get("uuid") for r in records[:boundary]}
+
+    parsed = _parsed(path)
+    messages = parsed.messages
+    assert parsed.stats.compact_boundaries == 1
+    assert parsed.stats.records_before_boundary == boundary
+    assert messages[0].handle == summary["uuid"]
+    assert messages[0].role == "user"
+    assert messages[0].text == summary["message"]["content"]
+    assert messages[0].text.startswith("This session is being continued from a previous conversation")
+    assert not any(m.handle in before for m in messages)
+    # The /compact command records after the summary are kept; the caveat is marked injected.
+    assert messages[1].to_wire().get("isMeta") is True
+    assert "<command-name>/compact</command-name>" in messages[2].text
+
+
+def test_compact_boundary_drops_the_rewound_history(corpus_dir: Path) -> None:
+    messages = read_messages(corpus_dir / "claude-code-log/upstream-newer/dag_compact_after_rewind.jsonl")
+    assert [m.handle for m in messages] == ["cs", "p1u", "p1a"]
+    assert messages[0].text.startswith("This session is being continued")
+
+
+def test_preserved_segment_is_restored_after_the_summary(corpus_dir: Path) -> None:
+    path = corpus_dir / "claude-code-log/upstream-newer/dag_compact_after_rewind_preserved.jsonl"
+    parsed = _parsed(path)
+    # The boundary lists b2a, b2u2 and b2a2 as kept verbatim; only b2a2 was re-written after it.
+    assert [m.handle for m in parsed.messages] == ["cs", "b2a", "b2u2", "b2a2", "p1u", "p1a"]
+    assert parsed.stats.preserved_records == 2
+
+
+def test_preserved_segment_found_by_walking_parent_links() -> None:
+    boundary = {
+        "type": "system",
+        "subtype": "compact_boundary",
+        "uuid": "cb",
+        "parentUuid": None,
+        "compactMetadata": {"trigger": "auto", "preservedSegment": {"headUuid": "a2", "anchorUuid": "cs", "tailUuid": "a3"}},
+    }
+    lines = _jsonl(
+        _user("u1", "old prompt"),
+        _assistant("a1", "m1", _text("old answer"), parentUuid="u1"),
+        _user("u2", "recent prompt", parentUuid="a1"),
+        _assistant("a2", "m2", _text("recent answer"), parentUuid="u2"),
+        _user("u3", "ok", parentUuid="a2"),
+        _assistant("a3", "m3", _text("last"), parentUuid="u3"),
+        boundary,
+        _user("cs", "This session is being continued ...", isCompactSummary=True, parentUuid="cb"),
+        _user("n1", "next", parentUuid="cs"),
+    )
+    assert [m.handle for m in parse_transcript(lines)] == ["cs", "a2", "u3", "a3", "n1"]
+
+
+def test_summary_without_boundary_is_an_ordinary_user_message(corpus_dir: Path) -> None:
+    path = corpus_dir / "claude-code-transcripts/sample_session.json"
+    loglines = json.loads(path.read_text(encoding="utf-8"))["loglines"]
+    at = next(i for i, r in enumerate(loglines) if r.get("isCompactSummary"))
+    messages = read_messages(path)
+    summary = [m for m in messages if m.text == loglines[at]["message"]["content"]]
+    assert len(summary) == 1 and summary[0].role == "user"
+    # Without a boundary, nothing before the summary is dropped.
+    assert messages.index(summary[0]) > 0 and messages[0].text == loglines[0]["message"]["content"]
+
+
+# --- sidechains --------------------------------------------------------------------------------
+
+
+def test_inline_sidechain_records_are_skipped_in_a_main_file(corpus_dir: Path) -> None:
+    parsed = _parsed(corpus_dir / "claude-code-log/test_data/memory_sidechain.jsonl")
+    assert parsed.stats.sidechain_skipped == 3
+    assert not parsed.stats.subagent
+    raw = {r.get("uuid"): r for r in _raw_records(corpus_dir / "claude-code-log/test_data/memory_sidechain.jsonl")}
+    assert all(raw[m.handle].get("isSidechain") is False for m in parsed.messages if m.handle)
+
+
+def test_subagent_file_keeps_its_sidechain_records(corpus_dir: Path) -> None:
+    path = corpus_dir / "spotter/transcripts/ae4a77f8-aedd-4bc1-888f-c94edc91af04/subagents/agent-aac57f5.jsonl"
+    parsed = _parsed(path)
+    assert parsed.stats.subagent and parsed.stats.sidechain_skipped == 0
+    assert sum(len(m.toolUses) for m in parsed.messages) == 12
+
+
+# --- other formats -----------------------------------------------------------------------------
+
+
+def test_json_list_of_session_messages(corpus_dir: Path) -> None:
+    path = corpus_dir / "jev-compaction-bench/todo-cli-messages.json"
+    messages = read_messages(path)
+    assert messages == parse_messages(json.loads(path.read_text(encoding="utf-8")))
+    assert len(messages) == 36 and sum(len(m.toolUses) for m in messages) == 14
+
+
+def test_loglines_export(corpus_dir: Path) -> None:
+    messages = read_messages(corpus_dir / "claude-code-transcripts/sample_session.json")
+    calls = _position_of_calls(messages)
+    assert len(calls) == 12
+    results = [(i, r) for i, m in enumerate(messages) for r in m.toolResults or []]
+    assert len(results) == 12
+    assert all(calls[r.tool_use_id] < i for i, r in results)
+    first_assistant = next(m for m in messages if m.role == "assistant")
+    assert [b["type"] for b in first_assistant.to_wire()["extraBlocks"]] == ["thinking"]
+
+
+def test_bare_list_of_claude_code_records() -> None:
+    doc = [_user("u1", "hi"), _assistant("a1", "m1", _text("hello"))]
+    assert [m.text for m in load_messages(json.dumps(doc))] == ["hi", "hello"]
+
+
+def test_lossless_compaction_conversation(corpus_dir: Path) -> None:
+    path = corpus_dir / "lossless-compaction/2026-10-04-every-kind-bases/short.conversation.json"
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    messages = read_messages(path)
+    assert len(messages) == len(raw) == 101
+    uses = [u for m in messages for u in m.toolUses]
+    assert [u.tool_use_id for u in uses] == [f"toolu_pos_{n}" for n in range(1, 39)]
+    calls = _position_of_calls(messages)
+    for index, message in enumerate(messages):
+        for result in message.toolResults or []:
+            # Pairs by position: each result answers the call right before it here.
+            assert calls[result.tool_use_id] == index - 1
+            assert result.isError is False
+    raw_results = [b["text"] for m in raw for b in m["blocks"] if b["type"] == "tool_result"]
+    assert [u.text for u in uses] == raw_results
+    assert read_messages(path) == messages  # synthetic ids are stable
+
+
+def test_lossless_parallel_calls_pair_in_order() -> None:
+    doc = [
+        {"role": "user", "blocks": [_text("go")]},
+        {"role": "assistant", "blocks": [{"type": "tool_use", "name": "A", "input": {}}, {"type": "tool_use", "name": "B", "input": {}}]},
+        {"role": "user", "blocks": [{"type": "tool_result", "text": "ra"}, {"type": "tool_result", "text": "rb"}]},
+        {"role": "user", "blocks": [{"type": "tool_result", "text": "stray"}]},
+    ]
+    messages = load_messages(json.dumps(doc))
+    assert [(u.tool, u.tool_use_id, u.text) for u in messages[1].toolUses] == [
+        ("A", "toolu_pos_1", "ra"),
+        ("B", "toolu_pos_2", "rb"),
+    ]
+    assert messages[3].toolResults is not None
+    assert messages[3].toolResults[0].tool_use_id not in {"toolu_pos_1", "toolu_pos_2"}
+
+
+@pytest.mark.parametrize("name", ["github_issue.traj.json", "local.traj.json"])
+def test_mini_swe_agent_is_rejected(corpus_dir: Path, name: str) -> None:
+    with pytest.raises(TranscriptError) as caught:
+        read_messages(corpus_dir / "mini-swe-agent" / name)
+    message = str(caught.value)
+    assert message.startswith(f"{name}: not a recognised conversation format")
+    assert "Claude Code transcript" in message and "loglines" in message and "{role, blocks}" in message
+
+
+def test_questions_file_is_rejected(corpus_dir: Path) -> None:
+    with pytest.raises(TranscriptError, match="not a recognised conversation format"):
+        read_messages(corpus_dir / "lossless-compaction/questions.json")
+
+
+# --- thinking and other blocks -----------------------------------------------------------------
+
+
+def test_lossless_thinking_blocks_are_kept(corpus_dir: Path) -> None:
+    messages = read_messages(corpus_dir / "lossless-compaction/2026-10-04-every-kind-bases/thinking.conversation.json")
+    extra = [b for m in messages for b in m.to_wire().get("extraBlocks", [])]
+    assert len(extra) == 20 and all(b["type"] == "thinking" for b in extra)
+
+
+def test_claude_code_thinking_blocks_are_kept_with_signature(corpus_dir: Path) -> None:
+    path = corpus_dir / SPOTTER_COMPACTED
+    live = _simple_live(_raw_records(path))
+    raw = [b for r in live if r["type"] == "assistant" for b in _blocks(r, "thinking")]
+    assert raw, "fixture has thinking blocks"
+    kept = [b for m in _parsed(path).messages for b in m.to_wire().get("extraBlocks", []) if b["type"] == "thinking"]
+    assert kept == raw
+
+
+# --- hand-written transcript -------------------------------------------------------------------
+
+
+HAND_WRITTEN = _jsonl(
+    {"type": "file-history-snapshot", "messageId": "x", "snapshot": {}},
+    _user("u1", "Please look at the repo."),
+    _assistant("a1", "msg_A", {"type": "thinking", "thinking": "plan", "signature": "sig"}),
+    _assistant("a2", "msg_A", _text("Let me look.")),
+    _assistant("a3", "msg_A", _call("t1", "Read", file_path="/r/a.py")),
+    {"type": "progress", "data": {"type": "hook_progress"}, "toolUseID": "t1"},
+    # Some versions write a result before the next fragment of the same message id.
+    _user("r1", [_result("t1", [_text("line 1"), _text("line 2")])]),
+    _assistant("a4", "msg_A", _call("t2", "Bash", command="false")),
+    _user("r2", [_result("t2", "exit 1", is_error=True)], toolUseResult="Error: exit 1"),
+    {"type": "attachment", "uuid": "att", "attachment": {"type": "hook_success"}},
+    _user("m1", "<system-reminder>be brief</system-reminder>", isMeta=True),
+    _user("s1", "subagent chatter", isSidechain=True),
+    _assistant("b1", "msg_B", _text("Done."), _call("t3", "ToolSearch", query="task")),
+    _user(
+        "r3",
+        [
+            _result(
+                "t3",
+                [
+                    {"type": "tool_reference", "tool_name": "TaskCreate"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
+                    {"type": "mystery", "payload": 1},
+                ],
+                is_error=False,
+            ),
+            _text("and also this"),
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "BBBB"}},
+        ],
+    ),
+    {"type": "system", "subtype": "turn_duration", "uuid": "sys"},
+)
+
+
+def test_hand_written_transcript() -> None:
+    parsed = parse_transcript_with_stats(HAND_WRITTEN, "hand.jsonl")
+    wire = [m.to_wire() for m in parsed.messages]
+    assert wire == [
+        {"role": "user", "text": "Please look at the repo.", "toolUses": [], "handle": "u1"},
+        {
+            "role": "assistant",
+            "text": "Let me look.",
+            "toolUses": [
+                {"tool_use_id": "t1", "tool": "Read", "input": {"file_path": "/r/a.py"}, "text": "line 1\nline 2"},
+                {"tool_use_id": "t2", "tool": "Bash", "input": {"command": "false"}, "text": "exit 1", "isError": True},
+            ],
+            "handle": "a1",
+            "extraBlocks": [{"type": "thinking", "thinking": "plan", "signature": "sig"}],
+        },
+        {
+            "role": "user",
+            "text": "",
+            "toolUses": [],
+            "toolResults": [{"tool_use_id": "t1", "text": "line 1\nline 2", "isError": False}],
+            "handle": "r1",
+        },
+        {
+            "role": "user",
+            "text": "",
+            "toolUses": [],
+            "toolResults": [{"tool_use_id": "t2", "text": "exit 1", "isError": True}],
+            "handle": "r2",
+        },
+        {"role": "user", "text": "<system-reminder>be brief</system-reminder>", "toolUses": [], "handle": "m1", "isMeta": True},
+        {
+            "role": "assistant",
+            "text": "Done.",
+            "toolUses": [
+                {
+                    "tool_use_id": "t3",
+                    "tool": "ToolSearch",
+                    "input": {"query": "task"},
+                    "text": "[tool: TaskCreate]\n[image: image/png]\n[mystery]",
+                }
+            ],
+            "handle": "b1",
+        },
+        {
+            "role": "user",
+            "text": "and also this",
+            "toolUses": [],
+            "toolResults": [{"tool_use_id": "t3", "text": "[tool: TaskCreate]\n[image: image/png]\n[mystery]", "isError": False}],
+            "handle": "r3",
+            "extraBlocks": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "BBBB"}}],
+        },
+    ]
+    stats = parsed.stats
+    assert stats.sidechain_skipped == 1
+    assert stats.skipped_types == {"file-history-snapshot": 1, "progress": 1, "attachment": 1, "system": 1}
+
+
+def test_is_error_values() -> None:
+    lines = _jsonl(
+        _assistant("a", "m", _call("x1"), _call("x2"), _call("x3"), _call("x4")),
+        _user("r1", [_result("x1", "a", is_error=True)]),
+        _user("r2", [_result("x2", "b", is_error=False)]),
+        _user("r3", [_result("x3", "c")]),
+        _user("r4", [_result("x4", None, is_error=None)]),
+    )
+    messages = parse_transcript(lines)
+    assert [m.toolResults[0].isError for m in messages[1:] if m.toolResults] == [True, False, False, False]
+    assert [u.isError for u in messages[0].toolUses] == [True, None, None, None]
+    assert messages[0].toolUses[3].text == ""
+
+
+def test_text_blocks_join_with_blank_line_and_string_content_is_verbatim() -> None:
+    lines = _jsonl(
+        _user("u1", "  spaced\n"),
+        _user("u2", [_text("one"), _text("two")]),
+        _assistant("a1", "m1", _text("x")),
+        _assistant("a2", "m1", _text("y")),
+    )
+    assert [m.text for m in parse_transcript(lines)] == ["  spaced\n", "one\n\ntwo", "x\n\ny"]
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_parallel_calls_with_results_between_fragments(interleaved: bool) -> None:
+    a1 = _assistant("a1", "msg", _call("p1"))
+    a2 = _assistant("a2", "msg", _call("p2"))
+    r1 = _user("r1", [_result("p1", "one")])
+    r2 = _user("r2", [_result("p2", "two")])
+    order = [a1, r1, a2, r2] if interleaved else [a1, a2, r1, r2]
+    messages = parse_transcript(_jsonl(_user("u", "go"), *order, _assistant("a3", "msg2", _text("ok"))))
+    assert [m.handle for m in messages] == ["u", "a1", "r1", "r2", "a3"]
+    assert [u.tool_use_id for u in messages[1].toolUses] == ["p1", "p2"]
+    assert [u.text for u in messages[1].toolUses] == ["one", "two"]
+
+
+def test_subagent_file_keeps_all_sidechain_records() -> None:
+    lines = _jsonl(
+        _user("s1", "task prompt", isSidechain=True),
+        _assistant("s2", "m", _text("done"), isSidechain=True),
+    )
+    parsed = parse_transcript_with_stats(lines)
+    assert [m.text for m in parsed.messages] == ["task prompt", "done"]
+    assert parsed.stats.subagent
+
+
+# --- property: any interleaving of parallel results ---------------------------------------------
+
+
+@st.composite
+def _sessions(draw: st.DrawFn) -> tuple[list[str], int, int]:
+    """Turns of parallel calls, each result placed anywhere after its own call record."""
+    records: list[dict[str, Any]] = []
+    turns = draw(st.integers(min_value=1, max_value=4))
+    calls = 0
+    for turn in range(turns):
+        records.append(_user(f"u{turn}", f"prompt {turn}"))
+        width = draw(st.integers(min_value=1, max_value=4))
+        fragments = [_assistant(f"a{turn}_{k}", f"msg{turn}", _call(f"c{turn}_{k}")) for k in range(width)]
+        calls += width
+        sequence: list[dict[str, Any]] = list(fragments)
+        for k in range(width):
+            after = sequence.index(fragments[k])
+            at = draw(st.integers(min_value=after + 1, max_value=len(sequence)))
+            sequence.insert(at, _user(f"r{turn}_{k}", [_result(f"c{turn}_{k}", f"out {k}")]))
+        records.extend(sequence)
+    return _jsonl(*records), turns, calls
+
+
+@settings(max_examples=60, deadline=None)
+@given(_sessions())
+def test_merged_turns_precede_their_results(session: tuple[list[str], int, int]) -> None:
+    lines, turns, calls = session
+    messages = parse_transcript(lines)
+    assistants = [m for m in messages if m.role == "assistant"]
+    assert len(assistants) == turns
+    assert sum(len(m.toolUses) for m in assistants) == calls
+    positions = _position_of_calls(messages)
+    result_positions = {r.tool_use_id: i for i, m in enumerate(messages) for r in m.toolResults or []}
+    assert set(result_positions) == set(positions)
+    assert all(positions[k] < result_positions[k] for k in positions)
+    # Results keep their file order.
+    order = [r.tool_use_id for m in messages for r in m.toolResults or []]
+    file_order = [json.loads(l)["message"]["content"][0]["tool_use_id"] for l in lines if '"tool_result"' in l]
+    assert order == file_order

@@ -1,0 +1,30 @@
+"""The decision-log audit: a SQLite record of every compaction and per-call decision.
+
+Only the store and the redaction live here (stdlib only, imported by the hook); the text
+rendering for ``fast-jev log``/``stats`` is in ``audit.report``.
+"""
+
+from __future__ import annotations
+
+from .redact import preview, redact_text
+from .store import (
+    CompactionRow,
+    DecisionLog,
+    DecisionLogBusy,
+    DecisionLogError,
+    DecisionRow,
+    Totals,
+    default_db_path,
+)
+
+__all__ = [
+    "CompactionRow",
+    "DecisionLog",
+    "DecisionLogBusy",
+    "DecisionLogError",
+    "DecisionRow",
+    "Totals",
+    "default_db_path",
+    "preview",
+    "redact_text",
+]

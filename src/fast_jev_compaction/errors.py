@@ -16,9 +16,14 @@ class FittingError(CompactionError):
 
 
 class JevError(CompactionError):
-    """A judge request failed. ``retryable`` says whether trying again may help."""
+    """A judge request failed. ``retryable`` says whether trying again may help.
+
+    ``retries`` is how many retries the asker spent before giving up, so the caller's stats can
+    count the retries of failed requests too.
+    """
 
     retryable: bool = False
+    retries: int = 0
 
 
 class JevRequestError(JevError):

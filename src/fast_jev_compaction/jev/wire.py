@@ -1,0 +1,114 @@
+"""The Jev wire format: request bodies, response parsing and actionable status hints.
+
+Pure functions over strings, so they are testable without a network and shared by every
+transport. The answers returned here are still raw; ``answers.read_noul_answers`` validates them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from ..answers import MISSING_ANSWERS, read_usage
+from ..asker import Usage
+from ..errors import JevRequestError, JevResponseError
+from ..textutil import js_json
+
+CloudflareForm = Literal["catalog", "classic"]
+
+DEFAULT_KEY_SOURCE = "TYPESAFE_API_KEY or the apiKey option"
+
+
+def hint_for_status(status: int, key_source: str = DEFAULT_KEY_SOURCE) -> str:
+    """What the user should do about a non-2xx status ('' when there is nothing specific)."""
+    if status == 401:
+        return f"check the API key ({key_source})"
+    if status == 402:
+        return "the account has no credit left; top it up or use the embedded judge"
+    if status == 403:
+        return "the key may not use this model or endpoint"
+    if status == 404:
+        return "check the endpoint URL"
+    if status == 429:
+        return "rate limited; retried, lower maxConcurrentRequests"
+    if status >= 500:
+        return "the Jev service failed; retried"
+    return ""
+
+
+def build_body(model: str, state: Any, questions: Mapping[str, Any]) -> str:
+    """The System One / OpenRouter body: ``{"model", "state", "questions"}`` in that order."""
+    return js_json({"model": model, "state": state, "questions": dict(questions)})
+
+
+def build_cloudflare_body(form: CloudflareForm, model: str, state: Any, questions: Mapping[str, Any]) -> str:
+    """Workers AI body: the catalog form names the model in the body, the classic form in the path."""
+    payload: dict[str, Any] = {"state": state, "questions": dict(questions)}
+    if form == "catalog":
+        return js_json({"model": model, "input": payload})
+    return js_json(payload)
+
+
+def _raise_for_status(status: int, text: str, key_source: str) -> None:
+    if not 200 <= status < 300:
+        raise JevRequestError(status, text, hint_for_status(status, key_source))
+
+
+def _load_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise JevResponseError("Jev returned malformed JSON") from None
+
+
+def parse_response(
+    status: int, text: str, key_source: str = DEFAULT_KEY_SOURCE
+) -> tuple[Mapping[str, Any], Usage]:
+    """``(answers, usage)`` from a System One / OpenRouter response, or a typed error."""
+    _raise_for_status(status, text, key_source)
+    data = _load_json(text)
+    if not isinstance(data, dict) or not isinstance(data.get("answers"), dict):
+        raise JevResponseError(MISSING_ANSWERS)
+    return data["answers"], read_usage(data.get("usage"))
+
+
+def _cloudflare_errors(errors: Any) -> str:
+    parts: list[str] = []
+    if isinstance(errors, list):
+        for item in errors:
+            if isinstance(item, Mapping):
+                code = item.get("code")
+                message = str(item.get("message", "")).strip()
+                parts.append(f"{code}: {message}" if code is not None else message)
+            elif item is not None:
+                parts.append(str(item))
+    return "; ".join(p for p in parts if p) or "no error details"
+
+
+def parse_cloudflare_response(
+    status: int, text: str, key_source: str = "CLOUDFLARE_API_TOKEN or the apiKey option"
+) -> tuple[Mapping[str, Any], Usage]:
+    """``(answers, usage)`` from a Workers AI response, enveloped or bare.
+
+    The envelope is ``{success, result: {answers, usage?}, errors}``; some proxies return the bare
+    ``result``. Inside an envelope, a ``result`` without an ``answers`` key is the answers object.
+    """
+    _raise_for_status(status, text, key_source)
+    data = _load_json(text)
+    if not isinstance(data, dict):
+        raise JevResponseError(MISSING_ANSWERS)
+    if "success" in data or "result" in data:
+        if data.get("success") is False:
+            raise JevResponseError(f"Cloudflare Workers AI reported errors: {_cloudflare_errors(data.get('errors'))}")
+        result = data.get("result")
+        if not isinstance(result, dict):
+            raise JevResponseError(MISSING_ANSWERS)
+        if "answers" not in result:
+            return result, read_usage(data.get("usage"))
+    else:
+        result = data
+    answers = result.get("answers")
+    if not isinstance(answers, dict):
+        raise JevResponseError(MISSING_ANSWERS)
+    return answers, read_usage(result.get("usage"))

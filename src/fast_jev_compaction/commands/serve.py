@@ -1,0 +1,61 @@
+"""``fast-jev serve``: answer Jev-protocol requests over HTTP with the embedded judge."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+DESCRIPTION = """\
+Serve the Jev wire protocol on a local port, answered offline by the embedded judge, so any Jev
+client can point its base URL here. Routes: POST /v1/systemone, POST /api/alpha/decisions,
+POST /client/v4/accounts/<id>/ai/run (body {"model":"typesafe/jev","input":{...}}),
+POST /client/v4/accounts/<id>/ai/run/typesafe/jev, GET /v1/models, GET /healthz.
+Prints one line, "listening on http://HOST:PORT", once the port is bound.
+"""
+
+KEY_ENV = "FAST_JEV_SERVE_KEY"
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser("serve", help="serve the Jev protocol locally (embedded judge)",
+                              description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8787, help="port to bind; 0 picks a free one (default: 8787)")
+    p.add_argument("--api-key", default=None,
+                   help=f"require 'Authorization: Bearer KEY' (default: ${KEY_ENV}; unset: no auth)")
+    p.add_argument("--access-log", action="store_true", help="log every request to stderr")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..server import start_server
+
+    api_key = args.api_key or os.environ.get(KEY_ENV) or None
+    try:
+        server, thread, url = start_server(args.host, args.port, api_key=api_key, access_log=args.access_log)
+    except OSError as exc:
+        print(f"fast-jev serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    # serve_forever runs on its own thread, so the handler only flags; shutdown() happens here
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        print(f"listening on {url}", flush=True)
+        while not stop.wait(0.5) and thread.is_alive():
+            pass
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0

@@ -1,0 +1,267 @@
+"""``fast-jev serve``: the Jev protocol over HTTP, answered by the embedded LocalJudge.
+
+Any Jev client (this project's, upstream's, a fork's) can point its base URL here and work
+offline. The routes mirror the three hosted shapes: System One, OpenRouter Decisions and the two
+Cloudflare Workers AI forms. Standard library only: one request is a few milliseconds of CPU, so
+a threaded stdlib server is enough and adds no dependency.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+import socket
+import sys
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Mapping
+
+from .judge.local import JudgeInputError, LocalJudge
+from .textutil import js_json
+
+__all__ = ["DEFAULT_MODEL", "MAX_BODY_BYTES", "JevServer", "start_server"]
+
+DEFAULT_MODEL = "jev-latest"
+MAX_BODY_BYTES = 8 * 1024 * 1024
+
+_SYSTEM_ONE_PATHS = frozenset({"/v1/systemone", "/systemone", "/api/alpha/decisions", "/v1/decisions"})
+_CF_CATALOG = re.compile(r"^/client/v4/accounts/[^/]+/ai/run/?$")
+_CF_CLASSIC = re.compile(r"^/client/v4/accounts/[^/]+/ai/run/(.+)$")
+_CF_PREFIX = "/client/v4/"
+
+
+class _HttpError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class JevServer(ThreadingHTTPServer):
+    """The HTTP server; carries the judge and the optional bearer key for its handlers."""
+
+    daemon_threads = True  # a stuck client must not keep the process alive on shutdown
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], api_key: str | None = None, judge: LocalJudge | None = None,
+                 access_log: bool = False) -> None:
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        self.api_key = api_key or None
+        self.judge = judge or LocalJudge()
+        self.access_log = access_log
+        super().__init__(address, _Handler)
+
+    @property
+    def url(self) -> str:
+        raw_host, port = self.server_address[0], self.server_address[1]
+        host = raw_host.decode() if isinstance(raw_host, bytes) else str(raw_host)
+        host_text = f"[{host}]" if ":" in host else host
+        return f"http://{host_text}:{port}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive; every response carries Content-Length
+    server_version = "fast-jev"
+    server: JevServer
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        if self.server.access_log:
+            sys.stderr.write(f"{self.address_string()} - {format % args}\n")
+
+    def _send_json(self, status: int, payload: Any, close: bool = False) -> None:
+        body = js_json(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _send_error_json(self, status: int, message: str, close: bool = False) -> None:
+        payload: dict[str, Any] = {"error": {"message": message, "code": status}}
+        if self.path.startswith(_CF_PREFIX):
+            # Workers AI clients read the envelope's errors[]; plain clients read error.message
+            code = 7000 if status == HTTPStatus.NOT_FOUND else status
+            payload.update({"success": False, "result": None, "errors": [{"code": code, "message": message}],
+                            "messages": []})
+        self._send_json(status, payload, close=close)
+
+    def _authorized(self) -> bool:
+        key = self.server.api_key
+        if key is None:
+            return True
+        header = self.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), key.encode())
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() not in ("", "identity"):
+            raise _HttpError(HTTPStatus.LENGTH_REQUIRED, "chunked bodies are not supported; send Content-Length")
+        raw_length = self.headers.get("Content-Length")
+        if raw_length is None:
+            raise _HttpError(HTTPStatus.LENGTH_REQUIRED, "Content-Length is required")
+        try:
+            length = int(raw_length)
+        except ValueError:
+            raise _HttpError(HTTPStatus.BAD_REQUEST, "invalid Content-Length") from None
+        if length < 0:
+            raise _HttpError(HTTPStatus.BAD_REQUEST, "invalid Content-Length")
+        if length > MAX_BODY_BYTES:
+            raise _HttpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {MAX_BODY_BYTES} bytes")
+        body = self.rfile.read(length)
+        if len(body) < length:
+            raise _HttpError(HTTPStatus.BAD_REQUEST, "body shorter than Content-Length")
+        return body
+
+    @staticmethod
+    def _parse_json(body: bytes) -> Any:
+        try:
+            return json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise _HttpError(HTTPStatus.BAD_REQUEST, "body is not valid JSON") from None
+
+    def _declared_length(self) -> int | None:
+        try:
+            length = int(self.headers.get("Content-Length", ""))
+        except ValueError:
+            return None
+        return length if length >= 0 else None
+
+    def _discard_body(self) -> bool:
+        """Read and drop a body we will not use, so the connection stays usable; False if we can't."""
+        length = self._declared_length()
+        if length is None or length > MAX_BODY_BYTES or self.headers.get("Transfer-Encoding"):
+            return False
+        return len(self.rfile.read(length)) == length
+
+    def _linger(self) -> None:
+        """After a 413, drain (bounded) what the client still sends, so it reads the reply
+        instead of failing on a reset while writing its body."""
+        remaining = min(self._declared_length() or 0, 8 * MAX_BODY_BYTES)
+        try:
+            self.wfile.flush()
+            self.connection.settimeout(2.0)
+            while remaining > 0:
+                chunk = self.rfile.read1(min(remaining, 1 << 16)) if hasattr(self.rfile, "read1") else b""
+                if not chunk:
+                    break
+                remaining -= len(chunk)
+        except OSError:
+            pass
+
+    def _route_path(self) -> str:
+        return self.path.split("?", 1)[0].rstrip("/") or "/"
+
+    # -- methods --------------------------------------------------------------------------------
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        path = self._route_path()
+        if path == "/healthz":
+            self._send_json(HTTPStatus.OK, {"ok": True})
+            return
+        if not self._authorized():
+            self._send_error_json(HTTPStatus.UNAUTHORIZED, "missing or invalid bearer token")
+            return
+        if path in ("/v1/models", "/models"):
+            self._send_json(HTTPStatus.OK, {"object": "list", "data": [{"id": DEFAULT_MODEL, "object": "model",
+                                                                         "owned_by": "fast-jev"}]})
+            return
+        if self._is_post_route(path):
+            self._send_error_json(HTTPStatus.METHOD_NOT_ALLOWED, "use POST")
+            return
+        self._send_error_json(HTTPStatus.NOT_FOUND, "No route for that URI")
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        path = self._route_path()
+        try:
+            if not self._authorized():
+                self._send_error_json(HTTPStatus.UNAUTHORIZED, "missing or invalid bearer token",
+                                      close=not self._discard_body())
+                return
+            if not self._is_post_route(path):
+                self._send_error_json(HTTPStatus.NOT_FOUND, "No route for that URI", close=not self._discard_body())
+                return
+            try:
+                raw = self._read_body()
+            except _HttpError as exc:
+                # the body was not (fully) read, so this connection cannot carry another request
+                self._send_error_json(exc.status, exc.message, close=True)
+                if exc.status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE:
+                    self._linger()
+                return
+            body = self._parse_json(raw)  # from here on the body is consumed: errors keep the connection
+            if path in _SYSTEM_ONE_PATHS:
+                self._send_json(HTTPStatus.OK, self._system_one(body))
+            else:
+                self._send_json(HTTPStatus.OK, self._cloudflare(path, body))
+        except _HttpError as exc:
+            self._send_error_json(exc.status, exc.message)
+        except Exception as exc:  # noqa: BLE001 - the client gets a 500, the operator the trace
+            sys.stderr.write(f"fast-jev serve: internal error on {path}: {exc!r}\n")
+            self._send_error_json(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error", close=True)
+
+    def _is_post_route(self, path: str) -> bool:
+        return path in _SYSTEM_ONE_PATHS or bool(_CF_CATALOG.match(path) or _CF_CLASSIC.match(path))
+
+    # -- protocol -------------------------------------------------------------------------------
+
+    def _judge(self, state: Any, questions: Any) -> dict[str, Any]:
+        if state is None:
+            raise _HttpError(HTTPStatus.BAD_REQUEST, "missing state")
+        if questions is None:
+            raise _HttpError(HTTPStatus.BAD_REQUEST, "missing questions")
+        try:
+            answers, usage = self.server.judge.answer_with_usage(state, questions)
+        except JudgeInputError as exc:
+            raise _HttpError(HTTPStatus.BAD_REQUEST, str(exc)) from None
+        return {"answers": answers, "usage": {"input_tokens": usage.input_tokens,
+                                              "output_tokens": usage.output_tokens}}
+
+    def _system_one(self, body: Any) -> dict[str, Any]:
+        if not isinstance(body, Mapping):
+            raise _HttpError(HTTPStatus.BAD_REQUEST, "body must be a JSON object {model, state, questions}")
+        model = body.get("model")
+        if model is not None and not isinstance(model, str):
+            raise _HttpError(HTTPStatus.BAD_REQUEST, "model must be a string")
+        judged = self._judge(body.get("state"), body.get("questions"))
+        return {"model": model or DEFAULT_MODEL, **judged}
+
+    def _cloudflare(self, path: str, body: Any) -> dict[str, Any]:
+        if not isinstance(body, Mapping):
+            raise _HttpError(HTTPStatus.BAD_REQUEST, "body must be a JSON object")
+        classic = _CF_CLASSIC.match(path)
+        if classic:
+            model: Any = classic.group(1)
+            payload: Any = body
+        else:
+            model = body.get("model")
+            payload = body.get("input")
+            if not isinstance(model, str):
+                raise _HttpError(HTTPStatus.BAD_REQUEST, "missing model (expected \"typesafe/jev\")")
+            if not isinstance(payload, Mapping):
+                raise _HttpError(HTTPStatus.BAD_REQUEST, "missing input {state, questions}")
+        if "jev" not in model.lower():
+            raise _HttpError(HTTPStatus.BAD_REQUEST, f"unknown model {model!r}; this server runs typesafe/jev")
+        judged = self._judge(payload.get("state"), payload.get("questions"))
+        return {"success": True, "result": {**judged, "model": model}, "errors": [], "messages": []}
+
+
+def start_server(host: str = "127.0.0.1", port: int = 8787, api_key: str | None = None,
+                 access_log: bool = False) -> tuple[JevServer, threading.Thread, str]:
+    """Bind and serve on a background thread; port 0 picks a free port (the URL has the real one).
+
+    Stop it with ``server.shutdown(); server.server_close()``.
+    """
+    server = JevServer((host, port), api_key=api_key, access_log=access_log)
+    # a short poll keeps shutdown() (SIGTERM, tests) prompt; an idle wake-up costs nothing
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="fast-jev-serve",
+                              daemon=True)
+    thread.start()
+    return server, thread, server.url

@@ -41,12 +41,12 @@ def build() -> list[dict]:
         add("user", {"role": "user", "content": text})
 
     def say(text: str) -> None:
-        add("assistant", {"id": f"msg_{next(_ids).hex[:12]}", "type": "message", "role": "assistant",
+        add("assistant", {"id": f"msg_{next(_ids).hex[-12:]}", "type": "message", "role": "assistant",
                           "model": "claude-opus-5-5", "content": [{"type": "text", "text": text}]})
 
     def call(tool: str, tool_input: dict, output: str, is_error: bool = False) -> None:
-        tool_id = f"toolu_{next(_ids).hex[:20]}"
-        add("assistant", {"id": f"msg_{next(_ids).hex[:12]}", "type": "message", "role": "assistant",
+        tool_id = f"toolu_{next(_ids).hex[-20:]}"
+        add("assistant", {"id": f"msg_{next(_ids).hex[-12:]}", "type": "message", "role": "assistant",
                           "model": "claude-opus-5-5",
                           "content": [{"type": "tool_use", "id": tool_id, "name": tool, "input": tool_input}]})
         add("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id,

@@ -1,0 +1,102 @@
+"""``fast-jev compact`` on every corpus file: exit codes and the output's invariants."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fast_jev_compaction.cli import main
+from fast_jev_compaction.messages import parse_messages
+from fast_jev_compaction.transcript import TranscriptError, read_messages
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus"
+PRESERVE = 6
+DATA_FILES = sorted(p for p in CORPUS.rglob("*") if p.suffix in {".jsonl", ".json"} and p.name != "MANIFEST.json") if CORPUS.is_dir() else []
+
+
+def _ids(messages):
+    uses = [u.tool_use_id for m in messages for u in m.toolUses]
+    results = [r.tool_use_id for m in messages for r in m.toolResults or ()]
+    return uses, results
+
+
+@pytest.mark.parametrize("path", DATA_FILES, ids=lambda p: str(p.relative_to(CORPUS)))
+def test_compact_every_corpus_file(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out.json"
+    code = main(["compact", str(path), "--out", str(out), "--judge", "local", "--preserve-recent", str(PRESERVE)])
+    captured = capsys.readouterr()
+    try:
+        before = read_messages(path)
+    except TranscriptError as exc:
+        # Not a transcript: a clear error and a non-zero exit, nothing written.
+        assert code == 2
+        assert str(exc) in captured.err
+        assert not out.exists()
+        return
+    assert code == 0, captured.err
+    assert "reduction;" in captured.out
+    after = parse_messages(json.loads(out.read_text(encoding="utf-8")))
+
+    uses_before, results_before = _ids(before)
+    uses_after, results_after = _ids(after)
+    # No orphans are created: every result kept has its call, every call that had a result keeps it.
+    assert set(results_after) - set(results_before) == set()
+    assert {r for r in results_after if r in uses_before} <= set(uses_after)
+    completed_before = set(uses_before) & set(results_before)
+    assert {u for u in uses_after if u in completed_before} <= set(results_after)
+    # Pending calls and orphan results stay as they were.
+    assert set(uses_before) - set(results_before) <= set(uses_after)
+    assert set(results_before) - set(uses_before) <= set(results_after)
+
+    # Text is byte-identical and in order: the output's texts are a subsequence of the input's.
+    texts_before = iter([(m.role, m.text) for m in before])
+    for pair in ((m.role, m.text) for m in after):
+        assert any(pair == candidate for candidate in texts_before), f"text changed or reordered: {pair[1][:80]!r}"
+
+    if before:
+        assert after[0].model_dump() == before[0].model_dump()
+        tail = min(PRESERVE, len(before) - 1)
+        if tail:
+            assert [m.model_dump() for m in after[-tail:]] == [m.model_dump() for m in before[-tail:]]
+
+
+def test_bad_input_exits_non_zero_with_a_clear_message(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.jsonl"
+    bad.write_text('{"type":"user","message":{"role":"user","content":"hi"}}\n{not json\n', encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "fast_jev_compaction.cli", "compact", str(bad)], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert "broken.jsonl:2" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_missing_file_and_bad_threshold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compact", str(tmp_path / "nope.jsonl")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    example = REPO / "examples" / "session.jsonl"
+    assert main(["compact", str(example), "--keep-threshold", "1.5"]) == 2
+    assert "keepThreshold must be between 0 and 1" in capsys.readouterr().err
+
+
+def test_example_session_is_compacted_with_the_embedded_judge(tmp_path: Path) -> None:
+    out = tmp_path / "compacted.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fast_jev_compaction.cli", "compact", str(REPO / "examples" / "session.jsonl"),
+         "--out", str(out), "--format", "jsonl", "--decisions"],
+        capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = proc.stdout.strip()
+    assert summary.endswith("request(s)") or "judge read" in summary
+    ratio = float(summary.split("%", 1)[0])
+    assert ratio > 0
+    lines = out.read_text(encoding="utf-8").splitlines()
+    before = read_messages(REPO / "examples" / "session.jsonl")
+    assert 0 < len(lines) <= len(before)
+    assert proc.stderr.startswith("decisions: ")

@@ -30,7 +30,9 @@ def truncated_result_text(
         how = f"the full output is saved at {archived_at}; Read it if needed"
     else:
         how = "re-run the tool if needed"
-    return f"{head}[fast-jev-compaction truncated {len(text) - head_chars} chars of this tool result{error}; {how}]"
+    cut = f"{head}[fast-jev-compaction truncated {len(text) - head_chars} chars of this tool result{error}; {how}]"
+    # The margin covers the plain note, not a long archive path: a cut must never grow the text.
+    return cut if len(cut) < len(text) else text
 
 
 def apply_decisions(

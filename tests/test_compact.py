@@ -1,0 +1,233 @@
+"""The whole flow (upstream §6.5-6.6, §8.1 "compact"), stats and the user-facing summary."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+import pytest
+
+from fast_jev_compaction.asker import JevAsker, Usage
+from fast_jev_compaction.compaction import compact, compact_sync
+from fast_jev_compaction.errors import FittingError, JevResponseError
+from fast_jev_compaction.fitting import fit_state
+from fast_jev_compaction.goal import goal_from_messages
+from fast_jev_compaction.options import resolve_options
+from fast_jev_compaction.pairing import pair_tool_calls
+from fast_jev_compaction.questions import batch_questions, question_tokens
+from fast_jev_compaction.stats import CompactStats, decision_log_lines, message_chars, percent, summarize
+from scripted_asker import ScriptedAsker, assistant, dump, pair, per_call, read_pairs, results, result, ten_messages, use, user
+
+
+def run(messages, asker, **options):
+    return asyncio.run(compact(messages, asker, resolve_options(**options)))
+
+
+def spec_chars(messages) -> int:
+    """Upstream §6.5 written out: text + JSON of each input + each result text (not the copy)."""
+    total = 0
+    for m in messages:
+        total += len(m.text)
+        total += sum(len(json.dumps(u.input, ensure_ascii=False, separators=(",", ":"))) for u in m.toolUses)
+        total += sum(len(r.text) for r in m.toolResults or ())
+    return total
+
+
+def three_long_pairs(size=2000):
+    messages = [user("start")]
+    for k in range(3):
+        messages += pair(f"toolu_{k}", chr(ord("a") + k) * size, "Read", file_path=f"src/f{k}.ts")
+    return messages + [user("done")]
+
+
+def test_scripted_asker_is_a_jev_asker():
+    assert isinstance(ScriptedAsker(), JevAsker)
+
+
+def test_state_is_resent_identically_and_answers_are_merged():
+    messages = read_pairs(10)
+    goal = goal_from_messages(messages)
+    candidates = pair_tool_calls(messages, 1).candidates
+    full = fit_state(messages, pair_tool_calls(messages, 1), goal, 1, 10**9)
+    # Room for the full state and three question pairs per request, not four.
+    room = 3 * max(question_tokens(c) for c in candidates) + 5
+    scores = {f"t{k}": (k / 100, (k + 50) / 100) for k in range(1, 11)}
+    asker = ScriptedAsker(per_call(scores))
+    out = run(messages, asker, preserve_recent_messages=1, max_request_tokens=full.tokens + 20 + room)
+
+    assert out.stats.state_stage == "full" and out.stats.state_tokens == full.tokens
+    assert len(asker.requests) == out.stats.requests == 4
+    assert all(r.state == full.state for r in asker.requests)
+    names = asker.asked_names
+    assert sorted(names) == sorted(batch_questions(candidates)) and len(names) == len(set(names)) == 20
+    assert [list(r.questions) for r in asker.requests][0] == ["call_t1", "result_t1", "call_t2", "result_t2", "call_t3", "result_t3"]
+    for decision in out.decisions:
+        assert (decision.keep_call, decision.keep_result) == scores[decision.id]
+    # keep_result >= 0.5 from t1 on: every call is kept.
+    assert [d.action for d in out.decisions] == ["keep"] * 10
+
+
+def test_all_results_dropped():
+    messages = three_long_pairs()
+    out = run(messages, ScriptedAsker(lambda name: 1.0 if name.startswith("call_") else 0.0), preserve_recent_messages=1)
+    assert len(out.messages) == len(messages)
+    assert (out.stats.results_dropped, out.stats.kept, out.stats.calls_dropped, out.stats.pinned) == (3, 0, 0, 0)
+    assert out.stats.reduction_ratio > 0
+    assert out.stats.chars_before == spec_chars(messages)
+    assert out.stats.chars_after == spec_chars(out.messages) < out.stats.chars_before
+
+
+def test_no_candidates_means_no_request():
+    for messages, calls, preserve in (
+        ([user("hello"), assistant("hi"), user("bye")], 0, 6),
+        (three_long_pairs(), 3, 6),  # every call sits in the preserved window
+        ([], 0, 6),
+    ):
+        asker = ScriptedAsker(0.0)
+        out = run(messages, asker, preserve_recent_messages=preserve)
+        assert asker.requests == []
+        assert (out.stats.requests, out.stats.state_stage, out.stats.calls) == (0, "", calls)
+        assert out.stats.pinned == calls and out.stats.state_tokens == 0
+        assert len(out.messages) == len(messages) and all(a is b for a, b in zip(out.messages, messages))
+        assert out.stats.reduction_ratio == 0
+
+
+def test_high_scores_keep_everything():
+    messages = three_long_pairs()
+    out = run(messages, ScriptedAsker(0.95), preserve_recent_messages=1)
+    assert [d.action for d in out.decisions] == ["keep"] * 3
+    assert out.stats.kept == 3 and out.stats.reduction_ratio == 0
+    assert all(a is b for a, b in zip(out.messages, messages)) and len(out.messages) == len(messages)
+
+
+def test_malformed_answers_name_every_bad_question():
+    messages = three_long_pairs()
+    before = dump(messages)
+    asker = ScriptedAsker(0.2, raw={"result_t1": {"type": "noul", "noul": 2}, "call_t2": None, "result_t2": {"type": "noul"}})
+    with pytest.raises(JevResponseError, match=r"^Invalid Jev answer for result_t1, call_t2, result_t2$") as caught:
+        run(messages, asker, preserve_recent_messages=1)
+    assert caught.value.names == ["result_t1", "call_t2", "result_t2"]
+    assert len(asker.requests) == 1
+    assert dump(messages) == before
+
+
+def test_missing_answers_object_is_rejected():
+    class NoAnswers(ScriptedAsker):
+        async def ask(self, state, questions):
+            answered = await super().ask(state, questions)
+            answered.answers = []  # an array is not an answers object
+            return answered
+
+    with pytest.raises(JevResponseError, match="missing answers"):
+        run(three_long_pairs(), NoAnswers(0.5), preserve_recent_messages=1)
+
+
+def test_mixed_decisions_stats_and_chars_freed():
+    messages = three_long_pairs(1000)
+    asker = ScriptedAsker(per_call({"t1": (0.9, 0.9), "t2": (0.9, 0.1), "t3": (0.1, 0.1)}))
+    out = run(messages, asker, preserve_recent_messages=1, truncate_head_chars=100)
+    assert [(d.id, d.action, d.reason) for d in out.decisions] == [
+        ("t1", "keep", "kept"),
+        ("t2", "drop_result", "result_dropped"),
+        ("t3", "drop_call", "call_dropped"),
+    ]
+    stats = out.stats
+    assert (stats.calls, stats.kept, stats.results_dropped, stats.calls_dropped, stats.pinned) == (3, 1, 1, 1, 0)
+    assert (stats.messages_before, stats.messages_after) == (8, 6)
+    note = "\n[fast-jev-compaction truncated 900 chars of this tool result; re-run the tool if needed]"
+    assert [d.chars_freed for d in out.decisions] == [
+        0,
+        1000 - (100 + len(note)),
+        1000 + len('{"file_path":"src/f2.ts"}'),
+    ]
+    assert stats.chars_before - stats.chars_after == sum(d.chars_freed for d in out.decisions)
+    assert stats.reduction_ratio == pytest.approx((stats.chars_before - stats.chars_after) / stats.chars_before)
+    assert out.messages[4].toolResults[0].text == "b" * 100 + note
+    assert [c.id for c in out.calls] == ["t1", "t2", "t3"]
+
+
+def test_pinned_calls_are_counted_and_not_asked():
+    asker = ScriptedAsker(0.0)
+    out = run(ten_messages(), asker, preserve_recent_messages=3)
+    assert set(asker.asked_names) == {"call_t1", "result_t1", "call_t2", "result_t2"}
+    assert [(d.id, d.reason) for d in out.decisions] == [("t1", "call_dropped"), ("t2", "call_dropped"), ("t3", "pinned")]
+    assert (out.stats.pinned, out.stats.calls_dropped, out.stats.calls) == (1, 2, 3)
+
+
+def test_default_goal_is_the_latest_prompts_and_a_configured_goal_wins():
+    asker = ScriptedAsker(1.0)
+    run(ten_messages(), asker, preserve_recent_messages=3)
+    assert asker.requests[0].state["goal"] == goal_from_messages(ten_messages())
+    configured = ScriptedAsker(1.0)
+    run(ten_messages(), configured, preserve_recent_messages=3, goal="ship the fix")
+    assert configured.requests[0].state["goal"] == "ship the fix"
+
+
+def test_a_history_that_cannot_fit_fails_before_any_request():
+    messages = three_long_pairs()
+    before = dump(messages)
+    asker = ScriptedAsker(0.0)
+    with pytest.raises(FittingError, match="too large"):
+        run(messages, asker, preserve_recent_messages=1, max_state_tokens=50)
+    assert asker.requests == [] and dump(messages) == before
+
+
+def test_usage_and_retries_are_summed_over_requests():
+    messages = read_pairs(10)
+    asker = ScriptedAsker(1.0, usage=Usage(input_tokens=100, output_tokens=7), retries=1)
+    out = run(messages, asker, preserve_recent_messages=1, max_request_tokens=1500)
+    assert out.stats.requests == len(asker.requests) > 1
+    n = out.stats.requests
+    assert (out.stats.input_tokens, out.stats.output_tokens, out.stats.retries) == (100 * n, 7 * n, n)
+
+
+def test_archive_paths_reach_the_truncation_note():
+    messages = three_long_pairs()
+    asker = ScriptedAsker(lambda name: 1.0 if name.startswith("call_") else 0.0)
+    out = asyncio.run(compact(messages, asker, resolve_options(preserve_recent_messages=1), {"toolu_1": "arch/b.txt"}))
+    assert out.messages[4].toolResults[0].text.endswith("; the full output is saved at arch/b.txt; Read it if needed]")
+    assert out.messages[2].toolResults[0].text.endswith("; re-run the tool if needed]")
+
+
+def test_compact_sync_runs_the_same_flow():
+    out = compact_sync(three_long_pairs(), ScriptedAsker(0.0), resolve_options(preserve_recent_messages=1))
+    assert out.stats.calls_dropped == 3 and len(out.messages) == 2
+
+
+def test_message_chars():
+    message = assistant("abc", use("a", "Read", text="COPY NOT COUNTED", file_path="é"))
+    assert message_chars(message) == 3 + len('{"file_path":"é"}')
+    assert message_chars(results(result("a", "12345"), result("b", "\U0001F600"), text="t")) == 1 + 5 + 1
+    assert message_chars(assistant("", use("a", "Odd", value={1}))) == 20  # unserializable input
+
+
+class TestSummary:
+    @pytest.mark.parametrize(
+        "ratio, text",
+        [(0.99888, "99.9%"), (0.9996, "99.9%"), (1.0, "100.0%"), (0, "0.0%"), (0.5, "50.0%"), (0.1234, "12.3%"), (0.00049, "0.0%"), (0.0005, "0.1%")],
+    )
+    def test_percent(self, ratio, text):
+        """Deliberate difference (d): upstream printed Math.round(r*100)%; we show one decimal and
+        never round a partial reduction up to 100%."""
+        assert percent(ratio) == text
+
+    def test_summary_format(self):
+        stats = CompactStats(chars_before=1000, chars_after=250, kept=1, calls_dropped=1, state_tokens=321, state_stage="full", requests=1)
+        assert summarize(stats) == "75.0% reduction; 1 kept, 1 call_dropped; state ~321 tokens (full) in 1 request(s)"
+        empty = CompactStats()
+        assert summarize(empty) == "0.0% reduction; no tool calls; state ~0 tokens () in 0 request(s)"
+
+    def test_summary_of_a_real_run(self):
+        messages = [user("go"), *pair("a", "r" * 500, file_path="x"), *pair("b", "s" * 50, file_path="y"), user("end")]
+        out = run(messages, ScriptedAsker(per_call({"t1": (0, 0), "t2": (1, 1)})), preserve_recent_messages=1)
+        assert re.fullmatch(r"\d+\.\d% reduction; 1 kept, 1 call_dropped; state ~\d+ tokens \(full\) in 1 request\(s\)", summarize(out.stats))
+
+    def test_decision_log(self):
+        messages = [user("go"), *pair("a", "r" * 500, "Read", file_path="x"), *pair("b", "s", "Bash", command="ls"), user("end")]
+        out = run(messages, ScriptedAsker(per_call({"t1": (0.1, 0.1), "t2": (0.9, 0.9)})), preserve_recent_messages=1)
+        assert decision_log_lines(out.decisions) == ["decisions: t1:Read:drop_call/call=0.10/result=0.10 t2:Bash:keep/call=0.90/result=0.90"]
+        lines = decision_log_lines(out.decisions, 60)
+        assert len(lines) == 2 and all(len(line) <= 60 for line in lines)
+        assert lines[0].startswith("decisions (1/2): t1:") and lines[1].startswith("decisions (2/2): t2:")
+        assert decision_log_lines([]) == ["decisions: (none)"]

@@ -1,0 +1,197 @@
+// fast-jev-compaction: the Claude Code mod. JavaScript only where the mod surface forces it:
+// it forwards session.compact to the Python entry (hooks/fast_jev_hook.py) as one JSON document
+// on stdin and maps the answer back; turn.complete asks for a compaction past compactAtPercent.
+// Every failure ends in next(e), the engine's built-in summary, with the conversation untouched.
+
+const TOAST_MS = 15000
+const BOOTSTRAP_TIMEOUT_MS = 20000
+const DEFAULT_TIMEOUT_SECONDS = 120
+const DEFAULT_COMPACT_AT_PERCENT = 60
+const READY_MARKER = 'venv/.fast-jev-ready'
+const PREPARING =
+  'fast-jev-compaction is preparing its Python environment; this compaction uses the built-in summary'
+const INTERRUPTED = 'fast-jev-compaction: interrupted'
+
+function numberOption(value, fallback, isValid) {
+  return typeof value === 'number' && Number.isFinite(value) && isValid(value) ? value : fallback
+}
+
+function stringOption(value) {
+  return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined
+}
+
+function reasonOf(error) {
+  const text = error && typeof error.message === 'string' ? error.message : String(error)
+  return text.length > 300 ? `${text.slice(0, 297)}...` : text
+}
+
+// UI calls are best-effort: a throwing log or toast never changes what the hook answers.
+function log($, text) {
+  try {
+    $.ui.log(text)
+  } catch {}
+}
+
+function notify($, text, quiet) {
+  log($, text)
+  if (quiet) return
+  try {
+    $.ui.toast(text, { timeoutMs: TOAST_MS })
+  } catch {}
+}
+
+async function hookEnvOf($) {
+  try {
+    const env = await $.process.hookEnv()
+    return env && typeof env === 'object' ? env : {}
+  } catch {
+    return {}
+  }
+}
+
+// The interpreter: the python option, then FAST_JEV_PYTHON, then the environment bootstrap.py
+// made under the plugin data folder once its ready marker exists; undefined while it is not.
+async function pythonFor($, options, pluginData) {
+  const fromOption = stringOption(options.python)
+  if (fromOption) return fromOption
+  let fromEnv
+  try {
+    fromEnv = stringOption(await $.env.get('FAST_JEV_PYTHON'))
+  } catch {}
+  if (fromEnv) return fromEnv
+  if (!pluginData) return undefined
+  try {
+    if (await $.fs.exists(`${pluginData}/${READY_MARKER}`)) return `${pluginData}/venv/bin/python`
+  } catch {}
+  return undefined
+}
+
+// bootstrap.py forks the slow part (venv + pip) and returns at once, so this never blocks long.
+async function startBootstrap($, env) {
+  try {
+    const run = await $.process.run(['python3', `${$.plugin.root}/hooks/bootstrap.py`], {
+      env,
+      timeoutMs: BOOTSTRAP_TIMEOUT_MS,
+    })
+    log($, `environment bootstrap started (exit ${run.exitCode})`)
+  } catch (error) {
+    log($, `environment bootstrap could not start (${reasonOf(error)})`)
+  }
+}
+
+// A replace answer refers to untouched messages by handle; those become the engine's own objects.
+function mapMessages(answered, input) {
+  if (!Array.isArray(answered) || answered.length === 0) throw new Error('the answer has no messages')
+  const byHandle = new Map()
+  for (const message of input) if (typeof message.handle === 'string') byHandle.set(message.handle, message)
+  return answered.map(message => {
+    if (!message || typeof message !== 'object') throw new Error('the answer holds a non-object message')
+    if (typeof message.handle === 'string') {
+      const own = byHandle.get(message.handle)
+      if (!own) throw new Error(`the answer names an unknown handle ${message.handle}`)
+      return own
+    }
+    if (message.role !== 'user' && message.role !== 'assistant') throw new Error('the answer holds a message without a role')
+    if (typeof message.text !== 'string' || !Array.isArray(message.toolUses)) {
+      throw new Error('the answer holds a malformed message')
+    }
+    return message
+  })
+}
+
+async function askPython($, e, options, quiet) {
+  const env = await hookEnvOf($)
+  const pluginData = env.CLAUDE_PLUGIN_DATA
+  const python = await pythonFor($, options, pluginData)
+  if (!python) {
+    notify($, PREPARING, quiet)
+    await startBootstrap($, env)
+    return { action: 'fallback', reason: 'Python environment not ready', toasted: true }
+  }
+  let sessionId
+  let cwd
+  try {
+    sessionId = await $.session.id()
+  } catch {}
+  try {
+    cwd = await $.session.cwd()
+  } catch {}
+  const document = {
+    event: 'session.compact',
+    trigger: e.trigger,
+    instructions: e.instructions,
+    agentId: e.agentId,
+    sessionId,
+    pluginRoot: $.plugin.root,
+    pluginData,
+    cwd,
+    options,
+    messages: e.messages,
+  }
+  const timeoutSeconds = numberOption(options.timeoutSeconds, DEFAULT_TIMEOUT_SECONDS, v => v >= 1 && v <= 600)
+  const run = await $.process.run([python, `${$.plugin.root}/hooks/fast_jev_hook.py`], {
+    stdin: JSON.stringify(document),
+    timeoutMs: Math.round(timeoutSeconds * 1000),
+    env,
+  })
+  if (run.exitCode !== 0) throw new Error(`the Python hook exited with code ${run.exitCode}`)
+  if (run.isStdoutTruncated) throw new Error('the Python hook answer was cut short')
+  const answer = JSON.parse(run.stdout)
+  if (!answer || typeof answer !== 'object') throw new Error('the Python hook answered no object')
+  return answer
+}
+
+export const register = (on, options) => {
+  const config = options && typeof options === 'object' ? options : {}
+  const compactAtPercent = numberOption(config.compactAtPercent, DEFAULT_COMPACT_AT_PERCENT, v => v > 0 && v <= 100)
+  let compacting = false
+
+  on('session.compact', async ($, e, next) => {
+    // precompute runs ahead of time, unseen: it logs but never toasts.
+    const quiet = e.trigger === 'precompute'
+    let result
+    try {
+      const answer = await askPython($, e, config, quiet)
+      for (const line of Array.isArray(answer.log) ? answer.log : []) if (typeof line === 'string') log($, line)
+      if (next.signal && next.signal.aborted) {
+        log($, 'compaction interrupted; nothing changed')
+        return { skip: INTERRUPTED }
+      }
+      if (answer.action === 'replace') {
+        result = { messages: mapMessages(answer.messages, e.messages) }
+        notify($, typeof answer.toast === 'string' ? answer.toast : 'kept the conversation verbatim, no summary', quiet)
+      } else if (answer.action === 'skip') {
+        result = { skip: typeof answer.reason === 'string' ? answer.reason : 'nothing to compact' }
+        log($, `compaction skipped (${result.skip})`)
+      } else if (!answer.toasted) {
+        const reason = typeof answer.reason === 'string' ? answer.reason : 'no reason given'
+        notify($, typeof answer.toast === 'string' ? answer.toast : `fallback to built-in summary (${reason})`, quiet)
+      }
+    } catch (error) {
+      result = undefined
+      notify($, `fallback to built-in summary (${reasonOf(error)})`, quiet)
+    }
+    if (result !== undefined) return result
+    // Outside the try: a failure of the built-in summary is the engine's own to report.
+    return next(e)
+  }).catch(($, e, next) => next(e))
+
+  on('turn.complete', async ($, e, next) => {
+    // The guard is taken before the first await so two racing turns compact once.
+    if (compacting || e.agentId !== undefined) return next(e)
+    compacting = true
+    try {
+      const usage = await $.session.usage()
+      const percent = (usage && usage.context && usage.context.percent) || 0
+      if (percent >= compactAtPercent) {
+        log($, `context at ${percent}% (threshold ${compactAtPercent}%): compacting`)
+        await $.session.compact()
+      }
+    } catch (error) {
+      log($, `auto-compact skipped (${reasonOf(error)})`)
+    } finally {
+      compacting = false
+    }
+    return next(e)
+  }).catch(($, e, next) => next(e))
+}

@@ -1,0 +1,233 @@
+// The mod's wiring, run by `claude plugin test hooks/`: $.process.run has no implementation
+// under test, so each case stubs it and checks the argv, the stdin document and how the answer
+// maps back. The Python side itself is covered by tests/test_hook_entry.py and the e2e suite.
+import { expect, mock, test } from 'claude-code/testing'
+
+const PREPARING =
+  'fast-jev-compaction is preparing its Python environment; this compaction uses the built-in summary'
+
+const MESSAGES = [
+  { role: 'user', text: 'do the thing', toolUses: [], handle: 'h-0' },
+  {
+    role: 'assistant',
+    text: '',
+    toolUses: [{ tool_use_id: 'toolu_1', tool: 'Bash', input: { command: 'seq 1 9' }, text: '1\n2' }],
+    handle: 'h-1',
+  },
+  { role: 'user', text: '', toolUses: [], toolResults: [{ tool_use_id: 'toolu_1', text: '1\n2', isError: false }], handle: 'h-2' },
+  { role: 'assistant', text: 'Done.', toolUses: [], handle: 'h-3' },
+] as const
+
+const SUMMARY = { messages: [{ role: 'user', text: 'CORE SUMMARY', toolUses: [] }] }
+
+type Run = { argv: readonly string[]; init: { stdin?: string; timeoutMs?: number; env?: Record<string, string> } }
+
+// The world beneath the plugin: a python answer (or a failure), a recorded UI, a core summary.
+function world(on: any, answer: unknown, opts: { exitCode?: number; reject?: string; ready?: boolean; throwingUi?: boolean } = {}) {
+  const seen = { runs: [] as Run[], toasts: [] as string[], logs: [] as string[], core: 0 }
+  mock.env(on, opts.ready === false ? {} : { FAST_JEV_PYTHON: '/usr/bin/python3' })
+  on('process.hookEnv', async () => ({ value: { CLAUDE_PLUGIN_DATA: '/plugin-data', CLAUDE_PLUGIN_ROOT: '/root' } }))
+  on('fs.exists', async () => ({ value: false }))
+  on('process.run', async (_: unknown, e: Run) => {
+    seen.runs.push(e)
+    // A refused call rejects in the mod, as a timed-out child does in a session.
+    if (opts.reject !== undefined) return { deny: opts.reject }
+    const stdout = typeof answer === 'string' ? answer : JSON.stringify(answer)
+    return { value: { exitCode: opts.exitCode ?? 0, stdout, stderr: '', isStdoutTruncated: false, isStderrTruncated: false } }
+  })
+  on('ui.toast', async (_: unknown, e: { text: string }) => {
+    seen.toasts.push(e.text)
+    if (opts.throwingUi) throw new Error('toast broke')
+    return { value: undefined }
+  })
+  on('ui.log', async (_: unknown, e: { text: string }) => {
+    seen.logs.push(e.text)
+    if (opts.throwingUi) throw new Error('log broke')
+    return { value: undefined }
+  })
+  on('session.compact', async () => {
+    seen.core += 1
+    return SUMMARY
+  })
+  return seen
+}
+
+const REPLACE = {
+  action: 'replace',
+  messages: [
+    { handle: 'h-0' },
+    { role: 'assistant', text: '', toolUses: [{ tool_use_id: 'toolu_1', tool: 'Bash', input: { command: 'seq 1 9' }, text: '1\n[truncated]' }] },
+    { role: 'user', text: '', toolUses: [], toolResults: [{ tool_use_id: 'toolu_1', text: '1\n[truncated]', isError: false }] },
+    { ...MESSAGES[3] },
+  ],
+  toast: 'kept 4/4 messages, no summary (50.0% reduction; 1 results truncated)',
+  log: ['decisions: t1:Bash:drop_result/call=0.80/result=0.10'],
+}
+
+test('replace: runs the entry with one JSON document and hands back the pruned history', async ($, on) => {
+  const seen = world(on, REPLACE)
+  const result = await $.session.compact({ trigger: 'manual', instructions: 'keep the numbers', messages: MESSAGES })
+
+  expect(seen.runs.length).toBe(1)
+  const [run] = seen.runs
+  expect(run.argv[0]).toBe('/usr/bin/python3')
+  expect(run.argv[1].endsWith('/hooks/fast_jev_hook.py')).toBe(true)
+  expect(run.init.timeoutMs).toBe(120000)
+  expect(run.init.env?.CLAUDE_PLUGIN_DATA).toBe('/plugin-data')
+  const sent = JSON.parse(run.init.stdin ?? '{}')
+  expect(sent.event).toBe('session.compact')
+  expect(sent.trigger).toBe('manual')
+  expect(sent.instructions).toBe('keep the numbers')
+  expect(sent.pluginData).toBe('/plugin-data')
+  expect(sent.options.compactAtPercent).toBe(60)
+  expect(sent.options.minReductionRatio).toBe(0.25)
+  expect(sent.messages).toEqual(MESSAGES)
+
+  expect(result.messages?.length).toBe(4)
+  expect(result.messages?.[0]).toEqual(MESSAGES[0])
+  expect(result.messages?.[1].handle).toBeUndefined()
+  expect(result.messages?.[2].toolResults?.[0].text).toBe('1\n[truncated]')
+  expect(seen.core).toBe(0)
+  expect(seen.toasts).toEqual([REPLACE.toast])
+  expect(seen.logs).toContain(REPLACE.log[0])
+})
+
+test('fallback: the built-in summary runs once, with the toast from Python', async ($, on) => {
+  const reason = 'below 25% minimum: 3.0% reduction; no tool calls'
+  const seen = world(on, { action: 'fallback', reason, toast: `fallback to built-in summary (${reason})`, log: ['decisions: (none)'] })
+  const result = await $.session.compact({ trigger: 'manual', messages: MESSAGES })
+  expect(result).toEqual(SUMMARY)
+  expect(seen.core).toBe(1)
+  expect(seen.toasts).toEqual([`fallback to built-in summary (${reason})`])
+})
+
+test('skip: the veto reaches the engine and nothing is summarised', async ($, on) => {
+  const seen = world(on, { action: 'skip', reason: 'nothing to compact', log: [] })
+  const result = await $.session.compact({ trigger: 'manual', messages: MESSAGES })
+  expect(result).toEqual({ skip: 'nothing to compact' })
+  expect(seen.core).toBe(0)
+})
+
+for (const [name, answer, opts, why] of [
+  ['a non-zero exit', REPLACE, { exitCode: 1 }, 'the Python hook exited with code 1'],
+  ['output that is not JSON', 'Traceback (most recent call last):', {}, 'JSON'],
+  ['a timeout', REPLACE, { reject: 'process.run: timed out after 120000 ms' }, 'timed out'],
+  ['an unknown handle', { ...REPLACE, messages: [{ handle: 'h-404' }] }, {}, 'unknown handle h-404'],
+  ['an empty message list', { ...REPLACE, messages: [] }, {}, 'the answer has no messages'],
+] as const) {
+  test(`any failure falls back exactly once: ${name}`, async ($, on) => {
+    const seen = world(on, answer, opts)
+    const result = await $.session.compact({ trigger: 'manual', messages: MESSAGES })
+    expect(result).toEqual(SUMMARY)
+    expect(seen.core).toBe(1)
+    expect(seen.toasts.length).toBe(1)
+    expect(seen.toasts[0].startsWith('fallback to built-in summary (')).toBe(true)
+    expect(seen.toasts[0].includes(why)).toBe(true)
+  })
+}
+
+test('a throwing UI never changes the answer', async ($, on) => {
+  const seen = world(on, REPLACE, { throwingUi: true })
+  const result = await $.session.compact({ trigger: 'manual', messages: MESSAGES })
+  expect(result.messages?.length).toBe(4)
+  expect(seen.core).toBe(0)
+})
+
+test('precompute is quiet: it logs and never toasts', async ($, on) => {
+  const seen = world(on, REPLACE)
+  const result = await $.session.compact({ trigger: 'precompute', messages: MESSAGES })
+  expect(result.messages?.length).toBe(4)
+  expect(seen.toasts).toEqual([])
+  expect(seen.logs).toContain(REPLACE.toast)
+})
+
+test('without a Python environment: a clear toast, the bootstrap starts, the built-in summary runs', async ($, on) => {
+  const seen = world(on, { ok: true }, { ready: false })
+  const result = await $.session.compact({ trigger: 'auto', messages: MESSAGES })
+  expect(result).toEqual(SUMMARY)
+  expect(seen.core).toBe(1)
+  expect(seen.toasts).toEqual([PREPARING])
+  expect(seen.runs.length).toBe(1)
+  expect(seen.runs[0].argv[0]).toBe('python3')
+  expect(seen.runs[0].argv[1].endsWith('/hooks/bootstrap.py')).toBe(true)
+  expect(seen.runs[0].init.env?.CLAUDE_PLUGIN_DATA).toBe('/plugin-data')
+})
+
+test('the python option wins over the environment', { options: { python: '/opt/venv/bin/python', timeoutSeconds: 5 } }, async ($, on) => {
+  const seen = world(on, REPLACE)
+  await $.session.compact({ trigger: 'manual', messages: MESSAGES })
+  expect(seen.runs[0].argv[0]).toBe('/opt/venv/bin/python')
+  expect(seen.runs[0].init.timeoutMs).toBe(5000)
+})
+
+// turn.complete -------------------------------------------------------------------------------
+
+const TURN = { answer: 'Done.', durationMs: 10, isAborted: false, turnId: 't-1', reason: 'answer' } as const
+
+function turnWorld(on: any, percent: number | undefined, compactFails = false) {
+  const seen = { usage: 0, compactions: 0, next: 0, logs: [] as string[] }
+  on('session.usage', async () => {
+    seen.usage += 1
+    return { value: { startedAt: 0, context: { tokens: 1, window: 100, percent }, rateLimits: [] } }
+  })
+  on('session.compact', async () => {
+    seen.compactions += 1
+    if (compactFails) throw new Error('not available in a headless (-p / SDK) session yet')
+    return { skip: 'stand-in' }
+  })
+  on('turn.complete', async (_: unknown, e: { answer: string }) => {
+    seen.next += 1
+    return { text: e.answer }
+  })
+  on('ui.log', async (_: unknown, e: { text: string }) => {
+    seen.logs.push(e.text)
+    return { value: undefined }
+  })
+  return seen
+}
+
+test('turn.complete compacts at the threshold and passes the turn on', async ($, on) => {
+  const seen = turnWorld(on, 60)
+  const result = await $.turn.complete(TURN)
+  expect(result.text).toBe('Done.')
+  expect(seen.compactions).toBe(1)
+  expect(seen.next).toBe(1)
+})
+
+test('turn.complete below the threshold does not compact', async ($, on) => {
+  const seen = turnWorld(on, 59)
+  await $.turn.complete(TURN)
+  expect(seen.usage).toBe(1)
+  expect(seen.compactions).toBe(0)
+  expect(seen.next).toBe(1)
+})
+
+test('turn.complete honours compactAtPercent', { options: { compactAtPercent: 90 } }, async ($, on) => {
+  const seen = turnWorld(on, 89)
+  await $.turn.complete(TURN)
+  expect(seen.compactions).toBe(0)
+})
+
+test('a subagent turn never compacts and never reads usage', async ($, on) => {
+  const seen = turnWorld(on, 99)
+  await $.turn.complete({ ...TURN, agentId: 'agent-1' })
+  expect(seen.usage).toBe(0)
+  expect(seen.compactions).toBe(0)
+  expect(seen.next).toBe(1)
+})
+
+test('two racing turns compact once; both pass on', async ($, on) => {
+  const seen = turnWorld(on, 75)
+  await Promise.all([$.turn.complete(TURN), $.turn.complete({ ...TURN, turnId: 't-2' })])
+  expect(seen.usage).toBe(1)
+  expect(seen.compactions).toBe(1)
+  expect(seen.next).toBe(2)
+})
+
+test('a refused compaction is logged and the turn still passes on', async ($, on) => {
+  const seen = turnWorld(on, 80, true)
+  const result = await $.turn.complete(TURN)
+  expect(result.text).toBe('Done.')
+  expect(seen.next).toBe(1)
+  expect(seen.logs.some(line => line.startsWith('auto-compact skipped ('))).toBe(true)
+})

@@ -1,0 +1,377 @@
+"""The Python side of the Claude Code hook: one JSON document in, one JSON document out.
+
+Contract (docs/ARCHITECTURE.md, hook protocol): whatever happens the process answers one JSON
+document on stdout and exits 0, and never writes to stderr. A failure becomes a ``fallback``
+answer, so the engine runs its built-in summary and the session goes on; the failure itself goes
+to ``<pluginData>/hook.log``.
+
+Imports stay light: httpx is only imported when a Jev key is configured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence, TextIO
+
+from ..messages import SessionMessage
+from .config import HookConfig, resolve_hook_config
+from .event import HookEvent
+from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_stdin
+
+PLUGIN = "fast-jev-compaction"
+HOOK_LOG = "hook.log"
+DECISIONS_DB = "decisions.sqlite"
+# $.process.run caps stdout at 4 MiB; past this an answer refers to untouched messages by handle.
+STDOUT_SOFT_LIMIT = 3 * 1024 * 1024
+LOG_LINE_CHARS = 4096
+GOAL_LOG_CHARS = 300
+
+Answer = dict[str, Any]
+
+
+# --------------------------------------------------------------------------- logging
+
+
+def fallback_log_dir() -> Path:
+    return Path(tempfile.gettempdir()) / PLUGIN
+
+
+def data_dir(event_data: str | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """The plugin data folder: the event's, then CLAUDE_PLUGIN_DATA, then a temp folder."""
+    env = os.environ if env is None else env
+    for candidate in (event_data, env.get("CLAUDE_PLUGIN_DATA")):
+        if candidate and candidate.strip():
+            return Path(candidate)
+    return fallback_log_dir()
+
+
+@dataclass
+class HookLog:
+    """Appends lines to ``hook.log``; a folder that cannot be written falls back to a temp one."""
+
+    directory: Path
+    pid: int = field(default_factory=os.getpid)
+
+    def write(self, level: str, message: str) -> None:
+        stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+        line = f"[{stamp}] pid={self.pid} {level} {message}".replace("\r", " ")
+        for folder in (self.directory, fallback_log_dir()):
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                with (folder / HOOK_LOG).open("a", encoding="utf-8") as fh:
+                    fh.write(line.rstrip("\n") + "\n")
+                return
+            except OSError:
+                continue
+
+    def info(self, message: str) -> None:
+        self.write("INFO", message)
+
+    def error(self, message: str, exc: BaseException | None = None) -> None:
+        if exc is not None:
+            detail = "".join(traceback.format_exception(exc)).rstrip()
+            message = f"{message}\n    " + detail.replace("\n", "\n    ")
+        self.write("ERROR", message)
+
+
+# --------------------------------------------------------------------------- answers
+
+
+def pct(ratio: float) -> str:
+    """``Math.round(r * 100) + '%'`` (upstream's pct; JS rounds halves up)."""
+    return f"{math.floor(ratio * 100 + 0.5)}%"
+
+
+def fallback_answer(reason: str, log: Sequence[str] = ()) -> Answer:
+    return {
+        "action": "fallback",
+        "reason": reason,
+        "toast": f"fallback to built-in summary ({reason})",
+        "log": list(log),
+    }
+
+
+def skip_answer(reason: str, log: Sequence[str] = ()) -> Answer:
+    return {"action": "skip", "reason": reason, "log": list(log)}
+
+
+def friendly_reason(exc: BaseException) -> str:
+    """A short, actionable line for the toast; the traceback goes to hook.log."""
+    from pydantic import ValidationError
+
+    from ..errors import (  # local: only needed once something went wrong
+        FittingError,
+        JevConfigError,
+        JevError,
+        JevRequestError,
+        PairingError,
+    )
+
+    if isinstance(exc, EmptyInputError):
+        return "the hook received no input"
+    if isinstance(exc, StdinError):
+        return f"the hook input could not be read: {exc}"
+    if isinstance(exc, UnicodeDecodeError):
+        return "the hook input is not UTF-8 text"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"the hook input is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+    if isinstance(exc, ValidationError):
+        errors = exc.errors()
+        where = ".".join(str(p) for p in errors[0].get("loc", ())) if errors else "?"
+        what = errors[0].get("msg", "invalid") if errors else "invalid"
+        return f"the hook input is not a session.compact event ({where}: {what})"
+    if isinstance(exc, JevRequestError):
+        status = exc.status
+        if status in (401, 403):
+            return f"Jev refused the API key ({status}); check the apiKey option or TYPESAFE_API_KEY"
+        if status == 402:
+            return "the Jev account has no credit left (402); top it up or set judge to local"
+        if status == 429:
+            return "Jev is rate limiting requests (429); the next compaction will try again"
+        if status >= 500:
+            return f"Jev is unavailable right now ({status}); the next compaction will try again"
+        return str(exc)[:300]
+    if isinstance(exc, JevConfigError):
+        return f"no Jev key: {exc}"[:300]
+    if isinstance(exc, JevError):
+        return str(exc)[:300]
+    if isinstance(exc, PairingError):
+        return f"the transcript's tool calls do not pair up ({exc})"[:300]
+    if isinstance(exc, FittingError):
+        return f"the conversation does not fit a judge request ({exc})"[:300]
+    text = str(exc).strip() or type(exc).__name__
+    return f"internal error ({type(exc).__name__}: {text})"[:300]
+
+
+class EmptyInputError(Exception):
+    """Stdin closed or went quiet without a single byte."""
+
+
+# --------------------------------------------------------------------------- compaction
+
+
+def in_flight_preserve(messages: Sequence[SessionMessage], preserve: int) -> int:
+    """Widen the recent-message window so a trailing tool exchange stays verbatim.
+
+    Auto compaction can fire mid-turn, after a tool_result and before the model has read it.
+    Dropping or truncating that pair would make the model ask for the tool again, so every
+    message from the assistant message holding the trailing calls to the end is pinned.
+    """
+    if not messages:
+        return preserve
+    last = messages[-1]
+    trailing_ids: set[str] = set()
+    if last.role == "user" and last.toolResults:
+        trailing_ids = {r.tool_use_id for r in last.toolResults}
+    elif last.role == "assistant" and last.toolUses:
+        trailing_ids = {u.tool_use_id for u in last.toolUses}
+    if not trailing_ids:
+        return preserve
+    first = len(messages) - 1
+    for index in range(len(messages) - 1, -1, -1):
+        if any(u.tool_use_id in trailing_ids for u in messages[index].toolUses):
+            first = min(first, index)
+    return max(preserve, len(messages) - first)
+
+
+def build_asker(config: HookConfig, log: HookLog) -> tuple[Any, Callable[[], Any] | None, str]:
+    """The judge and an async closer; JevClient (and httpx) only when a key is configured."""
+    if config.use_jev():
+        from ..jev.client import JevClient
+
+        client = JevClient(
+            api_key=config.key() or None,
+            base_url=config.base_url or None,
+            model=config.model,
+            timeout_s=config.jev_timeout_seconds,
+        )
+        if client.warning:
+            log.info(f"jev: {client.warning}")
+        return client, client.aclose, "jev"
+    from ..judge.local import LocalJudge
+
+    return LocalJudge(), None, "local"
+
+
+async def _compact(messages: list[SessionMessage], asker: Any, options: Any, closer: Any) -> Any:
+    from ..compaction import compact
+
+    try:
+        return await compact(messages, asker, options)
+    finally:
+        if closer is not None:
+            await closer()
+
+
+def keeps_handle(message: SessionMessage) -> bool:
+    """Whether an untouched message goes back with its engine handle.
+
+    Claude Code 2.1.332 copies a handle-bearing message after the compact boundary as-is: a
+    tool_result record keeps its parentUuid (the pre-boundary tool_use) and an assistant record
+    keeps its message id, so on ``--resume`` the chain walks back across the boundary and
+    same-id fragments merge, which silently restores the old history. Sent without a handle, the
+    engine rebuilds them from the very same role, text and tool blocks, with fresh ids and links.
+    Plain user prompts have neither problem and keep their handle.
+    """
+    return message.handle is not None and message.role == "user" and not message.toolResults
+
+
+def _without_bulk(block: dict[str, Any]) -> dict[str, Any]:
+    # ``result`` is the tool's stored record (the model reads ``text``); a rebuilt block can do
+    # without it when the answer must shrink to fit the host's stdout cap.
+    return {k: v for k, v in block.items() if k != "result"}
+
+
+def wire_messages(out: Sequence[SessionMessage], *, compact: bool = False) -> list[dict[str, Any]]:
+    """The replace answer's messages; ``compact`` refers to kept prompts by handle, drops bulk."""
+    wired: list[dict[str, Any]] = []
+    for message in out:
+        if keeps_handle(message):
+            wired.append({"handle": message.handle} if compact else message.to_wire())
+            continue
+        data = message.to_wire()
+        data.pop("handle", None)
+        if compact:
+            data["toolUses"] = [_without_bulk(b) for b in data.get("toolUses", [])]
+            if "toolResults" in data:
+                data["toolResults"] = [_without_bulk(b) for b in data["toolResults"]]
+        wired.append(data)
+    return wired
+
+
+@dataclass
+class Outcome:
+    answer: Answer
+    action: str
+    reason: str
+    result: Any = None
+    goal: str = ""
+    judge: str = ""
+
+
+def run_compaction(event: HookEvent, log: HookLog) -> Outcome:
+    from ..goal import goal_from_messages, goal_with_instructions
+    from ..stats import decision_log_lines, summarize
+
+    config = resolve_hook_config(event.options)
+    messages = list(event.messages)
+    lines: list[str] = []
+    if event.agentId:
+        # Subagent transcripts are compacted too; the line says whose it was.
+        lines.append(f"compacting subagent {event.agentId}")
+    if not messages:
+        return Outcome(skip_answer("nothing to compact", lines), "skipped", "nothing to compact")
+
+    goal = goal_with_instructions(config.goal or goal_from_messages(messages), event.instructions)
+    options = config.compact_options(goal)
+    preserve = in_flight_preserve(messages, options.preserve_recent_messages)
+    if preserve != options.preserve_recent_messages:
+        options = replace(options, preserve_recent_messages=preserve)
+    asker, closer, judge = build_asker(config, log)
+    result = asyncio.run(_compact(messages, asker, options, closer))
+
+    lines.extend(decision_log_lines(result.decisions))
+    summary = summarize(result.stats)
+    ratio = result.stats.reduction_ratio
+    if ratio < config.min_reduction_ratio:
+        reason = f"below {pct(config.min_reduction_ratio)} minimum: {summary}"
+        return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge)
+
+    out = result.messages
+    toast = f"kept {len(out)}/{len(messages)} messages, no summary ({summary})"
+    answer: Answer = {"action": "replace", "messages": wire_messages(out), "toast": toast, "log": lines}
+    if _size(answer) > STDOUT_SOFT_LIMIT:
+        answer["messages"] = wire_messages(out, compact=True)
+        if _size(answer) > STDOUT_SOFT_LIMIT:
+            reason = f"the pruned history is too large to hand back ({_size(answer) // 1024} KiB): {summary}"
+            return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge)
+    return Outcome(answer, "replaced", summary, result, goal, judge)
+
+
+def _size(answer: Answer) -> int:
+    return len(json.dumps(answer, ensure_ascii=False).encode("utf-8"))
+
+
+# --------------------------------------------------------------------------- decision log
+
+
+def record_decisions(event: HookEvent | None, outcome: Outcome, directory: Path, log: HookLog) -> None:
+    """One row per compaction and one per decided call; a failing log never changes the answer."""
+    try:
+        from .record import record_outcome
+
+        record_outcome(directory / DECISIONS_DB, event, outcome)
+    except Exception as exc:  # a locked or broken database must not cost the compaction
+        log.error(f"decision log not written ({type(exc).__name__}: {exc})")
+
+
+# --------------------------------------------------------------------------- main
+
+
+def _env_float(env: Mapping[str, str], name: str, default: float) -> float:
+    try:
+        value = float(env.get(name, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def handle(raw_reader: Callable[[], str], env: Mapping[str, str], log_holder: list[HookLog]) -> tuple[Answer, HookEvent | None, Outcome]:
+    """Parse, compact, decide. Raises nothing: every failure is a fallback answer."""
+    event: HookEvent | None = None
+    started = time.monotonic()
+    try:
+        raw = raw_reader()
+        if not raw.strip():
+            raise EmptyInputError()
+        event = HookEvent.model_validate(json.loads(raw))
+        log_holder[0] = HookLog(data_dir(event.pluginData, env))
+        outcome = run_compaction(event, log_holder[0])
+    except Exception as exc:
+        reason = friendly_reason(exc)
+        log_holder[0].error(f"fallback: {reason}", exc)
+        outcome = Outcome(fallback_answer(reason), "fallback", reason)
+    log = log_holder[0]
+    ms = round((time.monotonic() - started) * 1000)
+    who = f" agent={event.agentId}" if event and event.agentId else ""
+    trigger = event.trigger if event else "?"
+    session = event.sessionId if event and event.sessionId else "?"
+    log.info(f"{outcome.action} session={session} trigger={trigger}{who} in {ms} ms: {outcome.reason}")
+    if outcome.goal:
+        goal_line = outcome.goal.replace("\n", " | ")
+        log.info(f"goal: {goal_line[:GOAL_LOG_CHARS]}")
+    return outcome.answer, event, outcome
+
+
+def main(argv: Sequence[str] | None = None, *, stdin_fd: int = 0, stdout: TextIO | None = None) -> int:
+    """Read stdin, answer on stdout, exit 0. ``argv`` is accepted for symmetry and ignored."""
+    env = os.environ
+    out = stdout if stdout is not None else sys.stdout
+    log_holder = [HookLog(data_dir(None, env))]
+    answer: Answer = fallback_answer("internal error")
+    try:
+        idle = _env_float(env, "FAST_JEV_STDIN_IDLE_SECONDS", DEFAULT_IDLE_SECONDS)
+        cap = int(_env_float(env, "FAST_JEV_STDIN_MAX_BYTES", DEFAULT_MAX_BYTES))
+        answer, event, outcome = handle(lambda: read_stdin(stdin_fd, idle_seconds=idle, max_bytes=cap), env, log_holder)
+        record_decisions(event, outcome, log_holder[0].directory, log_holder[0])
+    except BaseException as exc:  # noqa: BLE001 - the last line of defence: still answer
+        log_holder[0].error("hook failed outside the compaction", exc)
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            answer = fallback_answer("interrupted")
+    try:
+        out.write(json.dumps(answer, ensure_ascii=False))
+        out.write("\n")
+        out.flush()
+    except Exception as exc:  # stdout gone (the host gave up): nothing left to tell it
+        log_holder[0].error("could not write the answer", exc)
+    return 0

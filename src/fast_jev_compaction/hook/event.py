@@ -1,0 +1,37 @@
+"""The one JSON document the mod writes to the entry's stdin (docs/ARCHITECTURE.md, hook protocol)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..messages import SessionMessage
+
+TRIGGERS = ("manual", "auto", "plugin", "precompute")
+
+
+class HookEvent(BaseModel):
+    """``session.compact`` as the mod forwards it, plus the context the child cannot look up.
+
+    A ``$.process.run`` child does not inherit the plugin's root, data folder, session id or
+    options, so the mod passes them here. Unknown fields are kept: a newer mod may send more.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    event: str = "session.compact"
+    # Kept as free text: an engine that adds a trigger should still get a compaction.
+    trigger: str = "manual"
+    instructions: str | None = None
+    agentId: str | None = None
+    sessionId: str | None = None
+    pluginRoot: str | None = None
+    pluginData: str | None = None
+    cwd: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    messages: list[SessionMessage]
+
+    @property
+    def is_precompute(self) -> bool:
+        return self.trigger == "precompute"

@@ -1,0 +1,74 @@
+"""Turn one hook outcome into decision-log rows (``fast_jev_compaction.audit``).
+
+One compaction row per hook run, whatever the outcome, and one decision row per decided call,
+pinned ones included, so ``fast-jev log`` can say why any tool call stayed or went.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..audit.redact import preview
+from ..audit.store import CompactionRow, DecisionLog, DecisionRow
+
+if TYPE_CHECKING:
+    from .entry import Outcome
+    from .event import HookEvent
+
+
+def rows_for(event: "HookEvent | None", outcome: "Outcome") -> tuple[CompactionRow, list[DecisionRow]]:
+    result: Any = outcome.result
+    row = CompactionRow(
+        session_id=(event.sessionId if event and event.sessionId else ""),
+        trigger=(event.trigger if event else ""),
+        outcome=outcome.action,
+        reason=outcome.reason,
+        judge=outcome.judge or "none",
+        agent_id=event.agentId if event else None,
+    )
+    decisions: list[DecisionRow] = []
+    if result is None:
+        if event is not None:
+            row.messages_before = row.messages_after = len(event.messages)
+        return row, decisions
+    stats = result.stats
+    row.messages_before = stats.messages_before
+    row.chars_before = stats.chars_before
+    row.stage = stats.state_stage
+    row.requests = stats.requests
+    row.retries = stats.retries
+    row.failed_batches = stats.failed_batches
+    row.input_tokens = stats.input_tokens
+    row.output_tokens = stats.output_tokens
+    row.duration_ms = round(stats.ms)
+    if outcome.action == "replaced":
+        row.messages_after = stats.messages_after
+        row.chars_after = stats.chars_after
+        row.freed_chars = max(0, stats.chars_before - stats.chars_after)
+    else:
+        # A fallback leaves the conversation as it was: nothing was freed.
+        row.messages_after = stats.messages_before
+        row.chars_after = stats.chars_before
+    inputs = {call.tool_use_id: call.input for call in result.calls}
+    for decision in result.decisions:
+        decisions.append(
+            DecisionRow(
+                tool_use_id=decision.tool_use_id,
+                call_id=decision.id,
+                tool=decision.tool,
+                action=decision.action,
+                reason=decision.reason,
+                keep_call=decision.keep_call,
+                keep_result=decision.keep_result,
+                input_preview=preview(inputs.get(decision.tool_use_id, {})),
+                chars_freed=decision.chars_freed if outcome.action == "replaced" else 0,
+            )
+        )
+    return row, decisions
+
+
+def record_outcome(path: Path, event: "HookEvent | None", outcome: "Outcome") -> int:
+    row, decisions = rows_for(event, outcome)
+    with DecisionLog(path) as log:
+        return log.record(row, decisions)

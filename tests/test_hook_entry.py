@@ -1,0 +1,556 @@
+"""The hook entry as Claude Code's mod runs it: the real script, a real subprocess, real SQLite.
+
+Every case checks the contract the mod relies on: exit code 0, nothing on stderr, exactly one
+JSON document on stdout, and a decision-log row (or a hook.log line for failures).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from fast_jev_compaction.audit.store import DecisionLog
+from fast_jev_compaction.hook.config import HookConfig, resolve_hook_config
+from fast_jev_compaction.hook.entry import in_flight_preserve, keeps_handle, pct, wire_messages
+from fast_jev_compaction.hook.stdin import StdinIdleError, StdinTooLargeError, read_stdin
+from fast_jev_compaction.messages import parse_messages
+
+REPO = Path(__file__).resolve().parents[1]
+HOOK = REPO / "hooks" / "fast_jev_hook.py"
+# A safety net so a hung child fails the test instead of the whole run; never asserted on.
+SAFETY_TIMEOUT = 120
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+def _bash(index: int, command: str, output: str, handle_prefix: str = "h") -> list[dict[str, Any]]:
+    tool_id = f"toolu_{index:03d}"
+    return [
+        {
+            "role": "assistant",
+            "text": "",
+            "toolUses": [
+                {
+                    "tool_use_id": tool_id,
+                    "tool": "Bash",
+                    "input": {"command": command, "description": f"step {index}"},
+                    "result": {"stdout": output, "stderr": "", "interrupted": False},
+                    "text": output,
+                }
+            ],
+            "handle": f"{handle_prefix}-use-{index}",
+        },
+        {
+            "role": "user",
+            "text": "",
+            "toolUses": [],
+            "toolResults": [{"tool_use_id": tool_id, "text": output, "isError": False}],
+            "handle": f"{handle_prefix}-result-{index}",
+        },
+    ]
+
+
+def tool_heavy_conversation() -> list[dict[str, Any]]:
+    """Big, low-value outputs early (droppable), small ones late (pinned), prose between."""
+    numbers = "\n".join(str(n) for n in range(1, 3001))
+    filler = "\n".join("filler line of build output" for _ in range(600))
+    rows = "\n".join(f"data row {n}" for n in range(1, 2001))
+    messages: list[dict[str, Any]] = [{"role": "user", "text": "do the thing", "toolUses": [], "handle": "h-prompt"}]
+    messages.append({"role": "assistant", "text": "Listing numbers first.", "toolUses": [], "handle": "h-prose-1"})
+    messages += _bash(1, "seq 1 3000", numbers)
+    messages += _bash(2, "yes filler | head -n 600", filler)
+    messages.append({"role": "assistant", "text": "Reading the data file.", "toolUses": [], "handle": "h-prose-2"})
+    messages += _bash(3, "cat big.txt", rows)
+    messages += _bash(4, "seq 5000 5010", "\n".join(str(n) for n in range(5000, 5011)))
+    messages += _bash(5, "echo hello", "hello")
+    messages.append({"role": "assistant", "text": "Done. FINAL ANSWER.", "toolUses": [], "handle": "h-final"})
+    return messages
+
+
+def event(messages: list[dict[str, Any]], data_dir: Path, **extra: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "event": "session.compact",
+        "trigger": "manual",
+        "sessionId": "session-1",
+        "pluginRoot": str(REPO),
+        "pluginData": str(data_dir),
+        "cwd": str(data_dir),
+        "options": {},
+        "messages": messages,
+    }
+    doc.update(extra)
+    return doc
+
+
+def hook_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("TYPESAFE_API_KEY", "OPENROUTER_API_KEY")}
+    env["CLAUDE_PLUGIN_DATA"] = str(data_dir)
+    env.update(extra)
+    return env
+
+
+def run_hook(stdin: bytes, data_dir: Path, **env: str) -> tuple[dict[str, Any], str]:
+    """Run the real entry script; assert the process contract; return (answer, stderr)."""
+    proc = subprocess.run(
+        [sys.executable, str(HOOK)],
+        input=stdin,
+        capture_output=True,
+        env=hook_env(data_dir, **env),
+        timeout=SAFETY_TIMEOUT,
+    )
+    assert proc.returncode == 0
+    assert proc.stderr == b""
+    lines = [line for line in proc.stdout.decode("utf-8").splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stdout
+    return json.loads(lines[0]), proc.stderr.decode()
+
+
+def hook_log(data_dir: Path) -> str:
+    path = data_dir / "hook.log"
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+def compactions(data_dir: Path) -> list[Any]:
+    with DecisionLog(data_dir / "decisions.sqlite", create=False) as log:
+        return [(row, log.decisions_for(row.id or 0)) for row in log.compactions()]
+
+
+def tool_ids(messages: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    uses = [u["tool_use_id"] for m in messages for u in m.get("toolUses", [])]
+    results = [r["tool_use_id"] for m in messages for r in m.get("toolResults") or []]
+    return uses, results
+
+
+@pytest.fixture()
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "plugin-data"
+
+
+# --------------------------------------------------------------------------- replace / fallback
+
+
+def test_replace_keeps_pairs_whole_prose_verbatim_and_logs_decisions(data_dir: Path) -> None:
+    messages = tool_heavy_conversation()
+    answer, _ = run_hook(json.dumps(event(messages, data_dir)).encode(), data_dir)
+
+    assert answer["action"] == "replace"
+    out = answer["messages"]
+    assert answer["toast"].startswith(f"kept {len(out)}/{len(messages)} messages, no summary (")
+    assert answer["log"][0].startswith("decisions: t1:Bash:")
+
+    # Pairs stay whole: every call in the output has its result, and the other way round.
+    uses, results = tool_ids(out)
+    assert sorted(uses) == sorted(results)
+    # Prose is never edited: every text the input had is still there, word for word, in order.
+    assert [m["text"] for m in out if m["text"]] == [m["text"] for m in messages if m["text"]]
+    # Plain prompts keep the engine's handle; tool traffic and assistant turns go back rebuilt.
+    by_text = {m["text"]: m for m in out if m["text"]}
+    assert by_text["do the thing"]["handle"] == "h-prompt"
+    assert all("handle" not in m for m in out if m["role"] == "assistant" or m.get("toolResults"))
+
+    # Something was actually pruned, and the pinned tail is byte-for-byte the input.
+    sizes_in = sum(len(r["text"]) for m in messages for r in m.get("toolResults") or [])
+    sizes_out = sum(len(r["text"]) for m in out for r in m.get("toolResults") or [])
+    assert sizes_out < 0.75 * sizes_in
+    assert out[-1]["text"] == "Done. FINAL ANSWER."
+    assert out[-2]["toolResults"] == messages[-2]["toolResults"]
+
+    [(row, decisions)] = compactions(data_dir)
+    assert (row.outcome, row.session_id, row.trigger, row.judge) == ("replaced", "session-1", "manual", "local")
+    assert row.messages_before == len(messages) and row.messages_after == len(out)
+    assert row.freed_chars > 0
+    # One row per decided call, pinned ones included, matching the log line the mod prints.
+    assert [d.call_id for d in decisions] == ["t1", "t2", "t3", "t4", "t5"]
+    logged = {e.split(":")[0]: e.split(":")[2].split("/")[0] for e in answer["log"][0].removeprefix("decisions: ").split()}
+    assert {d.call_id: d.action for d in decisions if d.reason != "pinned"} == logged
+    assert any(d.action != "keep" for d in decisions)
+    assert "replaced session=session-1 trigger=manual" in hook_log(data_dir)
+
+
+def test_fallback_below_the_minimum_reduction(data_dir: Path) -> None:
+    doc = event(tool_heavy_conversation(), data_dir, options={"minReductionRatio": 0.99})
+    answer, _ = run_hook(json.dumps(doc).encode(), data_dir)
+
+    assert answer["action"] == "fallback"
+    assert "messages" not in answer
+    assert answer["reason"].startswith("below 99% minimum: ")
+    assert "% reduction; " in answer["reason"]
+    assert answer["toast"] == f"fallback to built-in summary ({answer['reason']})"
+    [(row, decisions)] = compactions(data_dir)
+    assert row.outcome == "fallback" and row.freed_chars == 0 and row.reason == answer["reason"]
+    assert len(decisions) == 5 and all(d.chars_freed == 0 for d in decisions)
+
+
+def test_conversation_without_tool_calls_falls_back_with_the_default_minimum(data_dir: Path) -> None:
+    messages = [
+        {"role": "user", "text": "hello", "toolUses": [], "handle": "a"},
+        {"role": "assistant", "text": "hi there", "toolUses": [], "handle": "b"},
+    ]
+    answer, _ = run_hook(json.dumps(event(messages, data_dir)).encode(), data_dir)
+    assert answer["action"] == "fallback"
+    assert answer["reason"].startswith("below 25% minimum: 0.0% reduction; no tool calls;")
+    assert answer["log"] == ["decisions: (none)"]
+
+
+def test_empty_message_list_is_skipped(data_dir: Path) -> None:
+    answer, _ = run_hook(json.dumps(event([], data_dir)).encode(), data_dir)
+    assert answer == {"action": "skip", "reason": "nothing to compact", "log": []}
+    [(row, _decisions)] = compactions(data_dir)
+    assert row.outcome == "skipped"
+
+
+def test_trailing_in_flight_pair_stays_verbatim_even_with_no_recent_window(data_dir: Path) -> None:
+    # Auto compaction mid-turn: the transcript ends in a tool result the model has not read yet.
+    messages = tool_heavy_conversation()[:-1]
+    messages += _bash(6, "seq 1 2500", "\n".join(str(n) for n in range(1, 2501)), "tail")
+    doc = event(messages, data_dir, trigger="auto", options={"preserveRecentMessages": 0})
+    answer, _ = run_hook(json.dumps(doc).encode(), data_dir)
+
+    assert answer["action"] == "replace"
+    out = answer["messages"]
+    assert out[-2]["toolUses"][0]["tool_use_id"] == "toolu_006"
+    assert out[-1]["toolResults"] == messages[-1]["toolResults"]
+    [(row, decisions)] = compactions(data_dir)
+    assert row.trigger == "auto"
+    last = next(d for d in decisions if d.tool_use_id == "toolu_006")
+    assert (last.action, last.reason) == ("keep", "pinned")
+
+
+def test_compact_instructions_reach_the_goal(data_dir: Path) -> None:
+    doc = event(tool_heavy_conversation(), data_dir, instructions="keep the numbers")
+    run_hook(json.dumps(doc).encode(), data_dir)
+    log = hook_log(data_dir)
+    assert "goal: do the thing | Focus for this compaction: keep the numbers" in log
+
+
+def test_subagent_transcripts_are_compacted_and_named(data_dir: Path) -> None:
+    doc = event(tool_heavy_conversation(), data_dir, agentId="agent-7")
+    answer, _ = run_hook(json.dumps(doc).encode(), data_dir)
+    assert answer["action"] == "replace"
+    assert answer["log"][0] == "compacting subagent agent-7"
+    [(row, _decisions)] = compactions(data_dir)
+    assert row.agent_id == "agent-7"
+
+
+def test_byte_order_mark_is_ignored(data_dir: Path) -> None:
+    doc = json.dumps(event(tool_heavy_conversation(), data_dir)).encode()
+    answer, _ = run_hook(b"\xef\xbb\xbf" + doc, data_dir)
+    assert answer["action"] == "replace"
+
+
+# --------------------------------------------------------------------------- broken input
+
+
+@pytest.mark.parametrize(
+    ("stdin", "reason"),
+    [
+        (b"this is not json {", "the hook input is not valid JSON (Expecting value at line 1 column 1)"),
+        (b"", "the hook received no input"),
+        (b"  \n", "the hook received no input"),
+        (b'{"trigger": "manual"}', "the hook input is not a session.compact event (messages: Field required)"),
+        (b'{"messages": [{"role": "robot"}]}', "the hook input is not a session.compact event (messages.0.role:"),
+        (b"\xff\xfe{}", "the hook input is not UTF-8 text"),
+    ],
+    ids=["garbage", "empty", "blank", "no-messages", "bad-role", "not-utf8"],
+)
+def test_bad_input_falls_back_and_logs(data_dir: Path, stdin: bytes, reason: str) -> None:
+    answer, _ = run_hook(stdin, data_dir)
+    assert answer["action"] == "fallback"
+    assert answer["reason"].startswith(reason)
+    assert answer["toast"] == f"fallback to built-in summary ({answer['reason']})"
+    assert f"ERROR fallback: {answer['reason']}" in hook_log(data_dir)
+    [(row, _decisions)] = compactions(data_dir)
+    assert row.outcome == "fallback"
+
+
+def test_oversized_input_falls_back(data_dir: Path) -> None:
+    doc = json.dumps(event(tool_heavy_conversation(), data_dir)).encode()
+    answer, _ = run_hook(doc, data_dir, FAST_JEV_STDIN_MAX_BYTES="4096")
+    assert answer["action"] == "fallback"
+    assert answer["reason"] == "the hook input could not be read: stdin is larger than the 4096-byte limit"
+    assert "stdin is larger than the 4096-byte limit" in hook_log(data_dir)
+
+
+def _spawn(data_dir: Path, **env: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, str(HOOK)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=hook_env(data_dir, **env),
+    )
+
+
+def test_partial_document_with_the_pipe_left_open_is_never_parsed(data_dir: Path) -> None:
+    # The writer sends half a document and goes quiet without closing: the idle timeout must
+    # report it rather than wait forever or parse what arrived.
+    doc = json.dumps(event(tool_heavy_conversation(), data_dir)).encode()
+    proc = _spawn(data_dir, FAST_JEV_STDIN_IDLE_SECONDS="0.5")
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.write(doc[: len(doc) // 2])
+    proc.stdin.flush()
+    out = proc.stdout.read()  # returns once the hook answered and exited; the pipe is still open
+    err = proc.stderr.read()
+    assert proc.wait(timeout=SAFETY_TIMEOUT) == 0
+    proc.stdin.close()
+    answer = json.loads(out)
+    assert err == b""
+    assert answer["action"] == "fallback"
+    assert answer["reason"].startswith(f"the hook input could not be read: stdin went quiet after {len(doc) // 2} bytes")
+    assert "looks cut short" in hook_log(data_dir)
+
+
+def test_silent_open_pipe_counts_as_empty_input(data_dir: Path) -> None:
+    proc = _spawn(data_dir, FAST_JEV_STDIN_IDLE_SECONDS="0.3")
+    assert proc.stdout is not None and proc.stdin is not None
+    out = proc.stdout.read()
+    assert proc.wait(timeout=SAFETY_TIMEOUT) == 0
+    proc.stdin.close()
+    assert json.loads(out)["reason"] == "the hook received no input"
+
+
+def test_missing_dependencies_still_answer(tmp_path: Path, data_dir: Path) -> None:
+    # -S hides site-packages: pydantic cannot be imported, as in a half-made environment.
+    proc = subprocess.run(
+        [sys.executable, "-S", str(HOOK)],
+        input=b'{"messages": []}',
+        capture_output=True,
+        env=hook_env(data_dir),
+        timeout=SAFETY_TIMEOUT,
+    )
+    assert proc.returncode == 0 and proc.stderr == b""
+    answer = json.loads(proc.stdout)
+    assert answer["action"] == "fallback"
+    assert answer["reason"].startswith("the fast-jev-compaction package cannot be imported (ModuleNotFoundError")
+    assert "ERROR fallback: the fast-jev-compaction package cannot be imported" in hook_log(data_dir)
+
+
+def test_locked_decision_log_never_costs_the_compaction(data_dir: Path) -> None:
+    data_dir.mkdir(parents=True)
+    DecisionLog(data_dir / "decisions.sqlite").close()
+    holder = sqlite3.connect(data_dir / "decisions.sqlite", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        answer, _ = run_hook(json.dumps(event(tool_heavy_conversation(), data_dir)).encode(), data_dir)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert answer["action"] == "replace"
+    assert "decision log not written (DecisionLogBusy" in hook_log(data_dir)
+
+
+def test_unwritable_data_folder_falls_back_to_a_temp_log(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the data folder should be")
+    answer, _ = run_hook(b"garbage", blocker)
+    assert answer["action"] == "fallback"
+
+
+# --------------------------------------------------------------------------- Jev judge
+
+
+class _Jev(BaseHTTPRequestHandler):
+    status = 200
+    bodies: list[dict[str, Any]] = []
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).bodies.append({"auth": self.headers.get("authorization"), **body})
+        if type(self).status == 200:
+            # Every call is worth nothing: the judge drops them all.
+            answers = {name: {"type": "noul", "noul": 0.05} for name in body["questions"]}
+            payload = json.dumps({"answers": answers, "usage": {"input_tokens": 900, "output_tokens": 12}})
+        else:
+            payload = json.dumps({"error": "invalid key"})
+        data = payload.encode()
+        self.send_response(type(self).status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture()
+def jev_server() -> Iterator[tuple[str, type[_Jev]]]:
+    handler = type("JevHandler", (_Jev,), {"bodies": [], "status": 200})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1/systemone", handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_configured_key_uses_jev(data_dir: Path, jev_server: tuple[str, type[_Jev]]) -> None:
+    url, handler = jev_server
+    doc = event(tool_heavy_conversation(), data_dir, options={"apiKey": "sk-test-key", "baseUrl": url, "model": "jev-x"})
+    answer, _ = run_hook(json.dumps(doc).encode(), data_dir)
+
+    assert answer["action"] == "replace"
+    assert [b["model"] for b in handler.bodies] == ["jev-x"]
+    assert handler.bodies[0]["auth"] == "Bearer sk-test-key"
+    assert sorted(handler.bodies[0]["questions"]) == ["call_t1", "call_t2", "result_t1", "result_t2"]
+    [(row, decisions)] = compactions(data_dir)
+    assert row.judge == "jev" and row.input_tokens == 900
+    # t3's result sits in the six-message recent window, so t3 to t5 are pinned.
+    assert [(d.action, d.reason) for d in decisions] == [("drop_call", "call_dropped")] * 2 + [("keep", "pinned")] * 3
+    uses, results = tool_ids(answer["messages"])
+    assert uses == results == ["toolu_003", "toolu_004", "toolu_005"]
+
+
+def test_env_key_and_a_refusing_jev_fall_back_with_an_actionable_reason(
+    data_dir: Path, jev_server: tuple[str, type[_Jev]]
+) -> None:
+    url, handler = jev_server
+    handler.status = 401
+    doc = event(tool_heavy_conversation(), data_dir, options={"baseUrl": url})
+    answer, _ = run_hook(json.dumps(doc).encode(), data_dir, TYPESAFE_API_KEY="sk-from-env")
+
+    assert handler.bodies[0]["auth"] == "Bearer sk-from-env"
+    assert answer["action"] == "fallback"
+    assert answer["reason"] == "Jev refused the API key (401); check the apiKey option or TYPESAFE_API_KEY"
+    assert "sk-from-env" not in hook_log(data_dir)
+
+
+def test_judge_jev_without_a_key_says_how_to_fix_it(data_dir: Path) -> None:
+    doc = event(tool_heavy_conversation(), data_dir, options={"judge": "jev"})
+    answer, _ = run_hook(json.dumps(doc).encode(), data_dir)
+    assert answer["action"] == "fallback"
+    assert answer["reason"].startswith("no Jev key: TYPESAFE_API_KEY is not configured")
+
+
+# --------------------------------------------------------------------------- units
+
+
+def test_config_defaults_match_upstream() -> None:
+    config = resolve_hook_config({})
+    assert config == HookConfig()
+    assert (
+        config.keep_threshold,
+        config.preserve_recent_messages,
+        config.compact_at_percent,
+        config.min_reduction_ratio,
+        config.max_state_tokens,
+        config.max_request_tokens,
+        config.truncate_head_chars,
+        config.max_concurrent_requests,
+        config.model,
+        config.judge,
+    ) == (0.5, 6, 60, 0.25, 25000, 30000, 300, 4, "jev-latest", "auto")
+
+
+def test_config_wrong_types_fall_back_and_good_values_are_read() -> None:
+    bad = resolve_hook_config(
+        {
+            "compactAtPercent": "no",
+            "keepThreshold": 7,
+            "preserveRecentMessages": True,
+            "minReductionRatio": float("nan"),
+            "model": "",
+            "judge": "oracle",
+            "apiKey": 42,
+        }
+    )
+    assert bad == HookConfig()
+    good = resolve_hook_config(
+        {"compactAtPercent": 80, "preserveRecentMessages": 2.7, "truncateHeadChars": -3, "model": "jev-x", "judge": "local", "apiKey": " k "}
+    )
+    assert (good.compact_at_percent, good.preserve_recent_messages, good.truncate_head_chars) == (80, 2, 0)
+    assert (good.model, good.judge, good.api_key) == ("jev-x", "local", "k")
+    assert "sekrit" not in repr(resolve_hook_config({"apiKey": "sekrit"}))
+
+
+def test_judge_choice_follows_the_key() -> None:
+    assert not HookConfig().use_jev({})
+    assert HookConfig().use_jev({"TYPESAFE_API_KEY": "x"})
+    assert HookConfig(api_key="x").use_jev({})
+    assert not HookConfig(api_key="x", judge="local").use_jev({})
+    assert HookConfig(judge="jev").use_jev({})
+
+
+def test_pct_rounds_like_math_round() -> None:
+    assert [pct(0.25), pct(0.125), pct(0.005), pct(0.994)] == ["25%", "13%", "1%", "99%"]
+
+
+def test_in_flight_window_covers_parallel_trailing_calls() -> None:
+    messages = parse_messages(
+        [
+            {"role": "user", "text": "go", "toolUses": []},
+            {"role": "assistant", "text": "", "toolUses": [{"tool_use_id": "a", "tool": "Read"}, {"tool_use_id": "b", "tool": "Read"}]},
+            {"role": "user", "text": "", "toolUses": [], "toolResults": [{"tool_use_id": "a", "text": "x"}, {"tool_use_id": "b", "text": "y"}]},
+        ]
+    )
+    assert in_flight_preserve(messages, 0) == 2
+    assert in_flight_preserve(messages, 6) == 6
+    assert in_flight_preserve(messages[:1], 0) == 0
+    assert in_flight_preserve(messages[:2], 0) == 1  # a pending call at the very end
+
+
+def test_wire_messages_policy_and_compact_form() -> None:
+    messages = parse_messages(tool_heavy_conversation()[:4])
+    assert [keeps_handle(m) for m in messages] == [True, False, False, False]
+    full = wire_messages(messages)
+    assert full[0]["handle"] == "h-prompt" and all("handle" not in m for m in full[1:])
+    assert full[2]["toolUses"][0]["result"]["stdout"].startswith("1\n2\n")
+    small = wire_messages(messages, compact=True)
+    assert small[0] == {"handle": "h-prompt"}
+    assert "result" not in small[2]["toolUses"][0]
+    assert small[2]["toolUses"][0]["text"] == full[2]["toolUses"][0]["text"]
+
+
+def _pipe_with(data: bytes, close: bool) -> tuple[int, int]:
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, data)
+    if close:
+        os.close(write_fd)
+    return read_fd, write_fd
+
+
+def test_read_stdin_rules() -> None:
+    fd, _ = _pipe_with(b"\xef\xbb\xbf{\"a\": 1}", close=True)
+    assert read_stdin(fd, idle_seconds=5) == '{"a": 1}'
+    fd, writer = _pipe_with(b"", close=False)
+    assert read_stdin(fd, idle_seconds=0.05) == ""
+    os.close(writer)
+    fd, writer = _pipe_with(b'{"half":', close=False)
+    with pytest.raises(StdinIdleError) as idle:
+        read_stdin(fd, idle_seconds=0.05)
+    assert idle.value.received == 8
+    os.close(writer)
+    fd, _ = _pipe_with(b"x" * 100, close=True)
+    with pytest.raises(StdinTooLargeError):
+        read_stdin(fd, max_bytes=10)
+
+
+def test_the_local_judge_path_never_imports_httpx(data_dir: Path) -> None:
+    # The hook starts on every compaction: the HTTP stack is only loaded when Jev is used.
+    code = (
+        "import io, json, sys\n"
+        "from fast_jev_compaction.hook.entry import main\n"
+        "out = io.StringIO()\n"
+        "main(stdout=out)\n"
+        "print(json.dumps({'action': json.loads(out.getvalue())['action'], 'loaded': sorted(m for m in ('httpx', 'tenacity') if m in sys.modules)}))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps(event(tool_heavy_conversation(), data_dir)).encode(),
+        capture_output=True,
+        env=hook_env(data_dir),
+        timeout=SAFETY_TIMEOUT,
+    )
+    assert json.loads(proc.stdout) == {"action": "replace", "loaded": []}

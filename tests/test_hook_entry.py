@@ -554,3 +554,46 @@ def test_the_local_judge_path_never_imports_httpx(data_dir: Path) -> None:
         timeout=SAFETY_TIMEOUT,
     )
     assert json.loads(proc.stdout) == {"action": "replace", "loaded": []}
+
+
+# --------------------------------------------------------------------------- archive
+
+
+def _truncated_results(out: list[dict[str, Any]]) -> dict[str, str]:
+    return {
+        r["tool_use_id"]: r["text"]
+        for m in out
+        for r in m.get("toolResults") or []
+        if "[fast-jev-compaction truncated" in r["text"]
+    }
+
+
+def test_cut_results_are_saved_and_the_note_points_at_the_file(data_dir: Path) -> None:
+    messages = tool_heavy_conversation()
+    answer, _ = run_hook(json.dumps(event(messages, data_dir)).encode(), data_dir)
+    assert answer["action"] == "replace"
+    cut = _truncated_results(answer["messages"])
+    # The embedded judge keeps these calls and cuts their long outputs at the default threshold.
+    assert cut
+    originals = {r["tool_use_id"]: r["text"] for m in messages for r in m.get("toolResults") or []}
+    for tool_use_id, text in cut.items():
+        path = data_dir / "archive" / "session-1" / f"{tool_use_id}.txt"
+        assert f"the full output is saved at {path}; Read it if needed]" in text
+        assert path.read_text(encoding="utf-8") == originals[tool_use_id]
+        assert path.stat().st_mode & 0o077 == 0
+    saved = {p.stem for p in (data_dir / "archive" / "session-1").glob("*.txt")}
+    # Only what was cut is saved: untouched results leave nothing behind.
+    assert saved == set(cut)
+
+
+def test_an_archive_that_cannot_be_written_leaves_no_dangling_pointer(data_dir: Path) -> None:
+    data_dir.mkdir(parents=True)
+    (data_dir / "archive").write_text("a file where the archive folder would go", encoding="utf-8")
+    answer, _ = run_hook(
+        json.dumps(event(tool_heavy_conversation(), data_dir)).encode(), data_dir
+    )
+    assert answer["action"] == "replace"
+    cut = _truncated_results(answer["messages"])
+    assert cut, "the fixture should cut at least one result"
+    assert all(text.endswith("; re-run the tool if needed]") for text in cut.values())
+    assert "cut results not archived" in hook_log(data_dir)

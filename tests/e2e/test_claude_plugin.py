@@ -138,7 +138,10 @@ def test_manual_compact_replaces_the_history_with_the_pruned_verbatim_one(claude
         if item[0] in ("tool_use", "tool_result") and actions[item[1]] == "drop_call":
             continue
         if item[0] == "tool_result" and actions[item[1]] == "drop_result":
-            item = (item[0], item[1], truncated_result_text(item[2], False, 300))
+            saved = claude.data_dir / "archive" / sid / f"{item[1]}.txt"
+            # The cut output is on disk, whole, and the note points at it.
+            assert saved.read_text(encoding="utf-8") == item[2]
+            item = (item[0], item[1], truncated_result_text(item[2], False, 300, str(saved)))
         expected.append(item)
     assert sent[:-1] == expected
 

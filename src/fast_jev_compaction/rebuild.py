@@ -7,7 +7,7 @@ with nothing is removed.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence, TypeVar
 
 from .decisions import CallDecision
 from .messages import SessionMessage, ToolResult, ToolUse
@@ -15,6 +15,7 @@ from .pairing import ToolCall
 
 # A cut must save more than its own note; short results stay identical.
 TRUNCATION_MARGIN = 120
+B = TypeVar("B", ToolUse, ToolResult)
 _RECORD_IDS = frozenset({"uuid", "handle"})
 
 
@@ -58,36 +59,36 @@ def apply_decisions(
             out.append(message)
             continue
 
-        dropped_any = False
-        uses: list[ToolUse] = []
-        for use in message.toolUses:
-            action = actions.get(use.tool_use_id)
-            if action == "drop_call":
-                dropped_any = True
-                continue
-            if action == "drop_result":
-                use = _truncated_use(use, head_chars, archive.get(use.tool_use_id))
-            uses.append(use)
-        kept_results: list[ToolResult] = []
-        for result in results:
-            action = actions.get(result.tool_use_id)
-            if action == "drop_call":
-                dropped_any = True
-                continue
-            if action == "drop_result":
-                result = _truncated_result(result, head_chars, archive.get(result.tool_use_id))
-            kept_results.append(result)
-
-        unchanged = all(a is b for a, b in zip(uses, message.toolUses)) and all(
-            a is b for a, b in zip(kept_results, results)
+        uses, uses_changed = _apply(
+            message.toolUses, actions, lambda u: _truncated_use(u, head_chars, archive.get(u.tool_use_id))
         )
-        if not dropped_any and unchanged:
+        kept_results, results_changed = _apply(
+            results, actions, lambda r: _truncated_result(r, head_chars, archive.get(r.tool_use_id))
+        )
+        if not uses_changed and not results_changed:
             out.append(message)
         elif not message.text.strip() and not uses and not kept_results:
             continue
         else:
             out.append(_rebuilt(message, uses, kept_results))
     return out
+
+
+def _apply(blocks: Sequence[B], actions: Mapping[str, str], cut: Callable[[B], B]) -> tuple[list[B], bool]:
+    """Drop or cut the blocks the decisions name; say whether anything differs from the input."""
+    kept: list[B] = []
+    changed = False
+    for block in blocks:
+        action = actions.get(block.tool_use_id)  # type: ignore[attr-defined]
+        if action == "drop_call":
+            changed = True
+            continue
+        if action == "drop_result":
+            new = cut(block)
+            changed = changed or new is not block
+            block = new
+        kept.append(block)
+    return kept, changed
 
 
 def _truncated_use(use: ToolUse, head_chars: int, archived_at: str | None) -> ToolUse:

@@ -26,16 +26,6 @@ from ..asker import AskResult, Usage
 from ..textutil import ELLIPSIS, js_json
 from ..tokens import estimate_tokens
 
-__all__ = [
-    "CALL_WEIGHTS",
-    "RESULT_WEIGHTS",
-    "JudgeInputError",
-    "LocalJudge",
-    "validate_questions",
-    "validate_state",
-]
-
-
 class JudgeInputError(ValueError):
     """The state or the questions are not in the shape the Jev protocol defines."""
 

@@ -83,7 +83,7 @@ class DecisionRow:
     tool_use_id: str
     call_id: str  # the short id the judge saw, e.g. "t3"
     tool: str
-    action: str  # "keep" | "drop_result" | "drop_call"
+    action: str  # "keep" | "truncate" | "drop" (logs written before 0.2: "drop_result" | "drop_call")
     reason: str = ""  # "kept" | "pinned" | "result_dropped" | "call_dropped" | ...
     keep_call: float | None = None
     keep_result: float | None = None
@@ -448,8 +448,8 @@ class DecisionLog:
         actions = self._rows(
             "SELECT "
             "COALESCE(SUM(d.action = 'keep' AND d.reason != 'pinned'), 0), "
-            "COALESCE(SUM(d.action = 'drop_result'), 0), "
-            "COALESCE(SUM(d.action = 'drop_call'), 0), "
+            "COALESCE(SUM(d.action IN ('truncate', 'drop_result')), 0), "
+            "COALESCE(SUM(d.action IN ('drop', 'drop_call')), 0), "
             "COALESCE(SUM(d.reason = 'pinned'), 0) "
             "FROM decisions d JOIN compactions c ON c.id = d.compaction_id "
             f"WHERE c.outcome = 'replaced' {d_where}",

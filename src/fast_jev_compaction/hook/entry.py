@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
 from ..messages import SessionMessage
-from .archive import archive_paths, save_results
+from .archive import ARCHIVE_DIR, saved_or_unpointed
 from .config import HookConfig, resolve_hook_config
 from .event import HookEvent
 from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_stdin
@@ -204,31 +204,14 @@ def build_asker(config: HookConfig, log: HookLog) -> tuple[Any, Callable[[], Any
     return LocalJudge(), None, "local"
 
 
-async def _compact(messages: list[SessionMessage], asker: Any, options: Any, closer: Any, archive: Any) -> Any:
+async def _compact(messages: list[SessionMessage], asker: Any, options: Any, closer: Any) -> Any:
     from ..compaction import compact
 
     try:
-        return await compact(messages, asker, options, archive)
+        return await compact(messages, asker, options)
     finally:
         if closer is not None:
             await closer()
-
-
-def _saved_or_unpointed(result: Any, messages: list[SessionMessage], paths: dict[str, str], head: int, log: HookLog) -> Any:
-    """Save the cut results; if that fails, rebuild the notes without a path to a missing file."""
-    from ..compaction import CompactResult
-    from ..rebuild import apply_decisions
-    from ..stats import message_chars
-
-    cut = {d.tool_use_id for d in result.decisions if d.action == "drop_result" and d.chars_freed > 0}
-    try:
-        save_results(messages, cut, paths)
-        return result
-    except OSError as exc:
-        log.error(f"cut results not archived ({exc}); notes say to re-run the tool instead")
-    rebuilt = apply_decisions(messages, result.decisions, result.calls, head)
-    stats = replace(result.stats, chars_after=sum(message_chars(m) for m in rebuilt))
-    return CompactResult(rebuilt, result.decisions, result.calls, stats)
 
 
 def keeps_handle(message: SessionMessage) -> bool:
@@ -296,9 +279,9 @@ def run_compaction(event: HookEvent, log: HookLog) -> Outcome:
     if preserve != options.preserve_recent_messages:
         options = replace(options, preserve_recent_messages=preserve)
     asker, closer, judge = build_asker(config, log)
-    paths = archive_paths(log.directory, event.sessionId, messages)
-    result = asyncio.run(_compact(messages, asker, options, closer, paths))
-    result = _saved_or_unpointed(result, messages, paths, options.truncate_head_chars, log)
+    options = replace(options, archive_dir=str(log.directory / ARCHIVE_DIR))
+    result = asyncio.run(_compact(messages, asker, options, closer))
+    result = saved_or_unpointed(result, messages, options, log.error)
 
     lines.extend(decision_log_lines(result.decisions))
     summary = summarize(result.stats)

@@ -182,6 +182,18 @@ def test_last_is_the_newest_compactions_session(capsys: pytest.CaptureFixture[st
     assert stat.S_IMODE(page.stat().st_mode) == 0o600
 
 
+def test_the_text_summary_stays_short(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    db = tmp_path / "long.sqlite"
+    with DecisionLog(db) as log:
+        for _ in range(25):
+            log.record(replaced("s1"), [decision("t1", "keep")])
+    code, out, _ = run(capsys, "report", "--db", str(db))
+    assert code == 0
+    assert "  … 15 earlier compaction(s); --html FILE shows them all\n" in out
+    assert len(out.splitlines()) == 4 + 10
+    assert out.splitlines()[-1].startswith("  #25 ")
+
+
 def test_a_session_prefix_selects_and_bad_names_exit_2(capsys: pytest.CaptureFixture[str], db: Path) -> None:
     code, out, _ = run(capsys, "report", "session-aaa", "--db", str(db), "--html", "-")
     assert code == 0 and rows_of(out) == [("t1", "keep")]
@@ -197,9 +209,13 @@ def test_a_missing_log_is_the_empty_state(capsys: pytest.CaptureFixture[str], tm
     code, out, _ = run(capsys, "report", "--db", str(missing))
     assert code == 0 and out.startswith("No compactions recorded yet (decision log ")
     page = tmp_path / "empty.html"
-    code, _, _ = run(capsys, "report", "--db", str(missing), "--html", str(page))
-    assert code == 0 and 'id="empty-state"' in page.read_text(encoding="utf-8")
+    code, out, _ = run(capsys, "report", "--db", str(missing), "--html", str(page))
+    assert (code, out) == (0, f"wrote {page} (no compactions recorded yet)\n")
+    assert 'id="empty-state"' in page.read_text(encoding="utf-8")
     assert not missing.exists()  # reading never creates the log
+    DecisionLog(missing).close()  # a log with no rows yet reads the same
+    code, out, _ = run(capsys, "report", "last", "--db", str(missing))
+    assert code == 0 and out.startswith("No compactions recorded yet (decision log ")
     code, _, err = run(capsys, "report", "s1", "--db", str(missing))
     assert code == 2 and "no compaction recorded for session 's1'" in err
 

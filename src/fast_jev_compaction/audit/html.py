@@ -70,6 +70,7 @@ table.totals th { width: 220px; }
 .bar-before { background: #C5CED8; }
 .bar-after { background: #4F6478; }
 .bar-label { font-size: 12.5px; color: #39404A; }
+.caption { margin: 0 0 4px; font-size: 12.5px; color: #4A4F57; }
 .strip { display: flex; height: 26px; border: 1px solid #B8C0CA; border-radius: 4px; overflow: hidden; margin: 0 0 14px; }
 .seg { min-width: 5px; border-right: 1px solid #FFFFFF; }
 .seg.kind-other { background: #FFFFFF; }
@@ -174,8 +175,11 @@ def _strip(compaction: Compaction) -> str:
             f'<div class="seg kind-{css}" style="flex-grow:{grow}" title="{_e(_call_title(d))}"></div>'
         )
     n = compaction.counts()
-    label = f"Timeline: {n['keep']} keep, {n['truncate']} truncate, {n['drop']} drop, widths by result size"
-    return f'<div class="strip" role="img" aria-label="{_e(label)}">{"".join(segments)}</div>'
+    label = f"Timeline: {n['keep']} keep, {n['truncate']} truncate, {n['drop']} drop"
+    return (
+        '<p class="caption">Conversation order, left to right; widths follow result size.</p>'
+        f'<div class="strip" role="img" aria-label="{_e(label)}">{"".join(segments)}</div>'
+    )
 
 
 def _why(d: DecisionRow) -> str:

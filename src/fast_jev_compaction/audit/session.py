@@ -122,8 +122,12 @@ def shrink_pct(before: int, after: int) -> str | None:
     return None if tenths is None else format_pct(tenths)
 
 
+SUMMARY_COMPACTIONS = 10
+
+
 def summary_text(summary: SessionSummary, source: str) -> str:
-    """``fast-jev report`` without ``--html``: a few lines, one per compaction."""
+    """``fast-jev report`` without ``--html``: a few lines, then one per compaction (the newest
+    ``SUMMARY_COMPACTIONS``, so a long session stays one screen)."""
     if not summary.compactions:
         return f"No compactions recorded yet ({source}).\n"
     outcomes = summary.outcomes()
@@ -136,7 +140,10 @@ def summary_text(summary: SessionSummary, source: str) -> str:
     ]
     for outcome, reason, n in summary.fallback_reasons():
         lines.append(f"  {outcome} ×{n:,}: {reason}")
-    for c in summary.compactions:
+    hidden = len(summary.compactions) - SUMMARY_COMPACTIONS
+    if hidden > 0:
+        lines.append(f"  … {hidden:,} earlier compaction(s); --html FILE shows them all")
+    for c in summary.compactions[-SUMMARY_COMPACTIONS:]:
         row, n = c.row, c.counts()
         lines.append(
             f"  #{row.id} {row.created_at} {row.outcome}: chars {row.chars_before:,} → {row.chars_after:,}, "

@@ -129,5 +129,10 @@ def run(args: argparse.Namespace) -> int:
         _write_private(target, page)
     except OSError as exc:
         return _fail(f"cannot write --html {target}: {exc.strerror or exc}")
-    print(f"wrote {target} ({len(summary.compactions):,} compaction(s) of session {summary.session_id or '-'})")
+    what = (
+        f"{len(summary.compactions):,} compaction(s) of session {summary.session_id}"
+        if summary.compactions
+        else "no compactions recorded yet"
+    )
+    print(f"wrote {target} ({what})")
     return EXIT_OK

@@ -6,6 +6,7 @@ The browser half (a real hook run rendered by headless Chromium) is in test_repo
 from __future__ import annotations
 
 import re
+import sqlite3
 import stat
 from pathlib import Path
 
@@ -226,9 +227,22 @@ def test_bad_files_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], db: 
     code, _, err = run(capsys, "report", "--db", str(db), "--html", str(tmp_path / "no" / "page.html"))
     assert code == 2 and "does not exist" in err
     other = tmp_path / "other.sqlite"
-    import sqlite3
-
     with sqlite3.connect(other) as conn:
         conn.execute("CREATE TABLE t (x)")
     code, _, err = run(capsys, "report", "--db", str(other))
     assert code == 2 and "not a fast-jev decision log" in err
+
+
+def test_a_schema_1_log_reads_with_sizes_unknown(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    db = tmp_path / "v1.sqlite"
+    with DecisionLog(db) as log:
+        log.record(replaced("s1"), [decision("t1", "drop_call", "call_dropped")])
+    with sqlite3.connect(db) as conn:  # what a log written before result_chars looks like
+        conn.execute("ALTER TABLE decisions DROP COLUMN result_chars")
+        conn.execute("PRAGMA user_version = 1")
+    code, out, err = run(capsys, "report", "--db", str(db), "--html", "-")
+    assert (code, err) == (0, "")
+    assert rows_of(out) == [("t1", "drop")]
+    assert '<td class="num">—</td>' in out
+    with DecisionLog(db, create=False) as log:  # upgraded in place, the old row kept
+        assert log.decisions_for(1)[0].result_chars is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -187,6 +188,8 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     )
     assert (proc.returncode, proc.stderr) == (0, "")
     assert proc.stdout == f"wrote {out} (2 compaction(s) of session {SESSION})\n"
+    # Nothing to fetch: the only URLs a page may hold are file:// links to archived output.
+    assert not re.search(r"https?:|<(script|link|img)\b|url\(", out.read_text(encoding="utf-8"), re.IGNORECASE)
     return out, db
 
 

@@ -56,7 +56,7 @@ def test_both_vocabularies_read_as_keep_truncate_drop() -> None:
     new = [decision("t1", "keep", "judge"), decision("t2", "truncate", "judge"), decision("t3", "drop", "threshold")]
     expected = [("t1", "keep"), ("t2", "truncate"), ("t3", "drop")]
     for decisions in (old, new):
-        page = render_page(summarise("s1", [(row, decisions)]), "log.sqlite")
+        page = render_page([summarise("s1", [(row, decisions)])], "log.sqlite")
         assert rows_of(page) == expected
         # The word is printed, not only the colour.
         assert '<span class="badge kind-truncate">truncate</span>' in page
@@ -68,7 +68,7 @@ def test_a_rule_is_shown_instead_of_probabilities_and_a_rule_column_wins() -> No
     named = decision("t2", "drop", "superseded-reread")
     ruled = decision("t3", "truncate", "judge")
     ruled.rule = "protect-side-effect"  # type: ignore[attr-defined]  # the column a newer log has
-    page = render_page(summarise("s1", [(replaced(id=1), [pinned, named, ruled])]), "log.sqlite")
+    page = render_page([summarise("s1", [(replaced(id=1), [pinned, named, ruled])])], "log.sqlite")
     assert '<span class="rule">pinned</span>' in page
     assert '<span class="rule">superseded-reread</span>' in page
     assert '<span class="rule">protect-side-effect</span>' in page
@@ -78,7 +78,7 @@ def test_a_rule_is_shown_instead_of_probabilities_and_a_rule_column_wins() -> No
 def test_archived_output_links_to_the_file_and_an_older_log_shows_none() -> None:
     cut = decision("t1", "truncate")
     cut.archive_path = "/data/archive/s 1/toolu_t1.txt"  # type: ignore[attr-defined]
-    page = render_page(summarise("s1", [(replaced(id=1), [cut, decision("t2", "keep")])]), "log.sqlite")
+    page = render_page([summarise("s1", [(replaced(id=1), [cut, decision("t2", "keep")])])], "log.sqlite")
     assert '<a href="file:///data/archive/s%201/toolu_t1.txt" title="/data/archive/s 1/toolu_t1.txt">toolu_t1.txt</a>' in page
     assert page.count("<a ") == 1
 
@@ -91,7 +91,7 @@ def test_everything_from_the_log_is_escaped() -> None:
         action="<i>keep</i>", reason=evil, input_preview=f'{{"command":"echo {evil}"}}',
     )
     bad.archive_path = f"/tmp/{evil}.txt"  # type: ignore[attr-defined]
-    page = render_page(summarise(row.session_id, [(row, [bad]), (fallback(evil, row.session_id), [])]), evil)
+    page = render_page([summarise(row.session_id, [(row, [bad]), (fallback(evil, row.session_id), [])])], evil)
     assert "<script" not in page.lower()
     assert "<img" not in page and "<b>" not in page and "<i>" not in page
     assert 'onclick="' not in page
@@ -100,7 +100,7 @@ def test_everything_from_the_log_is_escaped() -> None:
 
 def test_the_page_needs_no_network() -> None:
     rows = [(replaced(id=1), [decision("t1", "keep"), decision("t2", "drop")]), (fallback("judge timed out", "s1"), [])]
-    page = render_page(summarise("s1", rows), "/home/u/.claude/decisions.sqlite")
+    page = render_page([summarise("s1", rows)], "/home/u/.claude/decisions.sqlite")
     assert not re.search(r"https?://|//[a-z0-9.-]+\.[a-z]{2,}/", page, re.IGNORECASE)
     assert not re.search(r"<(script|link|img|iframe|object|embed)\b|@import|url\(", page, re.IGNORECASE)
     assert "default-src 'none'" in page
@@ -118,7 +118,7 @@ def test_totals_fallback_reasons_and_honest_percentages() -> None:
     assert summary.fallback_reasons() == [("fallback", "judge timed out", 2), ("skipped", "nothing to compact", 1)]
     # Calls of a fallback are not counted: nothing happened to them.
     assert summary.counts() == {"keep": 0, "truncate": 1, "drop": 1}
-    page = render_page(summary, "log.sqlite")
+    page = render_page([summary], "log.sqlite")
     assert "99.9% kept out of context (99,960 of 100,000 chars freed)" in page
     shown = re.sub(r'<style>.*?</style>| style="[^"]*"', "", page, flags=re.DOTALL)
     assert "100.0%" not in shown
@@ -134,18 +134,17 @@ def test_a_recorded_reason_category_groups_fallbacks() -> None:
 
 
 def test_empty_state_is_explicit() -> None:
-    summary = summarise("", [])
-    page = render_page(summary, "log.sqlite")
+    page = render_page([], "log.sqlite")
     assert 'id="empty-state"' in page and "No compactions recorded yet" in page
     assert "<table" not in page and "%" not in page.split("<body>")[1]
-    assert summary_text(summary, "decision log x").startswith("No compactions recorded yet")
+    assert summary_text([], "decision log x").startswith("No compactions recorded yet")
     # Only fallbacks: no percentage is drawn.
     only_fallbacks = summarise("s1", [(fallback("below minimum"), [])])
-    assert "No compaction has freed context yet" in render_page(only_fallbacks, "log.sqlite")
+    assert "No compaction has freed context yet" in render_page([only_fallbacks], "log.sqlite")
 
 
 def test_a_log_without_sizes_shows_a_dash() -> None:
-    page = render_page(summarise("s1", [(replaced(id=1), [decision("t1", "keep", result_chars=None)])]), "x")
+    page = render_page([summarise("s1", [(replaced(id=1), [decision("t1", "keep", result_chars=None)])])], "x")
     assert '<td class="num">—</td>' in page
 
 
@@ -193,6 +192,24 @@ def test_the_text_summary_stays_short(capsys: pytest.CaptureFixture[str], tmp_pa
     assert "  … 15 earlier compaction(s); --html FILE shows them all\n" in out
     assert len(out.splitlines()) == 4 + 10
     assert out.splitlines()[-1].startswith("  #25 ")
+
+
+def test_all_sessions_get_a_row_each_and_their_own_part(
+    capsys: pytest.CaptureFixture[str], db: Path, tmp_path: Path
+) -> None:
+    code, out, _ = run(capsys, "report", "all", "--db", str(db))
+    assert (code, out) == (0, (
+        "session session-bbb-2: 2 compaction(s) (1 replaced, 1 fallback, 0 skipped); 60.0% kept out\n"
+        "session session-aaa-1: 1 compaction(s) (1 replaced, 0 fallback, 0 skipped); 60.0% kept out\n"
+    ))
+    page = tmp_path / "all.html"
+    code, out, _ = run(capsys, "report", "all", "--db", str(db), "--html", str(page))
+    assert (code, out) == (0, f"wrote {page} (3 compaction(s) in 2 sessions)\n")
+    html = page.read_text(encoding="utf-8")
+    assert re.findall(r'<tr class="session-row" data-session="([^"]*)">', html) == ["session-bbb-2", "session-aaa-1"]
+    assert '<a href="#session-1"><code>session-aaa-1</code></a>' in html and 'id="session-1"' in html
+    assert "<td>fallback ×1: judge timed out</td>" in html
+    assert rows_of(html) == [("t1", "drop"), ("t2", "truncate"), ("t1", "keep")]
 
 
 def test_a_session_prefix_selects_and_bad_names_exit_2(capsys: pytest.CaptureFixture[str], db: Path) -> None:

@@ -8,6 +8,7 @@ by its word (keep / truncate / drop), and the colours differ in lightness as wel
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
@@ -110,20 +111,21 @@ def _legend() -> str:
     return f'<section id="legend" aria-label="Legend"><ul class="legend">{items}</ul></section>'
 
 
-def _totals(summary: SessionSummary) -> str:
+def _reasons(summary: SessionSummary) -> str:
+    reasons = summary.fallback_reasons()
+    return "<br>".join(f"{_e(o)} ×{n:,}: {_e(r)}" for o, r, n in reasons) if reasons else "none"
+
+
+def _totals(summary: SessionSummary, heading: str) -> str:
     outcomes = summary.outcomes()
     counts = summary.counts()
     before, after, freed = summary.chars()
-    reasons = summary.fallback_reasons()
-    reason_cell = (
-        "<br>".join(f"{_e(o)} ×{n:,}: {_e(r)}" for o, r, n in reasons) if reasons else "none"
-    )
     rows = [
         ("Compactions", f"{len(summary.compactions):,}"),
         ("Replaced", f"{outcomes['replaced']:,}"),
         ("Fallback", f"{outcomes['fallback']:,}"),
         ("Skipped", f"{outcomes['skipped']:,}"),
-        ("Fallback and skip reasons", reason_cell),
+        ("Fallback and skip reasons", _reasons(summary)),
         ("Kept out of context", _e(summary.kept_out())),
         ("Chars before → after", f"{before:,} → {after:,} (freed {freed:,})"),
         (
@@ -133,7 +135,7 @@ def _totals(summary: SessionSummary) -> str:
     ]
     body = "".join(f"<tr><th scope=\"row\">{_e(h)}</th><td>{v}</td></tr>" for h, v in rows)
     return (
-        '<section id="totals"><h2>Session totals</h2>'
+        f'<section class="totals"><h2>{heading}</h2>'
         f'<table class="totals"><tbody>{body}</tbody></table>'
         '<p class="muted">Sizes and call counts cover replaced compactions: a fallback or a skip '
         "leaves the conversation as it was.</p></section>"
@@ -253,20 +255,55 @@ def _compaction(compaction: Compaction) -> str:
     )
 
 
-def render_page(summary: SessionSummary, source: str) -> str:
-    """The whole page for one session; ``source`` names the decision log it was read from."""
-    if summary.compactions:
-        title = f"fast-jev compaction report: session {summary.session_id}"
-        subtitle = f'session <code>{_e(summary.session_id)}</code> · decision log <code>{_e(source)}</code>'
-        body = _totals(summary) + _legend() + "".join(_compaction(c) for c in summary.compactions)
-    else:
+def _overview(sessions: Sequence[SessionSummary]) -> str:
+    """One row per session, linking to its part of the page."""
+    rows = []
+    for index, summary in enumerate(sessions):
+        numbers = (len(summary.compactions), *summary.outcomes().values())
+        rows.append(
+            f'<tr class="session-row" data-session="{_e(summary.session_id)}">'
+            f'<td><a href="#session-{index}"><code>{_e(summary.session_id)}</code></a></td>'
+            + "".join(f'<td class="num">{n:,}</td>' for n in numbers)
+            + f'<td class="num">{_e(summary.kept_out_pct() or "—")}</td><td>{_reasons(summary)}</td></tr>'
+        )
+    head = "<th>Session</th>" + "".join(
+        f'<th class="num">{h}</th>' for h in ("Compactions", "Replaced", "Fallback", "Skipped", "Kept out")
+    ) + "<th>Fallback and skip reasons</th>"
+    return (
+        f'<section id="sessions"><h2>Sessions, newest first</h2><table class="sessions">'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></section>"
+    )
+
+
+def _session(summary: SessionSummary, index: int, several: bool) -> str:
+    heading = f"Session {_e(summary.session_id)}" if several else "Session totals"
+    return (
+        f'<div class="session" id="session-{index}" data-session="{_e(summary.session_id)}">'
+        f"{_totals(summary, heading)}{''.join(_compaction(c) for c in summary.compactions)}</div>"
+    )
+
+
+def render_page(sessions: Sequence[SessionSummary], source: str) -> str:
+    """The whole page; ``sessions`` newest first (none is the empty state); ``source`` names the
+    decision log they were read from."""
+    several = len(sessions) > 1
+    if not sessions:
         title = "fast-jev compaction report"
         subtitle = f"decision log <code>{_e(source)}</code>"
         body = (
-            '<section id="totals"><h2>Session totals</h2>'
+            '<section class="totals"><h2>Session totals</h2>'
             '<p class="empty" id="empty-state">No compactions recorded yet: the report fills in after '
             "the first compaction.</p></section>"
         )
+    elif several:
+        title = f"fast-jev compaction report: {len(sessions):,} sessions"
+        subtitle = f"{len(sessions):,} sessions · decision log <code>{_e(source)}</code>"
+        body = _overview(sessions) + _legend() + "".join(_session(s, i, True) for i, s in enumerate(sessions))
+    else:
+        [summary] = sessions
+        title = f"fast-jev compaction report: session {summary.session_id}"
+        subtitle = f"session <code>{_e(summary.session_id)}</code> · decision log <code>{_e(source)}</code>"
+        body = _legend() + _session(summary, 0, False)
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'

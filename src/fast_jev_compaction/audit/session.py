@@ -103,13 +103,27 @@ class SessionSummary:
             total.update(compaction.counts())
         return {kind: total[kind] for kind in KINDS}
 
-    def kept_out(self) -> str:
-        """The strict kept-out line, or the empty-state sentence."""
+    def kept_out_pct(self) -> str | None:
+        """The strict kept-out percentage, or None when no compaction replaced anything."""
         before, _, freed = self.chars()
         tenths = kept_out_tenths(freed, before) if self.replaced() else None
-        if tenths is None:
+        return None if tenths is None else format_pct(tenths)
+
+    def kept_out(self) -> str:
+        """The strict kept-out line, or the empty-state sentence."""
+        pct = self.kept_out_pct()
+        if pct is None:
             return EMPTY_STATE
-        return f"{format_pct(tenths)} kept out of context ({freed:,} of {before:,} chars freed)"
+        before, _, freed = self.chars()
+        return f"{pct} kept out of context ({freed:,} of {before:,} chars freed)"
+
+    def headline(self) -> str:
+        outcomes = self.outcomes()
+        return (
+            f"session {self.session_id}: {len(self.compactions):,} compaction(s) "
+            f"({outcomes['replaced']:,} replaced, {outcomes['fallback']:,} fallback, "
+            f"{outcomes['skipped']:,} skipped)"
+        )
 
 
 def summarise(session_id: str, rows: Sequence[tuple[CompactionRow, Sequence[DecisionRow]]]) -> SessionSummary:
@@ -122,31 +136,41 @@ def shrink_pct(before: int, after: int) -> str | None:
     return None if tenths is None else format_pct(tenths)
 
 
-SUMMARY_COMPACTIONS = 10
+SUMMARY_LINES = 10
 
 
-def summary_text(summary: SessionSummary, source: str) -> str:
-    """``fast-jev report`` without ``--html``: a few lines, then one per compaction (the newest
-    ``SUMMARY_COMPACTIONS``, so a long session stays one screen)."""
-    if not summary.compactions:
-        return f"No compactions recorded yet ({source}).\n"
-    outcomes = summary.outcomes()
+def _session_text(summary: SessionSummary) -> list[str]:
     counts = summary.counts()
     lines = [
-        f"session {summary.session_id}: {len(summary.compactions):,} compaction(s) "
-        f"({outcomes['replaced']:,} replaced, {outcomes['fallback']:,} fallback, {outcomes['skipped']:,} skipped)",
+        summary.headline(),
         f"  {summary.kept_out()}",
         f"  calls: {counts['keep']:,} keep, {counts['truncate']:,} truncate, {counts['drop']:,} drop",
     ]
     for outcome, reason, n in summary.fallback_reasons():
         lines.append(f"  {outcome} ×{n:,}: {reason}")
-    hidden = len(summary.compactions) - SUMMARY_COMPACTIONS
+    hidden = len(summary.compactions) - SUMMARY_LINES
     if hidden > 0:
         lines.append(f"  … {hidden:,} earlier compaction(s); --html FILE shows them all")
-    for c in summary.compactions[-SUMMARY_COMPACTIONS:]:
+    for c in summary.compactions[-SUMMARY_LINES:]:
         row, n = c.row, c.counts()
         lines.append(
             f"  #{row.id} {row.created_at} {row.outcome}: chars {row.chars_before:,} → {row.chars_after:,}, "
             f"{n['keep']} keep · {n['truncate']} truncate · {n['drop']} drop"
         )
+    return lines
+
+
+def summary_text(sessions: Sequence[SessionSummary], source: str) -> str:
+    """``fast-jev report`` without ``--html``, one screen at most: one session in a few lines and
+    its newest ``SUMMARY_LINES`` compactions, or several sessions (newest first) a line each."""
+    if not sessions:
+        return f"No compactions recorded yet ({source}).\n"
+    if len(sessions) == 1:
+        return "\n".join(_session_text(sessions[0])) + "\n"
+    lines = []
+    for session in sessions[:SUMMARY_LINES]:
+        pct = session.kept_out_pct()
+        lines.append(f"{session.headline()}; " + (f"{pct} kept out" if pct else "nothing freed yet"))
+    if len(sessions) > SUMMARY_LINES:
+        lines.append(f"… {len(sessions) - SUMMARY_LINES:,} more session(s); --html FILE shows them all")
     return "\n".join(lines) + "\n"

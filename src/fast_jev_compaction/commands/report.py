@@ -1,7 +1,7 @@
-"""``fast-jev report [SESSION|last] [--html FILE]``: one session's compactions, as text or a page.
+"""``fast-jev report [SESSION|last|all] [--html FILE]``: compactions as text or one page.
 
-``last`` (the default) is the session of the newest compaction; a SESSION may be any unique
-prefix of a session id. A missing or empty log is the empty state (exit 0, and the page says so);
+``last`` (the default) is the session of the newest compaction, ``all`` every session (newest
+first); a SESSION may be any unique prefix of a session id. A missing or empty log is the empty state (exit 0, and the page says so);
 an unknown or ambiguous session, or a file that is not a decision log, exits 2; a log locked past
 the retry budget exits 1, as ``fast-jev log`` does.
 """
@@ -22,6 +22,7 @@ EXIT_OK = 0
 EXIT_BUSY = 1
 EXIT_USAGE = 2
 LAST = "last"
+ALL = "all"
 
 
 class _SessionError(Exception):
@@ -39,8 +40,9 @@ def add_parser(subparsers: Any) -> None:
         "session",
         nargs="?",
         default=LAST,
-        metavar="SESSION|last",
-        help="a session id or a unique prefix of one (default: last, the newest compaction's session)",
+        metavar="SESSION|last|all",
+        help="a session id or a unique prefix of one, 'last' (the default: the newest compaction's "
+        "session) or 'all' (every session, newest first)",
     )
     parser.add_argument("--html", metavar="FILE", help="write the page to FILE ('-' for stdout)")
     parser.add_argument(
@@ -57,36 +59,38 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
     return code
 
 
-def _pick_session(log: DecisionLog, wanted: str) -> str | None:
-    """The session id ``wanted`` names, or None when the log holds no compaction at all."""
+def _pick_sessions(log: DecisionLog, wanted: str) -> list[str]:
+    """The session ids ``wanted`` names, newest first; none when the log holds no compaction."""
     newest_first: list[str] = []
     for row in reversed(log.compactions()):
         if row.session_id not in newest_first:
             newest_first.append(row.session_id)
-    if not newest_first:
-        return None
+    if not newest_first or wanted == ALL:
+        return newest_first
     if wanted == LAST:
-        return newest_first[0]
+        return newest_first[:1]
     if wanted in newest_first:
-        return wanted
+        return [wanted]
     matches = [s for s in newest_first if s.startswith(wanted)]
     if len(matches) == 1:
-        return matches[0]
+        return matches
     known = ", ".join(newest_first[:5]) + (", …" if len(newest_first) > 5 else "")
     if matches:
         raise _SessionError(f"{wanted!r} matches {len(matches)} sessions; give more of the id ({known})")
     raise _SessionError(f"no compaction recorded for session {wanted!r}; sessions, newest first: {known}")
 
 
-def _read(path: Path, wanted: str) -> SessionSummary:
+def _read(path: Path, wanted: str) -> list[SessionSummary]:
     if not path.exists():
-        return summarise("", [])
+        return []
     with DecisionLog(path, create=False) as log:
-        session_id = _pick_session(log, wanted)
-        if session_id is None:
-            return summarise("", [])
-        rows = log.compactions(session_id=session_id)
-        return summarise(session_id, [(c, log.decisions_for(c.id)) for c in rows if c.id is not None])
+        summaries = []
+        for session_id in _pick_sessions(log, wanted):
+            rows = log.compactions(session_id=session_id)
+            summaries.append(
+                summarise(session_id, [(c, log.decisions_for(c.id)) for c in rows if c.id is not None])
+            )
+        return summaries
 
 
 def _write_private(target: Path, text: str) -> None:
@@ -105,18 +109,18 @@ def _write_private(target: Path, text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     path = Path(args.db).expanduser() if args.db else default_db_path()
     try:
-        summary = _read(path, args.session)
+        sessions = _read(path, args.session)
     except DecisionLogBusy as exc:
         return _fail(str(exc), EXIT_BUSY)
     except (DecisionLogError, _SessionError) as exc:
         return _fail(str(exc))
-    if not summary.compactions and args.session != LAST:
+    if not sessions and args.session not in (LAST, ALL):
         return _fail(f"no compaction recorded for session {args.session!r} (decision log {path} is empty or missing)")
     source = str(path) if path.exists() else f"{path}, not created yet"
     if args.html is None:
-        sys.stdout.write(summary_text(summary, f"decision log {source}"))
+        sys.stdout.write(summary_text(sessions, f"decision log {source}"))
         return EXIT_OK
-    page = render_page(summary, source)
+    page = render_page(sessions, source)
     if args.html == "-":
         sys.stdout.write(page)
         return EXIT_OK
@@ -129,10 +133,12 @@ def run(args: argparse.Namespace) -> int:
         _write_private(target, page)
     except OSError as exc:
         return _fail(f"cannot write --html {target}: {exc.strerror or exc}")
-    what = (
-        f"{len(summary.compactions):,} compaction(s) of session {summary.session_id}"
-        if summary.compactions
-        else "no compactions recorded yet"
-    )
+    compactions = sum(len(s.compactions) for s in sessions)
+    if not sessions:
+        what = "no compactions recorded yet"
+    elif len(sessions) == 1:
+        what = f"{compactions:,} compaction(s) of session {sessions[0].session_id}"
+    else:
+        what = f"{compactions:,} compaction(s) in {len(sessions):,} sessions"
     print(f"wrote {target} ({what})")
     return EXIT_OK

@@ -1,6 +1,6 @@
 """The decision-log audit: a SQLite record of every compaction and per-call decision.
 
-Only the store and the redaction live here (stdlib only, imported by the hook); the text
+Only the store (with its schema and spill entries) and the redaction live here (stdlib only, imported by the hook); the text
 rendering for ``fast-jev log``/``stats`` is in ``audit.report``.
 """
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .redact import preview, redact_text
 from .store import (
+    FALLBACK_REASONS,
     CompactionRow,
     DecisionLog,
     DecisionLogBusy,
@@ -15,9 +16,12 @@ from .store import (
     DecisionRow,
     Totals,
     default_db_path,
+    open_log,
+    record_or_spill,
 )
 
 __all__ = [
+    "FALLBACK_REASONS",
     "CompactionRow",
     "DecisionLog",
     "DecisionLogBusy",
@@ -25,6 +29,8 @@ __all__ = [
     "DecisionRow",
     "Totals",
     "default_db_path",
+    "open_log",
     "preview",
+    "record_or_spill",
     "redact_text",
 ]

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from fast_jev_compaction.audit.store import DecisionLog
+from fast_jev_compaction.audit.store import DecisionLog, open_log
 from fast_jev_compaction.hook.config import HookConfig, resolve_hook_config
 from fast_jev_compaction.hook.entry import in_flight_preserve, keeps_handle, pct, wire_messages
 from fast_jev_compaction.hook.stdin import StdinIdleError, StdinTooLargeError, read_stdin
@@ -346,7 +346,17 @@ def test_locked_decision_log_never_costs_the_compaction(data_dir: Path) -> None:
         holder.execute("ROLLBACK")
         holder.close()
     assert answer["action"] == "replace"
-    assert "decision log not written (DecisionLogBusy" in hook_log(data_dir)
+    assert "decision log busy past its budget; row kept in decisions.sqlite.spill-" in hook_log(data_dir)
+    (entry,) = data_dir.glob("decisions.sqlite.spill-*.json")
+    assert entry.stat().st_mode & 0o777 == 0o600
+    # The next opening replays it: the compaction is in the log after all, and the entry is gone.
+    log = open_log(data_dir / "decisions.sqlite")
+    assert log is not None
+    with log:
+        (row,) = log.compactions()
+        assert (row.outcome, row.trigger) == ("replaced", "manual")
+        assert log.decisions_for(row.id or 0)
+    assert not list(data_dir.glob("decisions.sqlite.spill-*"))
 
 
 def test_unwritable_data_folder_falls_back_to_a_temp_log(tmp_path: Path) -> None:

@@ -7,7 +7,8 @@ one as the hook does (one transaction per compaction and its decisions). A write
 the lock within BUDGET_S goes to a spill entry, as in the hook. Prints ``OK WRITTEN SPILLED``.
 
 ``python decision_log_writer.py hold DB SECONDS DIR`` takes the write lock, records one row of its
-own inside that transaction, touches ``DIR/held``, keeps the lock for SECONDS, then commits.
+own inside that transaction, touches ``DIR/held``, waits for ``DIR/go``, keeps the lock SECONDS
+longer, then commits: every writer starts while the lock is held, however slowly they started.
 
 Any failure exits non-zero with a traceback.
 """
@@ -65,6 +66,7 @@ def hold(db: str, seconds: float, sync_dir: Path) -> int:
     conn.execute("BEGIN IMMEDIATE")
     conn.execute("INSERT INTO compactions (session_id, outcome) VALUES ('holder', 'skipped')")
     (sync_dir / "held").touch()
+    _wait_for(sync_dir / "go")
     time.sleep(seconds)
     conn.execute("COMMIT")
     conn.close()

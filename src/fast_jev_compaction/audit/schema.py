@@ -56,8 +56,11 @@ _V1_DECISION_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+# Single-column queries, unpacked as one value each: no row is read by position.
+
+
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
-    return {str(row[1]) for row in conn.execute(f"PRAGMA table_xinfo({table})")}
+    return {str(name) for (name,) in conn.execute("SELECT name FROM pragma_table_xinfo(?)", (table,))}
 
 
 def _add_missing(conn: sqlite3.Connection, table: str, columns: tuple[tuple[str, str], ...]) -> None:
@@ -107,7 +110,8 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def user_version(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    (version,) = conn.execute("SELECT user_version FROM pragma_user_version").fetchone()
+    return int(version)
 
 
 def refusal(conn: sqlite3.Connection, *, create: bool) -> str | None:
@@ -124,8 +128,8 @@ def refusal(conn: sqlite3.Connection, *, create: bool) -> str | None:
             f"{SCHEMA_VERSION}); upgrade fast-jev-compaction to read it"
         )
     names = {
-        str(row[0])
-        for row in conn.execute(
+        str(name)
+        for (name,) in conn.execute(
             "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
         )
     }

@@ -118,3 +118,14 @@ def test_nothing_recorded_and_nothing_spilled_is_the_empty_state(tmp_path: Path)
     db = tmp_path / "decisions.sqlite"
     assert open_log(db) is None
     assert not db.exists()
+
+
+def test_an_entry_sqlite_cannot_store_is_set_aside_and_the_new_row_still_written(tmp_path: Path) -> None:
+    db = tmp_path / "decisions.sqlite"
+    broken = spill.write(db, {"session_id": "lone \ud800 surrogate", "trigger": "auto", "outcome": "skipped"}, [])
+    good = spill.write(db, {"session_id": "fine", "trigger": "auto", "outcome": "skipped"}, [])
+    with DecisionLog(db) as log:
+        log.record(row("new"), [])
+        assert sorted(c.session_id for c in log.compactions()) == ["fine", "new"]
+    assert entries(db) == [broken.with_name(broken.name + ".bad")]
+    assert not good.exists()

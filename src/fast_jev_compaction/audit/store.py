@@ -359,7 +359,7 @@ class DecisionLog:
         return self._retry(write)
 
     def replay_spill(self) -> int:
-        """Write the spill entries waiting beside the file; return how many became rows."""
+        """Write the spill entries waiting beside the file; return how many were taken in."""
         entries = self._spilled()
         if not entries:
             return 0
@@ -368,7 +368,7 @@ class DecisionLog:
             with self._transaction():
                 replayed = self._insert_spilled(entries)
             spill.remove(replayed)
-            return len(entries)
+            return len(replayed)
 
         return self._retry(write)
 
@@ -424,11 +424,29 @@ class DecisionLog:
     def _insert_spilled(
         self, entries: list[tuple[Path, str, dict[str, object], list[dict[str, object]]]]
     ) -> list[Path]:
-        for _path, spill_id, values, decisions in entries:
-            seen = self._conn.execute("SELECT 1 FROM compactions WHERE spill_id = ?", (spill_id,)).fetchone()
-            if seen is None:  # a replay interrupted after its commit left the file behind
+        done: list[Path] = []
+        for path, spill_id, values, decisions in entries:
+            conn = self._conn
+            if conn.execute("SELECT 1 FROM compactions WHERE spill_id = ?", (spill_id,)).fetchone():
+                done.append(path)  # a replay interrupted after its commit left the file behind
+                continue
+            # One entry that cannot be stored (text SQLite refuses) must not sink the others or
+            # the row being written with them.
+            conn.execute("SAVEPOINT spill_entry")
+            try:
                 self._insert(values, decisions, spill_id)
-        return [path for path, *_ in entries]
+            except sqlite3.OperationalError as exc:
+                if _is_busy(exc):
+                    raise
+                conn.execute("ROLLBACK TO spill_entry")
+                spill.set_aside(path)
+            except (sqlite3.Error, ValueError):  # UnicodeEncodeError is a ValueError
+                conn.execute("ROLLBACK TO spill_entry")
+                spill.set_aside(path)
+            else:
+                done.append(path)
+            conn.execute("RELEASE spill_entry")
+        return done
 
     # Reads: rows come back as dicts keyed by column name.
 

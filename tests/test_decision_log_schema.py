@@ -18,8 +18,7 @@ from typing import Callable
 
 import pytest
 
-from fast_jev_compaction.audit import CompactionRow, DecisionLog, DecisionLogError, DecisionRow
-from fast_jev_compaction.audit import schema
+from fast_jev_compaction.audit import CompactionRow, DecisionLog, DecisionLogError, DecisionRow, schema
 
 
 def digest(path: Path) -> str:

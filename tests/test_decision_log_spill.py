@@ -13,8 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from fast_jev_compaction.audit import CompactionRow, DecisionLog, DecisionRow, open_log, record_or_spill
-from fast_jev_compaction.audit import spill
+from fast_jev_compaction.audit import CompactionRow, DecisionLog, DecisionRow, open_log, record_or_spill, spill
 
 
 def row(session: str = "s1", **extra: object) -> CompactionRow:

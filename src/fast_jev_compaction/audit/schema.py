@@ -18,6 +18,9 @@ from collections.abc import Callable
 
 OWN_TABLES = frozenset({"compactions", "decisions"})
 
+# Frozen: exactly what migration 1 creates. A later column comes from a later migration, never
+# from an edit here, so an old file and a new one reach the same schema.
+
 _V1_INT_COLUMNS = (
     "messages_before",
     "messages_after",

@@ -198,3 +198,31 @@ def test_the_judge_answer_is_unchanged_through_the_gate(served: Served) -> None:
     head, _, payload = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200 ")
     assert set(json.loads(payload)["answers"]) == {"call_t1"}
+
+
+def test_full_workers_and_queue_answer_503_at_once_and_recover() -> None:
+    served = spawn("--workers", "1", "--timeout", "30")
+    body_stalled: list[socket.socket] = []
+    try:
+        # A whole head and no body: each takes the worker or a queue place (1 + 4 per worker).
+        for _ in range(5):
+            sock = socket.create_connection(("127.0.0.1", served.port), timeout=SAFETY_S)
+            sock.sendall(b"POST /v1/systemone HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 50\r\n\r\n")
+            body_stalled.append(sock)
+        time.sleep(1.0)  # let the gate hand them over
+        busy = httpx.post(f"{served.url}/v1/systemone", json=BODY, timeout=SAFETY_S)
+        assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
+        for sock in body_stalled:
+            sock.close()
+        body_stalled.clear()
+        give_up = time.monotonic() + SAFETY_S
+        while True:  # the worker frees itself as soon as the stalled bodies end
+            answer = httpx.post(f"{served.url}/v1/systemone", json=BODY, timeout=SAFETY_S)
+            if answer.status_code == 200 or time.monotonic() > give_up:
+                break
+            time.sleep(0.1)
+        assert answer.status_code == 200
+    finally:
+        for sock in body_stalled:
+            sock.close()
+        served.stop()

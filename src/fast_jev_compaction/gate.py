@@ -5,7 +5,8 @@ that connect and send nothing (or half a request line) pile up threads without b
 gate thread waits, with a selector, for each connection's request head to arrive in full; only
 then does the connection go to a bounded pool of workers, with the bytes already read handed
 over. A connection whose head does not arrive within the timeout is closed, and so is the oldest
-one once too many are waiting. In a worker every socket read has the same timeout.
+one once too many are waiting; once the workers and their queue are full, a whole request is
+answered 503 at once. In a worker every socket read has the same timeout.
 
 Standard library only.
 """
@@ -26,6 +27,9 @@ from typing import Any
 DEFAULT_WORKERS = 8
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_MAX_WAITING = 1024
+QUEUED_PER_WORKER = 4  # whole requests that may wait for a free worker, per worker
+_BUSY = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+_HEAD_TOO_LARGE = b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 HEAD_LIMIT = 64 * 1024  # the request line and headers; more is refused with 431
 _HEAD_END = (b"\r\n\r\n", b"\n\n")
 
@@ -55,6 +59,9 @@ class GatedHTTPServer(HTTPServer):
         self.timeout_s = float(timeout_s)
         self.max_waiting = max_waiting
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fast-jev-serve")
+        self._max_in_pool = workers * (1 + QUEUED_PER_WORKER)
+        self._in_pool = 0  # submitted and not finished; changed under _count_lock
+        self._count_lock = threading.Lock()
         self._heads: dict[socket.socket, bytes] = {}
         self._arrivals: queue.SimpleQueue[tuple[socket.socket, Any]] = queue.SimpleQueue()
         self._waiting: dict[socket.socket, _Waiting] = {}
@@ -143,17 +150,26 @@ class GatedHTTPServer(HTTPServer):
         if any(end in waiting.head for end in _HEAD_END):
             self._selector.unregister(connection)
             del self._waiting[connection]
+            with self._count_lock:
+                full = self._in_pool >= self._max_in_pool
+                if not full:
+                    self._in_pool += 1
+            if full:
+                self._refuse(connection, _BUSY)
+                return
             connection.setblocking(True)
             connection.settimeout(self.timeout_s)
             self._heads[connection] = bytes(waiting.head)
             self._pool.submit(self._work, connection, waiting.address)
         elif len(waiting.head) > HEAD_LIMIT:
-            try:
-                connection.send(b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\n"
-                                b"Connection: close\r\n\r\n")
-            except OSError:
-                pass
-            self._drop(connection)
+            self._refuse(connection, _HEAD_TOO_LARGE)
+
+    def _refuse(self, connection: socket.socket, reply: bytes) -> None:
+        try:
+            connection.send(reply)  # non-blocking: a client that does not read gets nothing
+        except OSError:
+            pass
+        self._drop(connection)
 
     def _work(self, connection: socket.socket, address: Any) -> None:
         try:
@@ -163,6 +179,8 @@ class GatedHTTPServer(HTTPServer):
         finally:
             self._heads.pop(connection, None)
             self.shutdown_request(connection)
+            with self._count_lock:
+                self._in_pool -= 1
 
     def _drop_overdue(self) -> None:
         cutoff = time.monotonic() - self.timeout_s

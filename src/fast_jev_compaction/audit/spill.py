@@ -30,9 +30,9 @@ def _prefix(db: Path) -> str:
 
 
 def pending(db: Path) -> list[Path]:
-    """The spill entries beside ``db``, oldest first (names start with a time stamp)."""
+    """The spill entries beside ``db``, oldest first (names start with a time stamp in ms)."""
     pattern = os.path.join(glob.escape(str(db.parent)), glob.escape(_prefix(db)) + "*" + SUFFIX)
-    return sorted((Path(p) for p in glob.glob(pattern)), key=lambda p: p.name)
+    return sorted((Path(p) for p in glob.glob(pattern)), key=lambda p: (len(p.name), p.name))
 
 
 def entry_id(db: Path, path: Path) -> str:
@@ -43,7 +43,8 @@ def entry_id(db: Path, path: Path) -> str:
 def write(db: Path, compaction: dict[str, Any], decisions: list[dict[str, Any]]) -> Path:
     """Write one entry, private (0600), whole or not at all; return its path."""
     db.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    name = f"{_prefix(db)}{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}{SUFFIX}"
+    # Milliseconds first, as the mod names its entries, so both kinds replay in time order.
+    name = f"{_prefix(db)}{time.time_ns() // 1_000_000}-{os.getpid()}-{secrets.token_hex(4)}{SUFFIX}"
     final = db.parent / name
     temporary = db.parent / f".{name}.tmp"
     body = json.dumps({"compaction": compaction, "decisions": decisions}, ensure_ascii=True)

@@ -11,6 +11,8 @@ const READY_MARKER = 'venv/.fast-jev-ready'
 const PREPARING =
   'fast-jev-compaction is preparing its Python environment; this compaction uses the built-in summary'
 const INTERRUPTED = 'fast-jev-compaction: interrupted'
+// Beside decisions.sqlite: the Python side replays these into the decision log (audit/spill.py).
+const SPILL_PREFIX = 'decisions.sqlite.spill-'
 
 function numberOption(value, fallback, isValid) {
   return typeof value === 'number' && Number.isFinite(value) && isValid(value) ? value : fallback
@@ -79,6 +81,29 @@ async function startBootstrap($, env) {
   }
 }
 
+// Outcomes only the mod sees still leave a decision-log row: one small file per event, since
+// $.fs.write replaces a whole file. Best-effort: a failing write never changes the answer.
+async function spillRow($, pluginData, category, reason, e, sessionId, startedAt) {
+  if (!pluginData) return
+  const compaction = {
+    created_at: new Date().toISOString(),
+    session_id: typeof sessionId === 'string' ? sessionId : '',
+    agent_id: typeof e.agentId === 'string' ? e.agentId : null,
+    trigger: typeof e.trigger === 'string' ? e.trigger : '',
+    outcome: 'fallback',
+    reason: reason.slice(0, 300),
+    fallback_reason: category,
+    judge: 'none',
+    messages_before: Array.isArray(e.messages) ? e.messages.length : 0,
+    messages_after: Array.isArray(e.messages) ? e.messages.length : 0,
+    duration_ms: Math.max(0, Date.now() - startedAt),
+  }
+  const name = `${SPILL_PREFIX}${Date.now()}-${Math.random().toString(36).slice(2, 10)}.json`
+  try {
+    await $.fs.write(`${pluginData}/${name}`, JSON.stringify({ compaction, decisions: [] }))
+  } catch {}
+}
+
 // A replace answer refers to untouched messages by handle; those become the engine's own objects.
 function mapMessages(answered, input) {
   if (!Array.isArray(answered) || answered.length === 0) throw new Error('the answer has no messages')
@@ -100,19 +125,22 @@ function mapMessages(answered, input) {
 }
 
 async function askPython($, e, options, quiet) {
+  const startedAt = Date.now()
   const env = await hookEnvOf($)
   const pluginData = env.CLAUDE_PLUGIN_DATA
   const python = await pythonFor($, options, pluginData)
-  if (!python) {
-    notify($, PREPARING, quiet)
-    await startBootstrap($, env)
-    return { action: 'fallback', reason: 'Python environment not ready', toasted: true }
-  }
   let sessionId
   let cwd
   try {
     sessionId = await $.session.id()
   } catch {}
+  if (!python) {
+    notify($, PREPARING, quiet)
+    await startBootstrap($, env)
+    const reason = 'Python environment not ready'
+    await spillRow($, pluginData, 'python-not-ready', reason, e, sessionId, startedAt)
+    return { action: 'fallback', reason, toasted: true }
+  }
   try {
     cwd = await $.session.cwd()
   } catch {}
@@ -129,16 +157,22 @@ async function askPython($, e, options, quiet) {
     messages: e.messages,
   }
   const timeoutSeconds = numberOption(options.timeoutSeconds, DEFAULT_TIMEOUT_SECONDS, v => v >= 1 && v <= 600)
-  const run = await $.process.run([python, `${$.plugin.root}/hooks/fast_jev_hook.py`], {
-    stdin: JSON.stringify(document),
-    timeoutMs: Math.round(timeoutSeconds * 1000),
-    env,
-  })
-  if (run.exitCode !== 0) throw new Error(`the Python hook exited with code ${run.exitCode}`)
-  if (run.isStdoutTruncated) throw new Error('the Python hook answer was cut short')
-  const answer = JSON.parse(run.stdout)
-  if (!answer || typeof answer !== 'object') throw new Error('the Python hook answered no object')
-  return answer
+  try {
+    const run = await $.process.run([python, `${$.plugin.root}/hooks/fast_jev_hook.py`], {
+      stdin: JSON.stringify(document),
+      timeoutMs: Math.round(timeoutSeconds * 1000),
+      env,
+    })
+    if (run.exitCode !== 0) throw new Error(`the Python hook exited with code ${run.exitCode}`)
+    if (run.isStdoutTruncated) throw new Error('the Python hook answer was cut short')
+    const answer = JSON.parse(run.stdout)
+    if (!answer || typeof answer !== 'object') throw new Error('the Python hook answered no object')
+    return answer
+  } catch (error) {
+    // The interpreter exited, timed out or answered garbage: its own row was never written.
+    await spillRow($, pluginData, 'broken-interpreter', reasonOf(error), e, sessionId, startedAt)
+    throw error
+  }
 }
 
 export const register = (on, options) => {

@@ -24,10 +24,14 @@ type Run = { argv: readonly string[]; init: { stdin?: string; timeoutMs?: number
 
 // The world beneath the plugin: a python answer (or a failure), a recorded UI, a core summary.
 function world(on: any, answer: unknown, opts: { exitCode?: number; reject?: string; ready?: boolean; throwingUi?: boolean } = {}) {
-  const seen = { runs: [] as Run[], toasts: [] as string[], logs: [] as string[], core: 0 }
+  const seen = { runs: [] as Run[], toasts: [] as string[], logs: [] as string[], core: 0, spills: [] as { path: string; text: string }[] }
   mock.env(on, opts.ready === false ? {} : { FAST_JEV_PYTHON: '/usr/bin/python3' })
   on('process.hookEnv', async () => ({ value: { CLAUDE_PLUGIN_DATA: '/plugin-data', CLAUDE_PLUGIN_ROOT: '/root' } }))
   on('fs.exists', async () => ({ value: false }))
+  on('fs.write', async (_: unknown, e: { path: string; text: string }) => {
+    seen.spills.push(e)
+    return { value: undefined }
+  })
   on('process.run', async (_: unknown, e: Run) => {
     seen.runs.push(e)
     // A refused call rejects in the mod, as a timed-out child does in a session.
@@ -108,12 +112,24 @@ test('skip: the veto reaches the engine and nothing is summarised', async ($, on
   expect(seen.core).toBe(0)
 })
 
-for (const [name, answer, opts, why] of [
-  ['a non-zero exit', REPLACE, { exitCode: 1 }, 'the Python hook exited with code 1'],
-  ['output that is not JSON', 'Traceback (most recent call last):', {}, 'JSON'],
-  ['a timeout', REPLACE, { reject: 'process.run: timed out after 120000 ms' }, 'timed out'],
-  ['an unknown handle', { ...REPLACE, messages: [{ handle: 'h-404' }] }, {}, 'unknown handle h-404'],
-  ['an empty message list', { ...REPLACE, messages: [] }, {}, 'the answer has no messages'],
+// The decision-log row of an outcome only the mod sees, as spilled beside decisions.sqlite.
+function spilled(seen: { spills: { path: string; text: string }[] }) {
+  expect(seen.spills.length).toBe(1)
+  const [spill] = seen.spills
+  expect(/^\/plugin-data\/decisions\.sqlite\.spill-\d+-[a-z0-9]+\.json$/.test(spill.path)).toBe(true)
+  const entry = JSON.parse(spill.text)
+  expect(entry.decisions).toEqual([])
+  expect(entry.compaction.outcome).toBe('fallback')
+  expect(entry.compaction.messages_before).toBe(MESSAGES.length)
+  return entry.compaction
+}
+
+for (const [name, answer, opts, why, broken] of [
+  ['a non-zero exit', REPLACE, { exitCode: 1 }, 'the Python hook exited with code 1', true],
+  ['output that is not JSON', 'Traceback (most recent call last):', {}, 'JSON', true],
+  ['a timeout', REPLACE, { reject: 'process.run: timed out after 120000 ms' }, 'timed out', true],
+  ['an unknown handle', { ...REPLACE, messages: [{ handle: 'h-404' }] }, {}, 'unknown handle h-404', false],
+  ['an empty message list', { ...REPLACE, messages: [] }, {}, 'the answer has no messages', false],
 ] as const) {
   test(`any failure falls back exactly once: ${name}`, async ($, on) => {
     const seen = world(on, answer, opts)
@@ -123,6 +139,15 @@ for (const [name, answer, opts, why] of [
     expect(seen.toasts.length).toBe(1)
     expect(seen.toasts[0].startsWith('fallback to built-in summary (')).toBe(true)
     expect(seen.toasts[0].includes(why)).toBe(true)
+    // A broken interpreter wrote no row of its own, so the mod leaves one; a bad answer was logged by Python.
+    if (broken) {
+      const row = spilled(seen)
+      expect(row.fallback_reason).toBe('broken-interpreter')
+      expect(row.reason.includes(why)).toBe(true)
+      expect(row.trigger).toBe('manual')
+    } else {
+      expect(seen.spills).toEqual([])
+    }
   })
 }
 
@@ -151,6 +176,10 @@ test('without a Python environment: a clear toast, the bootstrap starts, the bui
   expect(seen.runs[0].argv[0]).toBe('python3')
   expect(seen.runs[0].argv[1].endsWith('/hooks/bootstrap.py')).toBe(true)
   expect(seen.runs[0].init.env?.CLAUDE_PLUGIN_DATA).toBe('/plugin-data')
+  const row = spilled(seen)
+  expect(row.fallback_reason).toBe('python-not-ready')
+  expect(row.reason).toBe('Python environment not ready')
+  expect(row.trigger).toBe('auto')
 })
 
 test('the python option wins over the environment', { options: { python: '/opt/venv/bin/python', timeoutSeconds: 5 } }, async ($, on) => {

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import pytest
 
 from fast_jev_compaction.archive import archive_name
-from fast_jev_compaction.audit.store import DecisionLog
+from fast_jev_compaction.audit.store import DecisionLog, open_log
 from fast_jev_compaction.hook.config import HookConfig, resolve_hook_config
 from fast_jev_compaction.hook.entry import in_flight_preserve, keeps_handle, pct, wire_messages
 from fast_jev_compaction.hook.stdin import StdinIdleError, StdinTooLargeError, read_stdin
@@ -347,7 +347,17 @@ def test_locked_decision_log_never_costs_the_compaction(data_dir: Path) -> None:
         holder.execute("ROLLBACK")
         holder.close()
     assert answer["action"] == "replace"
-    assert "decision log not written (DecisionLogBusy" in hook_log(data_dir)
+    assert "decision log busy past its budget; row kept in decisions.sqlite.spill-" in hook_log(data_dir)
+    (entry,) = data_dir.glob("decisions.sqlite.spill-*.json")
+    assert entry.stat().st_mode & 0o777 == 0o600
+    # The next opening replays it: the compaction is in the log after all, and the entry is gone.
+    log = open_log(data_dir / "decisions.sqlite")
+    assert log is not None
+    with log:
+        (row,) = log.compactions()
+        assert (row.outcome, row.trigger) == ("replaced", "manual")
+        assert log.decisions_for(row.id or 0)
+    assert not list(data_dir.glob("decisions.sqlite.spill-*"))
 
 
 def test_unwritable_data_folder_falls_back_to_a_temp_log(tmp_path: Path) -> None:
@@ -427,6 +437,43 @@ def test_env_key_and_a_refusing_jev_fall_back_with_an_actionable_reason(
     assert answer["action"] == "fallback"
     assert answer["reason"] == "Jev refused the API key (401); check the apiKey option or TYPESAFE_API_KEY"
     assert "sk-from-env" not in hook_log(data_dir)
+
+
+def test_a_failed_jev_run_is_logged_with_its_real_requests_retries_and_time(
+    data_dir: Path, jev_server: tuple[str, type[_Jev]]
+) -> None:
+    # Regression: failed Jev runs were logged as 0 requests / 0 retries / 0 ms.
+    url, handler = jev_server
+    handler.status = 503  # retried twice by the client, then given up
+    doc = event(tool_heavy_conversation(), data_dir, options={"apiKey": "sk-test-key", "baseUrl": url})
+    answer, _ = run_hook(json.dumps(doc).encode(), data_dir)
+
+    assert answer["action"] == "fallback"
+    assert len(handler.bodies) == 3
+    [(row, decisions)] = compactions(data_dir)
+    assert (row.outcome, row.fallback_reason, row.judge) == ("fallback", "judge-error", "none")
+    assert (row.requests, row.retries, row.failed_batches) == (1, 2, 1)
+    assert row.duration_ms >= 500  # at least the first back-off was spent
+    assert row.chars_before == row.chars_after > 0 and row.freed_chars == 0
+    assert decisions == []
+
+
+def test_every_outcome_leaves_a_row_with_its_category(data_dir: Path) -> None:
+    heavy = tool_heavy_conversation()
+    run_hook(json.dumps(event(heavy, data_dir, options={"minReductionRatio": 0.99})).encode(), data_dir)
+    run_hook(b"{not json", data_dir)
+    run_hook(json.dumps(event([], data_dir)).encode(), data_dir)
+    run_hook(json.dumps(event(heavy, data_dir)).encode(), data_dir)
+    rows = [row for row, _ in compactions(data_dir)]
+    assert [(r.outcome, r.fallback_reason) for r in rows] == [
+        ("fallback", "below-ratio"),
+        ("fallback", "bad-input"),
+        ("skipped", None),
+        ("replaced", None),
+    ]
+    assert rows[0].requests == 1 and rows[0].duration_ms >= 0
+    with DecisionLog(data_dir / "decisions.sqlite", create=False) as log:
+        assert dict(log.totals().fallback_reasons) == {"below-ratio": 1, "bad-input": 1}
 
 
 def test_judge_jev_without_a_key_says_how_to_fix_it(data_dir: Path) -> None:

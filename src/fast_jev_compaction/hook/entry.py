@@ -28,6 +28,7 @@ from .archive import ARCHIVE_DIR, saved_or_unpointed
 from .config import HookConfig, resolve_hook_config
 from .event import HookEvent
 from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_stdin
+from .tally import Tally
 
 PLUGIN = "fast-jev-compaction"
 HOOK_LOG = "hook.log"
@@ -157,6 +158,8 @@ def friendly_reason(exc: BaseException) -> str:
 class EmptyInputError(Exception):
     """Stdin closed or went quiet without a single byte."""
 
+    fallback_reason = "bad-input"
+
 
 # --------------------------------------------------------------------------- compaction
 
@@ -258,9 +261,12 @@ class Outcome:
     result: Any = None
     goal: str = ""
     judge: str = ""
+    category: str | None = None  # a fallback's FALLBACK_REASONS item
+    tally: Tally | None = None  # what the judge was asked, failed runs included
+    ms: int = 0  # the whole hook run, parse to answer
 
 
-def run_compaction(event: HookEvent, log: HookLog) -> Outcome:
+def run_compaction(event: HookEvent, log: HookLog, tally: Tally | None = None) -> Outcome:
     from ..goal import goal_from_messages, goal_with_instructions
     from ..stats import decision_log_lines, summarize
 
@@ -279,6 +285,8 @@ def run_compaction(event: HookEvent, log: HookLog) -> Outcome:
     if preserve != options.preserve_recent_messages:
         options = replace(options, preserve_recent_messages=preserve)
     asker, closer, judge = build_asker(config, log)
+    if tally is not None:
+        asker = tally.watch(asker)
     options = replace(options, archive_dir=str(log.directory / ARCHIVE_DIR))
     result = asyncio.run(_compact(messages, asker, options, closer))
     result = saved_or_unpointed(result, messages, options, log.error)
@@ -288,7 +296,7 @@ def run_compaction(event: HookEvent, log: HookLog) -> Outcome:
     ratio = result.stats.reduction_ratio
     if ratio < config.min_reduction_ratio:
         reason = f"below {pct(config.min_reduction_ratio)} minimum: {summary}"
-        return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge)
+        return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, "below-ratio")
 
     out = result.messages
     toast = f"kept {len(out)}/{len(messages)} messages, no summary ({summary})"
@@ -297,7 +305,7 @@ def run_compaction(event: HookEvent, log: HookLog) -> Outcome:
         answer["messages"] = wire_messages(out, compact=True)
         if _size(answer) > STDOUT_SOFT_LIMIT:
             reason = f"the pruned history is too large to hand back ({_size(answer) // 1024} KiB): {summary}"
-            return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge)
+            return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, "budget")
     return Outcome(answer, "replaced", summary, result, goal, judge)
 
 
@@ -313,7 +321,9 @@ def record_decisions(event: HookEvent | None, outcome: Outcome, directory: Path,
     try:
         from .record import record_outcome
 
-        record_outcome(directory / DECISIONS_DB, event, outcome)
+        written = record_outcome(directory / DECISIONS_DB, event, outcome)
+        if isinstance(written, Path):
+            log.info(f"decision log busy past its budget; row kept in {written.name} for the next write")
     except Exception as exc:  # a locked or broken database must not cost the compaction
         log.error(f"decision log not written ({type(exc).__name__}: {exc})")
 
@@ -333,19 +343,23 @@ def handle(raw_reader: Callable[[], str], env: Mapping[str, str], log_holder: li
     """Parse, compact, decide. Raises nothing: every failure is a fallback answer."""
     event: HookEvent | None = None
     started = time.monotonic()
+    tally = Tally()
     try:
         raw = raw_reader()
         if not raw.strip():
             raise EmptyInputError()
         event = HookEvent.model_validate(json.loads(raw))
         log_holder[0] = HookLog(data_dir(event.pluginData, env))
-        outcome = run_compaction(event, log_holder[0])
+        outcome = run_compaction(event, log_holder[0], tally)
     except Exception as exc:
+        from .category import fallback_category
+
         reason = friendly_reason(exc)
         log_holder[0].error(f"fallback: {reason}", exc)
-        outcome = Outcome(fallback_answer(reason), "fallback", reason)
+        outcome = Outcome(fallback_answer(reason), "fallback", reason, category=fallback_category(exc))
     log = log_holder[0]
     ms = round((time.monotonic() - started) * 1000)
+    outcome.tally, outcome.ms = tally, ms
     who = f" agent={event.agentId}" if event and event.agentId else ""
     trigger = event.trigger if event else "?"
     session = event.sessionId if event and event.sessionId else "?"

@@ -7,6 +7,7 @@ const TOAST_MS = 15000
 const BOOTSTRAP_TIMEOUT_MS = 20000
 const DEFAULT_TIMEOUT_SECONDS = 120
 const DEFAULT_COMPACT_AT_PERCENT = 60
+const REARM_POINTS = 10
 const READY_MARKER = 'venv/.fast-jev-ready'
 const PREPARING =
   'fast-jev-compaction is preparing its Python environment; this compaction uses the built-in summary'
@@ -144,6 +145,13 @@ async function askPython($, e, options, quiet) {
   try {
     cwd = await $.session.cwd()
   } catch {}
+  // How full the window is: the Python side's gate speaks in points of it (absent right after a
+  // compaction, until the engine has measured again).
+  let context
+  try {
+    const usage = await $.session.usage()
+    if (usage && usage.context && typeof usage.context === 'object') context = usage.context
+  } catch {}
   const document = {
     event: 'session.compact',
     trigger: e.trigger,
@@ -154,6 +162,7 @@ async function askPython($, e, options, quiet) {
     pluginData,
     cwd,
     options,
+    context,
     messages: e.messages,
   }
   const timeoutSeconds = numberOption(options.timeoutSeconds, DEFAULT_TIMEOUT_SECONDS, v => v >= 1 && v <= 600)
@@ -210,14 +219,20 @@ export const register = (on, options) => {
     return next(e)
   }).catch(($, e, next) => next(e))
 
+  // The 60 % trigger fires when usage crosses compactAtPercent upward, once per crossing. While
+  // usage stays above (a pass that skipped or could not reach its target), it fires again only
+  // after usage grew by REARM_POINTS: never on every turn.
+  let firedAt
   on('turn.complete', async ($, e, next) => {
     // The guard is taken before the first await so two racing turns compact once.
     if (compacting || e.agentId !== undefined) return next(e)
     compacting = true
     try {
       const usage = await $.session.usage()
-      const percent = (usage && usage.context && usage.context.percent) || 0
-      if (percent >= compactAtPercent) {
+      const percent = usage && usage.context ? usage.context.percent : undefined
+      if (typeof percent === 'number' && percent < compactAtPercent) firedAt = undefined
+      if (typeof percent === 'number' && percent >= compactAtPercent && (firedAt === undefined || percent >= firedAt + REARM_POINTS)) {
+        firedAt = percent
         log($, `context at ${percent}% (threshold ${compactAtPercent}%): compacting`)
         await $.session.compact()
       }

@@ -193,11 +193,13 @@ test('the python option wins over the environment', { options: { python: '/opt/v
 
 const TURN = { answer: 'Done.', durationMs: 10, isAborted: false, turnId: 't-1', reason: 'answer' } as const
 
-function turnWorld(on: any, percent: number | undefined, compactFails = false) {
+function turnWorld(on: any, percent: number | undefined | (number | undefined)[], compactFails = false) {
   const seen = { usage: 0, compactions: 0, next: 0, logs: [] as string[] }
+  const percents = Array.isArray(percent) ? percent : undefined
   on('session.usage', async () => {
     seen.usage += 1
-    return { value: { startedAt: 0, context: { tokens: 1, window: 100, percent }, rateLimits: [] } }
+    const now = percents ? percents[Math.min(seen.usage - 1, percents.length - 1)] : percent
+    return { value: { startedAt: 0, context: { tokens: 1, window: 100, percent: now }, rateLimits: [] } }
   })
   on('session.compact', async () => {
     seen.compactions += 1
@@ -235,6 +237,15 @@ test('turn.complete honours compactAtPercent', { options: { compactAtPercent: 90
   const seen = turnWorld(on, 89)
   await $.turn.complete(TURN)
   expect(seen.compactions).toBe(0)
+})
+
+test('the trigger fires once per upward crossing, again only after usage grows 10 points', async ($, on) => {
+  // 75: crossing; 76, 77: still above, no re-fire; 86: grew 11 points; 50: back under; 65: new crossing.
+  const seen = turnWorld(on, [75, 76, 77, 86, 50, 65, undefined, 66])
+  for (let turn = 0; turn < 8; turn++) await $.turn.complete({ ...TURN, turnId: `t-${turn}` })
+  expect(seen.usage).toBe(8)
+  expect(seen.compactions).toBe(3)
+  expect(seen.next).toBe(8)
 })
 
 test('a subagent turn never compacts and never reads usage', async ($, on) => {

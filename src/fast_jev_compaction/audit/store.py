@@ -39,6 +39,7 @@ OUTCOMES = ("replaced", "fallback", "skipped")
 # "broken-interpreter" are seen only by the mod, which spills their rows (audit.spill).
 FALLBACK_REASONS = (
     "below-ratio",
+    "below-target",
     "judge-error",
     "budget",
     "deadline",

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import json
-import math
 import os
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from typing import Any, Callable, Mapping, Sequence, TextIO
 
 from ..messages import SessionMessage
 from .archive import ARCHIVE_DIR, saved_or_unpointed
+from .gate import after_pass, before_pass, window_of
 from .config import HookConfig, resolve_hook_config
 from .event import HookEvent
 from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_stdin
@@ -87,11 +87,6 @@ class HookLog:
 
 
 # --------------------------------------------------------------------------- answers
-
-
-def pct(ratio: float) -> str:
-    """``Math.round(r * 100) + '%'`` (upstream's pct; JS rounds halves up)."""
-    return f"{math.floor(ratio * 100 + 0.5)}%"
 
 
 def fallback_answer(reason: str, log: Sequence[str] = ()) -> Answer:
@@ -279,6 +274,11 @@ def run_compaction(event: HookEvent, log: HookLog, tally: Tally | None = None) -
     if not messages:
         return Outcome(skip_answer("nothing to compact", lines), "skipped", "nothing to compact")
 
+    window = window_of(event.context)
+    early = before_pass(window, event.trigger, config.target_percent)
+    if early is not None:
+        return Outcome(skip_answer(early.reason, lines), "skipped", early.reason)
+
     goal = goal_with_instructions(config.goal or goal_from_messages(messages), event.instructions)
     options = config.compact_options(goal)
     preserve = in_flight_preserve(messages, options.preserve_recent_messages)
@@ -293,13 +293,18 @@ def run_compaction(event: HookEvent, log: HookLog, tally: Tally | None = None) -
 
     lines.extend(decision_log_lines(result.decisions))
     summary = summarize(result.stats)
-    ratio = result.stats.reduction_ratio
-    if ratio < config.min_reduction_ratio:
-        reason = f"below {pct(config.min_reduction_ratio)} minimum: {summary}"
-        return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, "below-ratio")
+    gate = after_pass(
+        result.stats, window, target_percent=config.target_percent,
+        min_freed_percent=config.min_freed_percent, min_reduction_ratio=config.min_reduction_ratio,
+    )
+    if gate.verdict == "skip":
+        return Outcome(skip_answer(gate.reason, lines), "skipped", f"{gate.reason}: {summary}", result, goal, judge)
+    if gate.verdict == "fallback":
+        reason = f"{gate.reason}: {summary}"
+        return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, gate.category)
 
     out = result.messages
-    toast = f"kept {len(out)}/{len(messages)} messages, no summary ({summary})"
+    toast = toast_text(result.stats, gate.reason)
     answer: Answer = {"action": "replace", "messages": wire_messages(out), "toast": toast, "log": lines}
     if _size(answer) > STDOUT_SOFT_LIMIT:
         answer["messages"] = wire_messages(out, compact=True)
@@ -307,6 +312,17 @@ def run_compaction(event: HookEvent, log: HookLog, tally: Tally | None = None) -
             reason = f"the pruned history is too large to hand back ({_size(answer) // 1024} KiB): {summary}"
             return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, "budget")
     return Outcome(answer, "replaced", summary, result, goal, judge)
+
+
+def toast_text(stats: Any, how: str) -> str:
+    """``12 of 40 tool outputs moved to the archive (9 cut to digests, 3 dropped), context 61% → 23%, no summary``."""
+    unpinned = stats.calls - stats.pinned
+    cut = stats.truncated + stats.dropped
+    parts = [f"{stats.truncated} cut to digests"] if stats.truncated else []
+    if stats.dropped:
+        parts.append(f"{stats.dropped} dropped")
+    detail = f" ({', '.join(parts)})" if parts else ""
+    return f"{cut} of {unpinned} tool outputs moved to the archive{detail}, {how}, no summary"
 
 
 def _size(answer: Answer) -> int:

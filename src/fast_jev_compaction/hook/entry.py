@@ -27,6 +27,7 @@ from ..messages import SessionMessage
 from .archive import archive_paths, save_results
 from .config import HookConfig, resolve_hook_config
 from .event import HookEvent
+from .turns import regroup, turn_problems
 from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_stdin
 
 PLUGIN = "fast-jev-compaction"
@@ -307,14 +308,19 @@ def run_compaction(event: HookEvent, log: HookLog) -> Outcome:
         reason = f"below {pct(config.min_reduction_ratio)} minimum: {summary}"
         return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge)
 
-    out = result.messages
-    toast = f"kept {len(out)}/{len(messages)} messages, no summary ({summary})"
+    out = regroup(result.messages)
+    toast = f"kept {len(result.messages)}/{len(messages)} messages, no summary ({summary})"
     answer: Answer = {"action": "replace", "messages": wire_messages(out), "toast": toast, "log": lines}
     if _size(answer) > STDOUT_SOFT_LIMIT:
         answer["messages"] = wire_messages(out, compact=True)
         if _size(answer) > STDOUT_SOFT_LIMIT:
             reason = f"the pruned history is too large to hand back ({_size(answer) // 1024} KiB): {summary}"
             return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge)
+    problems = turn_problems(answer["messages"], messages)
+    if problems:
+        log.error("tool results out of place: " + "; ".join(problems[:20]))
+        reason = f"the pruned history would separate tool results from their calls ({problems[0]})"
+        return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge)
     return Outcome(answer, "replaced", summary, result, goal, judge)
 
 

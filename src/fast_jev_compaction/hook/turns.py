@@ -1,0 +1,149 @@
+"""Model turns as Claude Code needs them back: one assistant message per turn, its results next.
+
+Claude Code hands ``session.compact`` one message per transcript record. One model response
+with several tool calls is several assistant records (a text fragment, then one record per
+tool_use, all sharing one ``message.id``), followed by one user record per tool_result, in the
+order the tools finished. A message answered without a handle is rebuilt as a new record with a
+fresh id, so those fragments no longer merge back into one turn: the engine would see
+``assistant[A] assistant[B] user[result A] user[result B]``, and its pairing repair replaces
+results with "[Tool result missing due to internal error]". Handles cannot stay on assistant
+or tool_result messages (their copies re-link to the old history on ``--resume``; see
+docs/ARCHITECTURE.md, "Parallel tool calls").
+
+:func:`regroup` therefore rebuilds each turn as one assistant message (its text, then every
+tool call the compaction kept) followed by one user message holding those calls' results.
+:func:`turn_problems` checks an answer the way the engine will read it; a non-empty list means
+the answer must not be sent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from ..messages import SessionMessage, ToolResult, ToolUse
+
+_RECORD_IDS = frozenset({"uuid", "handle"})
+
+
+@dataclass
+class _Turn:
+    """Consecutive assistant fragments of one response, and the results of their calls."""
+
+    fragments: list[SessionMessage] = field(default_factory=list)
+    results: list[ToolResult] = field(default_factory=list)
+    # The user messages the results came from; their text rides in the results message.
+    result_sources: list[SessionMessage] = field(default_factory=list)
+
+    @property
+    def uses(self) -> list[ToolUse]:
+        return [use for fragment in self.fragments for use in fragment.toolUses]
+
+    def takes(self, fragment: SessionMessage) -> bool:
+        """Whether a fragment continues this turn: text only ever comes before the calls."""
+        return not (self.uses and fragment.text.strip())
+
+    def messages(self) -> list[SessionMessage]:
+        out = [m for m in (_merged("assistant", self.fragments, self.uses, []),) if m is not None]
+        if self.results:
+            out.append(_merged("user", self.result_sources, [], self.results) or SessionMessage(role="user", toolResults=self.results))
+        return out
+
+
+def _merged(role: str, sources: Sequence[SessionMessage], uses: list[ToolUse], results: list[ToolResult]) -> SessionMessage | None:
+    """One message from several; a single source that already is that message comes back as is."""
+    if len(sources) == 1 and sources[0].toolUses == uses and (sources[0].toolResults or []) == results:
+        return sources[0]
+    # The engine reads a record's text blocks joined with "" (its own SessionMessage.text).
+    text = "".join(m.text for m in sources if m.text.strip())
+    if not text.strip() and not uses and not results:
+        return None
+    extras: dict[str, Any] = {}
+    for source in sources:
+        for key, value in (source.model_extra or {}).items():
+            if key not in _RECORD_IDS:
+                extras.setdefault(key, value)
+    return SessionMessage(role=role, text=text, toolUses=uses, toolResults=results or None, **extras)  # type: ignore[arg-type]
+
+
+def regroup(messages: Sequence[SessionMessage]) -> list[SessionMessage]:
+    """Merge each turn's fragments and gather its results right after it.
+
+    A turn is a run of assistant messages with no user message between them, cut where text
+    follows a tool call (the API shape has text first); each result joins the turn holding its
+    call, whatever order the tools finished in, and a result message's own text joins the turn
+    of its first result. User messages without results, and results whose call is not in the
+    list, stay where they are. Messages that need no merging come back as the very same objects.
+    """
+    slots: list[_Turn | SessionMessage] = []
+    turn_of: dict[str, _Turn] = {}
+    open_turn: _Turn | None = None
+    for message in messages:
+        if message.role == "assistant":
+            if open_turn is None or not open_turn.takes(message):
+                open_turn = _Turn()
+                slots.append(open_turn)
+            open_turn.fragments.append(message)
+            turn_of.update((use.tool_use_id, open_turn) for use in message.toolUses)
+            continue
+        open_turn = None
+        results = message.toolResults or []
+        homed = [r for r in results if r.tool_use_id in turn_of]
+        if not homed:
+            slots.append(message)
+            continue
+        strays = [r for r in results if r.tool_use_id not in turn_of]
+        if strays:
+            slots.append(SessionMessage(role="user", toolResults=strays))
+        turn_of[homed[0].tool_use_id].result_sources.append(message)
+        for result in homed:
+            turn_of[result.tool_use_id].results.append(result)
+    out: list[SessionMessage] = []
+    for slot in slots:
+        out.extend(slot.messages() if isinstance(slot, _Turn) else [slot])
+    return out
+
+
+def turn_problems(wired: Sequence[Mapping[str, Any]], original: Sequence[SessionMessage]) -> list[str]:
+    """What the engine would have to repair in an answer's message list; empty when nothing.
+
+    ``wired`` is the answer as sent; an entry that is only ``{"handle": h}`` stands for the
+    input message with that handle. Every tool_result must sit in the message directly after
+    the assistant message holding its tool_use, once, and no result may lose a call the input
+    had. Results whose call was absent from the input too are the engine's own to drop, and a
+    call the input never answered stays unanswered.
+    """
+    known = {m.handle: m for m in original if m.handle is not None}
+    input_calls = {u.tool_use_id for m in original for u in m.toolUses}
+    shaped = [_shape(entry, known) for entry in wired]
+    calls: dict[str, int] = {}
+    problems: list[str] = []
+    for index, (_role, uses, _results) in enumerate(shaped):
+        for use_id in uses:
+            if use_id in calls:
+                problems.append(f"tool call {use_id} appears twice")
+            calls[use_id] = index
+    seen: set[str] = set()
+    for index, (role, _uses, results) in enumerate(shaped):
+        for result_id in results:
+            if result_id in seen:
+                problems.append(f"tool result {result_id} appears twice")
+            seen.add(result_id)
+            call = calls.get(result_id)
+            if call is None:
+                if result_id in input_calls:
+                    problems.append(f"tool result {result_id} outlives its call")
+            elif role != "user" or index != call + 1:
+                problems.append(f"tool result {result_id} is message {index}, its call is message {call}")
+    return problems
+
+
+def _shape(entry: Mapping[str, Any], known: Mapping[str, SessionMessage]) -> tuple[str, list[str], list[str]]:
+    if set(entry) == {"handle"}:
+        message = known.get(str(entry["handle"]))
+        if message is None:
+            return "user", [], []
+        return message.role, [u.tool_use_id for u in message.toolUses], [r.tool_use_id for r in message.toolResults or []]
+    uses = [str(u.get("tool_use_id")) for u in entry.get("toolUses") or []]
+    results = [str(r.get("tool_use_id")) for r in entry.get("toolResults") or []]
+    return str(entry.get("role")), uses, results

@@ -171,12 +171,14 @@ def in_flight_preserve(messages: Sequence[SessionMessage], preserve: int) -> int
     """
     if not messages:
         return preserve
-    last = messages[-1]
+    # Parallel calls come as one message per call and per result: the whole trailing run counts.
     trailing_ids: set[str] = set()
-    if last.role == "user" and last.toolResults:
-        trailing_ids = {r.tool_use_id for r in last.toolResults}
-    elif last.role == "assistant" and last.toolUses:
-        trailing_ids = {u.tool_use_id for u in last.toolUses}
+    role = messages[-1].role
+    for message in reversed(messages):
+        blocks = message.toolResults if role == "user" else message.toolUses
+        if message.role != role or not blocks:
+            break
+        trailing_ids.update(b.tool_use_id for b in blocks)
     if not trailing_ids:
         return preserve
     first = len(messages) - 1

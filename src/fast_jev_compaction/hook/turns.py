@@ -39,10 +39,6 @@ class _Turn:
     def uses(self) -> list[ToolUse]:
         return [use for fragment in self.fragments for use in fragment.toolUses]
 
-    def takes(self, fragment: SessionMessage) -> bool:
-        """Whether a fragment continues this turn: text only ever comes before the calls."""
-        return not (self.uses and fragment.text.strip())
-
     def messages(self) -> list[SessionMessage]:
         out = [m for m in (_merged("assistant", self.fragments, self.uses, []),) if m is not None]
         if self.results:
@@ -69,10 +65,11 @@ def _merged(role: str, sources: Sequence[SessionMessage], uses: list[ToolUse], r
 def regroup(messages: Sequence[SessionMessage]) -> list[SessionMessage]:
     """Merge each turn's fragments and gather its results right after it.
 
-    A turn is a run of assistant messages with no user message between them, cut where text
-    follows a tool call (the API shape has text first); each result joins the turn holding its
-    call, whatever order the tools finished in, and a result message's own text joins the turn
-    of its first result. User messages without results, and results whose call is not in the
+    A turn is a run of assistant messages with no user message between them. The engine rebuilds
+    a message as its text, then its calls, so text that followed a call within the turn joins
+    the turn's text (prose keeps its order; only its place relative to the calls moves). Each
+    result joins the turn holding its call, whatever order the tools finished in, and a result
+    message's own text joins the turn of its first result. User messages without results, and results whose call is not in the
     list, stay where they are. Messages that need no merging come back as the very same objects.
     """
     slots: list[_Turn | SessionMessage] = []
@@ -80,7 +77,7 @@ def regroup(messages: Sequence[SessionMessage]) -> list[SessionMessage]:
     open_turn: _Turn | None = None
     for message in messages:
         if message.role == "assistant":
-            if open_turn is None or not open_turn.takes(message):
+            if open_turn is None:
                 open_turn = _Turn()
                 slots.append(open_turn)
             open_turn.fragments.append(message)

@@ -224,3 +224,25 @@ def test_every_mix_of_keep_truncate_drop_keeps_the_turn_shape(messages: list[Ses
 
     # No run of assistant messages: every turn is one message, and the next one follows a user message.
     assert all(not (before.role == after.role == "assistant") for before, after in zip(out, out[1:]))
+
+
+def test_an_answer_that_would_separate_results_from_their_calls_falls_back(monkeypatch, tmp_path) -> None:
+    from fast_jev_compaction.hook import entry
+    from fast_jev_compaction.hook.event import HookEvent
+
+    big = "line of output\n" * 400
+    messages = [prompt("go"), prose("Both.")]
+    for turn in range(3):
+        names = [f"t{turn}a", f"t{turn}b"]
+        messages += [call(n) for n in names] + [result(n, big) for n in reversed(names)]
+    messages.append(prose("Done."))
+    event = HookEvent(messages=messages, sessionId="s", pluginData=str(tmp_path), options={"preserveRecentMessages": 1})
+    log = entry.HookLog(tmp_path)
+
+    assert entry.run_compaction(event, log).action == "replaced"
+    # Without the regrouping the check sees what the engine would repair, and says so.
+    monkeypatch.setattr(entry, "regroup", list)
+    outcome = entry.run_compaction(event, log)
+    assert outcome.action == "fallback"
+    assert outcome.reason.startswith("the pruned history would separate tool results from their calls (tool result t0a ")
+    assert "ERROR tool results out of place: tool result t0a is message" in (tmp_path / "hook.log").read_text()

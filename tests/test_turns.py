@@ -241,7 +241,7 @@ def test_an_answer_that_would_separate_results_from_their_calls_falls_back(monke
 
     assert entry.run_compaction(event, log).action == "replaced"
     # Without the regrouping the check sees what the engine would repair, and says so.
-    monkeypatch.setattr(entry, "regroup", list)
+    monkeypatch.setattr(entry, "regroup", lambda messages, carried=None: list(messages))
     outcome = entry.run_compaction(event, log)
     assert outcome.action == "fallback"
     assert outcome.reason.startswith("the pruned history would separate tool results from their calls (tool result t0a ")

@@ -27,7 +27,8 @@ from ..messages import SessionMessage
 from .archive import archive_paths, save_results
 from .config import HookConfig, resolve_hook_config
 from .event import HookEvent
-from .turns import regroup, turn_problems
+from .meta import read_hung_texts, transcript_file
+from .turns import carried_by, keeps_handle, regroup, turn_problems
 from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_stdin
 
 PLUGIN = "fast-jev-compaction"
@@ -234,19 +235,6 @@ def _saved_or_unpointed(result: Any, messages: list[SessionMessage], paths: dict
     return CompactResult(rebuilt, result.decisions, result.calls, stats)
 
 
-def keeps_handle(message: SessionMessage) -> bool:
-    """Whether an untouched message goes back with its engine handle.
-
-    Claude Code 2.1.332 copies a handle-bearing message after the compact boundary as-is: a
-    tool_result record keeps its parentUuid (the pre-boundary tool_use) and an assistant record
-    keeps its message id, so on ``--resume`` the chain walks back across the boundary and
-    same-id fragments merge, which silently restores the old history. Sent without a handle, the
-    engine rebuilds them from the very same role, text and tool blocks, with fresh ids and links.
-    Plain user prompts have neither problem and keep their handle.
-    """
-    return message.handle is not None and message.role == "user" and not message.toolResults
-
-
 def _without_bulk(block: dict[str, Any]) -> dict[str, Any]:
     # ``result`` is the tool's stored record (the model reads ``text``); a rebuilt block can do
     # without it when the answer must shrink to fit the host's stdout cap.
@@ -310,7 +298,7 @@ def run_compaction(event: HookEvent, log: HookLog) -> Outcome:
         reason = f"below {pct(config.min_reduction_ratio)} minimum: {summary}"
         return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge)
 
-    out = regroup(result.messages)
+    out = regroup(result.messages, carried_by(messages, _hung_texts(event, messages, log)))
     toast = f"kept {len(result.messages)}/{len(messages)} messages, no summary ({summary})"
     answer: Answer = {"action": "replace", "messages": wire_messages(out), "toast": toast, "log": lines}
     if _size(answer) > STDOUT_SOFT_LIMIT:
@@ -324,6 +312,20 @@ def run_compaction(event: HookEvent, log: HookLog) -> Outcome:
         reason = f"the pruned history would separate tool results from their calls ({problems[0]})"
         return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge)
     return Outcome(answer, "replaced", summary, result, goal, judge)
+
+
+def _hung_texts(event: HookEvent, messages: list[SessionMessage], log: HookLog) -> dict[str, str]:
+    """Engine text hung on the messages that go back without a handle; none for a subagent."""
+    if event.agentId:
+        return {}
+    path = transcript_file(event.pluginData, event.sessionId, os.environ)
+    if path is None:
+        return {}
+    try:
+        return read_hung_texts(path, [m.handle for m in messages if m.handle is not None])
+    except OSError as exc:
+        log.error(f"transcript not read ({exc}); text hung on rebuilt messages is left out")
+        return {}
 
 
 def _size(answer: Answer) -> int:

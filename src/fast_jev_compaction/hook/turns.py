@@ -19,7 +19,7 @@ the answer must not be sent.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..messages import SessionMessage, ToolResult, ToolUse
 
@@ -34,6 +34,8 @@ class _Turn:
     results: list[ToolResult] = field(default_factory=list)
     # The user messages the results came from; their text rides in the results message.
     result_sources: list[SessionMessage] = field(default_factory=list)
+    # Engine text that hung on the turn's messages, carried after the turn.
+    carried: list[str] = field(default_factory=list)
 
     @property
     def uses(self) -> list[ToolUse]:
@@ -41,17 +43,20 @@ class _Turn:
 
     def messages(self) -> list[SessionMessage]:
         out = [m for m in (_merged("assistant", self.fragments, self.uses, []),) if m is not None]
+        carried = "".join(self.carried)
         if self.results:
-            out.append(_merged("user", self.result_sources, [], self.results) or SessionMessage(role="user", toolResults=self.results))
+            out.append(_merged("user", self.result_sources, [], self.results, carried) or SessionMessage(role="user", toolResults=self.results))
+        elif carried:
+            out.append(SessionMessage(role="user", text=carried))
         return out
 
 
-def _merged(role: str, sources: Sequence[SessionMessage], uses: list[ToolUse], results: list[ToolResult]) -> SessionMessage | None:
+def _merged(role: str, sources: Sequence[SessionMessage], uses: list[ToolUse], results: list[ToolResult], carried: str = "") -> SessionMessage | None:
     """One message from several; a single source that already is that message comes back as is."""
-    if len(sources) == 1 and sources[0].toolUses == uses and (sources[0].toolResults or []) == results:
+    if len(sources) == 1 and not carried and sources[0].toolUses == uses and (sources[0].toolResults or []) == results:
         return sources[0]
     # The engine reads a record's text blocks joined with "" (its own SessionMessage.text).
-    text = "".join(m.text for m in sources if m.text.strip())
+    text = "".join(m.text for m in sources if m.text.strip()) + carried
     if not text.strip() and not uses and not results:
         return None
     extras: dict[str, Any] = {}
@@ -62,16 +67,51 @@ def _merged(role: str, sources: Sequence[SessionMessage], uses: list[ToolUse], r
     return SessionMessage(role=role, text=text, toolUses=uses, toolResults=results or None, **extras)  # type: ignore[arg-type]
 
 
-def regroup(messages: Sequence[SessionMessage]) -> list[SessionMessage]:
+def keeps_handle(message: SessionMessage) -> bool:
+    """Whether an untouched message goes back with its engine handle.
+
+    Claude Code 2.1.332 copies a handle-bearing message after the compact boundary as-is: a
+    tool_result record keeps its parentUuid (the pre-boundary tool_use) and an assistant record
+    keeps its message id, so on ``--resume`` the chain walks back across the boundary and
+    same-id fragments merge, which silently restores the old history. Sent without a handle, the
+    engine rebuilds them from the very same role, text and tool blocks, with fresh ids and links.
+    Plain user prompts have neither problem and keep their handle.
+    """
+    return message.handle is not None and message.role == "user" and not message.toolResults
+
+
+def carried_by(original: Sequence[SessionMessage], hung: Mapping[str, str]) -> Callable[[SessionMessage], str]:
+    """The engine text a rebuilt message must carry: what hung on its source, unless it keeps its handle.
+
+    A message rebuilt by the decisions has lost its handle; its tool blocks name the source.
+    """
+    by_block = {b.tool_use_id: m.handle for m in original for b in [*m.toolUses, *(m.toolResults or [])]}
+
+    def carried(message: SessionMessage) -> str:
+        if keeps_handle(message):
+            return ""
+        handle = message.handle
+        if handle is None:
+            blocks = [*message.toolUses, *(message.toolResults or [])]
+            handle = by_block.get(blocks[0].tool_use_id) if blocks else None
+        return hung.get(handle, "") if handle is not None else ""
+
+    return carried
+
+
+def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessage], str] | None = None) -> list[SessionMessage]:
     """Merge each turn's fragments and gather its results right after it.
 
     A turn is a run of assistant messages with no user message between them. The engine rebuilds
     a message as its text, then its calls, so text that followed a call within the turn joins
     the turn's text (prose keeps its order; only its place relative to the calls moves). Each
     result joins the turn holding its call, whatever order the tools finished in, and a result
-    message's own text joins the turn of its first result. User messages without results, and results whose call is not in the
-    list, stay where they are. Messages that need no merging come back as the very same objects.
+    message's own text joins the turn of its first result. User messages without results, and
+    results whose call is not in the list, stay where they are. ``carried`` names engine text a
+    message loses by going back without its handle (:mod:`.meta`); a turn's goes after it, in
+    its results message. Messages that need no merging come back as the very same objects.
     """
+    carry = carried or (lambda message: "")
     slots: list[_Turn | SessionMessage] = []
     turn_of: dict[str, _Turn] = {}
     open_turn: _Turn | None = None
@@ -81,6 +121,7 @@ def regroup(messages: Sequence[SessionMessage]) -> list[SessionMessage]:
                 open_turn = _Turn()
                 slots.append(open_turn)
             open_turn.fragments.append(message)
+            open_turn.carried.append(carry(message))
             turn_of.update((use.tool_use_id, open_turn) for use in message.toolUses)
             continue
         open_turn = None
@@ -88,11 +129,15 @@ def regroup(messages: Sequence[SessionMessage]) -> list[SessionMessage]:
         homed = [r for r in results if r.tool_use_id in turn_of]
         if not homed:
             slots.append(message)
+            if carry(message):
+                slots.append(SessionMessage(role="user", text=carry(message)))
             continue
         strays = [r for r in results if r.tool_use_id not in turn_of]
         if strays:
             slots.append(SessionMessage(role="user", toolResults=strays))
-        turn_of[homed[0].tool_use_id].result_sources.append(message)
+        first = turn_of[homed[0].tool_use_id]
+        first.result_sources.append(message)
+        first.carried.append(carry(message))
         for result in homed:
             turn_of[result.tool_use_id].results.append(result)
     out: list[SessionMessage] = []

@@ -155,6 +155,19 @@ def _next_step(steps: list[Step], results: int) -> Step | None:
     return None
 
 
+def _step_after_last_call(messages: list[dict[str, Any]], steps: list[Step], cwd: str) -> tuple[bool, Step | None]:
+    """Whether the last tool call belongs to a step, and the step after it (None after the last).
+
+    Counting results would replay a step once a compaction has dropped some of them.
+    """
+    calls = [b for m in messages[-2:-1] for b in m.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use"]
+    for index, step in enumerate(steps):
+        filled = _step_reply(step, cwd).tool
+        if filled is not None and any(c.get("input") in [values for _, values in filled.calls] for c in calls):
+            return True, steps[index + 1] if index + 1 < len(steps) else None
+    return False, None
+
+
 @dataclass
 class Reply:
     text: str = ""
@@ -172,7 +185,9 @@ def decide(body: dict[str, Any], cwd: str) -> Reply:
     has_tools = bool(body.get("tools"))
     if last.get("role") == "user" and _has_tool_result(last.get("content")):
         if scenario and has_tools:
-            step = _next_step(SCENARIOS[scenario], _tool_results_since_prompt(messages, scenario))
+            known, step = _step_after_last_call(messages, SCENARIOS[scenario], cwd)
+            if not known:
+                step = _next_step(SCENARIOS[scenario], _tool_results_since_prompt(messages, scenario))
             if step is not None:
                 return _step_reply(step, cwd)
         return Reply(text=FINAL_TEXT)

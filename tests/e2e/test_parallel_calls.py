@@ -267,3 +267,20 @@ def test_engine_text_hung_on_a_rebuilt_message_is_kept(claude: Claude) -> None:
         caveat = next(i for i, t in enumerate(texts) if t.startswith(CAVEAT))
         assert texts[caveat + 1].startswith("<command-name>/exit</command-name>")
     assert_turns_survived(before, later, decided_actions(claude))
+
+
+def test_auto_compaction_between_parallel_turns_keeps_the_turns_in_process(claude: Claude, judge_url: str) -> None:
+    # Input tokens grow with the request, so the context crosses --autocompact mid-session and
+    # the engine compacts between two requests of the same process.
+    claude.api.token_factor = 4.0
+    settings = claude.settings(judge="jev", apiKey="test", baseUrl=judge_url, preserveRecentMessages=2)
+    run = claude.run("do things at once", "--autocompact", "100000", settings=settings)
+    assert run.returncode == 0 and run.result["result"] == FINAL_TEXT
+    assert [b["trigger"] for b in run.boundaries()] == ["auto"] and run.toasts()[0].startswith("kept ")
+    requests = claude.api.message_requests()
+    sizes = [len(json.dumps(conversation(r))) for r in requests]
+    shrunk = next(i for i in range(1, len(requests)) if sizes[i] < sizes[i - 1])
+    assert_turns_survived(requests[shrunk - 1], requests[shrunk:], decided_actions(claude))
+    # Every call ran once: nothing the compaction kept or cut was asked for again.
+    final = [json.dumps(b["input"], sort_keys=True) for m in conversation(requests[-1]) for b in _blocks(m) if b.get("type") == "tool_use"]
+    assert len(final) == len(set(final))

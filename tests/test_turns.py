@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from fast_jev_compaction.decisions import Action, CallDecision
 from fast_jev_compaction.hook.entry import wire_messages
-from fast_jev_compaction.hook.turns import regroup, turn_problems
+from fast_jev_compaction.hook.turns import carried_by, keeps_handle, regroup, turn_problems
 from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
 from fast_jev_compaction.pairing import pair_tool_calls
 from fast_jev_compaction.rebuild import apply_decisions, truncated_result_text
@@ -181,12 +181,28 @@ def _decisions(messages: list[SessionMessage], actions: list[str]):
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sessions(), st.lists(st.sampled_from([KEEP, TRUNCATE, DROP]), min_size=24, max_size=24))
-def test_every_mix_of_keep_truncate_drop_keeps_the_turn_shape(messages: list[SessionMessage], actions: list[str]) -> None:
+@given(sessions(), st.lists(st.sampled_from([KEEP, TRUNCATE, DROP]), min_size=24, max_size=24), st.data())
+def test_every_mix_of_keep_truncate_drop_keeps_the_turn_shape(messages: list[SessionMessage], actions: list[str], data) -> None:
     calls, decisions = _decisions(messages, actions)
     archive = {c.tool_use_id: f"/archive/{c.tool_use_id}.txt" for c in calls}
-    out = regroup(apply_decisions(messages, decisions, calls, HEAD, archive))
+    # Engine text (a caveat, a skill's text) hangs on some messages.
+    handles = [m.handle for m in messages if m.handle]
+    hung = {h: f"<meta of {h}>" for h in data.draw(st.lists(st.sampled_from(handles), unique=True, max_size=4))}
+    out = regroup(apply_decisions(messages, decisions, calls, HEAD, archive), carried_by(messages, hung))
     wired = wire_messages(out)
+
+    # Hung text comes back once, in a user message, for every message that went back rebuilt.
+    surviving_blocks = {b.tool_use_id for m in out for b in [*m.toolUses, *(m.toolResults or [])]}
+    for source in messages:
+        text = hung.get(source.handle or "")
+        if text is None:
+            continue
+        blocks = {b.tool_use_id for b in [*source.toolUses, *(source.toolResults or [])]}
+        survived = not blocks or bool(blocks & surviving_blocks)
+        expected = 0 if keeps_handle(source) or not survived else 1
+        assert sum(m.text.count(text) for m in out) == expected
+        assert all(m.role == "user" for m in out if text in m.text)
+    out = [m for m in out if m.toolResults or not m.text.startswith("<meta of ")]
 
     # What the engine will read pairs up: no result away from its call, none twice, none orphaned.
     assert turn_problems(wired, messages) == []

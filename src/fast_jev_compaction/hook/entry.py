@@ -28,8 +28,8 @@ from .archive import archive_paths, save_results
 from .config import HookConfig, resolve_hook_config
 from .event import HookEvent
 from .meta import read_hung_texts, transcript_file
-from .turns import carried_by, keeps_handle, regroup, turn_problems
 from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_stdin
+from .turns import carried_by, keeps_handle, regroup, turn_problems
 
 PLUGIN = "fast-jev-compaction"
 HOOK_LOG = "hook.log"
@@ -315,7 +315,7 @@ def run_compaction(event: HookEvent, log: HookLog) -> Outcome:
 
 
 def _hung_texts(event: HookEvent, messages: list[SessionMessage], log: HookLog) -> dict[str, str]:
-    """Engine text hung on the messages that go back without a handle; none for a subagent."""
+    """Engine text hung on the messages, by handle, from the session transcript; none for a subagent."""
     if event.agentId:
         return {}
     path = transcript_file(event.pluginData, event.sessionId, os.environ)

@@ -66,34 +66,33 @@ def hung_texts(lines: Iterable[str], handles: Iterable[str]) -> dict[str, str]:
     Each message's parent chain is walked back to the previous message; the meta records passed
     on the way hang on that previous message, in chain order.
     """
-    records: dict[str, Mapping[str, Any]] = {}
+    # Per record only what the walk needs: its parent, whether it is a message, its meta text.
+    records: dict[str, tuple[Any, bool, str]] = {}
     for line in lines:
         try:
             record = json.loads(line)
         except ValueError:
             continue
         if isinstance(record, dict) and isinstance(record.get("uuid"), str) and not record.get("isSidechain"):
-            records[record["uuid"]] = record
+            records[record["uuid"]] = (record.get("parentUuid"), _is_message(record), _meta_text(record))
     wanted = set(handles)
     texts: dict[str, str] = {}
     for handle in wanted:
-        record = records.get(handle)
-        if record is None:
+        if handle not in records:
             continue
         passed: list[str] = []
-        parent = record.get("parentUuid")
+        parent = records[handle][0]
         seen = {handle}
         while isinstance(parent, str) and parent in records and parent not in seen:
             seen.add(parent)
-            previous = records[parent]
-            if _is_message(previous):
+            grandparent, is_message, text = records[parent]
+            if is_message:
                 if parent in wanted and passed:
                     texts[parent] = "".join(reversed(passed))
                 break
-            text = _meta_text(previous)
             if text.strip():
                 passed.append(text)
-            parent = previous.get("parentUuid")
+            parent = grandparent
     return texts
 
 

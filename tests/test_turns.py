@@ -132,6 +132,7 @@ def test_turn_problems_reads_handle_only_entries_and_flags_lost_calls_and_duplic
     assert turn_problems([regrouped[0], regrouped[2]], messages) == ["tool result a outlives its call"]
     doubled = [*regrouped[:3], regrouped[2]]
     assert "tool result a appears twice" in turn_problems(doubled, messages)
+    assert turn_problems(regrouped[:2], messages) == ["tool call a lost its result"]
 
 
 # --------------------------------------------------------------------------- properties

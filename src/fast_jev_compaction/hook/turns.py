@@ -151,9 +151,9 @@ def turn_problems(wired: Sequence[Mapping[str, Any]], original: Sequence[Session
 
     ``wired`` is the answer as sent; an entry that is only ``{"handle": h}`` stands for the
     input message with that handle. Every tool_result must sit in the message directly after
-    the assistant message holding its tool_use, once, and no result may lose a call the input
-    had. Results whose call was absent from the input too are the engine's own to drop, and a
-    call the input never answered stays unanswered.
+    the assistant message holding its tool_use, once; no result may lose a call the input had,
+    nor a call its result. Results whose call was absent from the input too are the engine's
+    own to drop, and a call the input never answered stays unanswered.
     """
     known = {m.handle: m for m in original if m.handle is not None}
     input_calls = {u.tool_use_id for m in original for u in m.toolUses}
@@ -177,6 +177,8 @@ def turn_problems(wired: Sequence[Mapping[str, Any]], original: Sequence[Session
                     problems.append(f"tool result {result_id} outlives its call")
             elif role != "user" or index != call + 1:
                 problems.append(f"tool result {result_id} is message {index}, its call is message {call}")
+    input_results = {r.tool_use_id for m in original for r in m.toolResults or []}
+    problems.extend(f"tool call {use_id} lost its result" for use_id in calls if use_id in input_results and use_id not in seen)
     return problems
 
 

@@ -14,6 +14,7 @@ from typing import Iterable, Mapping, Sequence
 
 from ..goal import goal_from_messages
 from ..judge.features import FEATURE_NAMES, call_features, feature_vector
+from ..judge.model import JudgeModel
 from ..judge.reuse import build_reuse_index
 from ..messages import SessionMessage
 from ..options import CompactOptions
@@ -213,3 +214,39 @@ def fit_report(rows: Sequence[Row], l2: float = L2) -> FitReport:
         in_sample_auc=auc([predict(weights, row.x) for row in rows], labels),
         loso_by_fraction=by_fraction,
     )
+
+
+# keep_call is not fitted (see judge/model.py): the floor of each kind says what losing the record
+# of such a call costs. Changes, side effects and user answers cannot be had again; a sub-agent's
+# run is slow to repeat; a test or build run says what state the code was in.
+CALL_FLOORS = {"edit": 0.9, "side_effect": 0.9, "decision": 0.95, "agent": 0.6, "test_build": 0.3, "todo": 0.2}
+ERROR_FLOOR = 0.6
+
+
+def fitted_model(report: FitReport, files: int, l2: float = L2) -> JudgeModel:
+    """The model to ship: the weights (rounded so the file diffs well) and the fit's report."""
+    rounded = [round(w, 6) for w in report.weights]
+    return JudgeModel(
+        bias=rounded[0],
+        weights=dict(zip(FEATURE_NAMES, rounded[1:])),
+        call_floors=dict(CALL_FLOORS),
+        error_floor=ERROR_FLOOR,
+        fit={
+            "method": "L2 logistic regression, Newton, plain Python",
+            "l2": l2,
+            "fire_points": list(FIT_FIRE_POINTS),
+            "files": files,
+            "sessions": report.sessions,
+            "rows": report.rows,
+            "positives": report.positives,
+            "loso_auc": _rounded(report.loso_auc),
+            "size_auc": _rounded(report.size_auc),
+            "recency_auc": _rounded(report.recency_auc),
+            "in_sample_auc": _rounded(report.in_sample_auc),
+            "loso_auc_by_fire_point": {k: _rounded(v) for k, v in report.loso_by_fraction.items()},
+        },
+    )
+
+
+def _rounded(value: float | None) -> float | None:
+    return round(value, 4) if value is not None else None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..messages import SessionMessage
@@ -41,15 +42,19 @@ def normalized_words(text: str) -> list[str]:
 def shingles(text: str) -> set[str]:
     """The 8-word windows of ``text`` that carry enough content to be distinctive."""
     words = normalized_words(text)
-    found: set[str] = set()
-    for start in range(len(words) - SHINGLE_WORDS + 1):
-        window = words[start : start + SHINGLE_WORDS]
-        if sum(len(w) for w in window) + SHINGLE_WORDS - 1 < _SHINGLE_MIN_CHARS:
-            continue
-        if sum(1 for w in window if len(w) >= 3) < _SHINGLE_MIN_LONG_WORDS:
-            continue
-        found.add(" ".join(window))
-    return found
+    if len(words) < SHINGLE_WORDS:
+        return set()
+    # running sums make each window's checks O(1)
+    lengths = [len(word) for word in words]
+    chars = list(accumulate(lengths, initial=0))
+    long_words = list(accumulate((n >= 3 for n in lengths), initial=0))
+    min_chars = _SHINGLE_MIN_CHARS - (SHINGLE_WORDS - 1)  # the spaces count too
+    return {
+        " ".join(words[start : start + SHINGLE_WORDS])
+        for start in range(len(words) - SHINGLE_WORDS + 1)
+        if chars[start + SHINGLE_WORDS] - chars[start] >= min_chars
+        and long_words[start + SHINGLE_WORDS] - long_words[start] >= _SHINGLE_MIN_LONG_WORDS
+    }
 
 
 def long_ids(text: str) -> set[str]:

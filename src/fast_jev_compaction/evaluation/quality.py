@@ -1,0 +1,123 @@
+"""The quality evaluation: compact each session at its fire points and see what the rest reused.
+
+For every session and fire point the prefix is compacted by the pipeline at its defaults (the
+public ``compact()`` with ``LocalJudge``) and by the fixed baselines; each compacted prefix is
+then checked against the labels of the outputs the suffix reused (:mod:`.outcome`), and the
+unpinned calls are ranked by the judges and by size and recency (:mod:`.metrics`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..compaction import CompactResult, compact_sync
+from ..goal import goal_from_messages
+from ..judge.local import LocalJudge
+from ..judge.model import JudgeModel, score_calls
+from ..messages import SessionMessage
+from ..options import CompactOptions
+from ..pairing import pair_tool_calls
+from .corpus import Session
+from .firepoints import EVAL_FIRE_POINTS, fire_index
+from .labels import label_outputs
+from .metrics import auc
+from .outcome import BASELINES, Context, Outcome, Scores, measure, original_results, result_chars
+
+PIPELINE = "fast-jev (defaults)"
+RANKERS = ("fitted judge", "embedded judge", "size", "recency")
+
+Compactor = Callable[[list[SessionMessage], Path | None], tuple[CompactResult, dict[str, str]]]
+
+
+def save_outputs(messages: Sequence[SessionMessage], folder: Path) -> dict[str, str]:
+    """Save every tool result whole, content-addressed (identical outputs once), privately.
+
+    Returns tool_use_id -> path, the mapping ``compact()`` takes to point its notes at the files.
+    """
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+    paths: dict[str, str] = {}
+    for message in messages:
+        for result in message.toolResults or ():
+            digest = hashlib.sha256(result.text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+            path = folder / f"{digest}.txt"
+            if not path.exists():
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as handle:
+                    handle.write(result.text)
+            paths[result.tool_use_id] = str(path)
+    return paths
+
+
+def compact_at_defaults(messages: list[SessionMessage], archive: Path | None) -> tuple[CompactResult, dict[str, str]]:
+    """The pipeline as a user gets it: default options, the embedded judge."""
+    saved = save_outputs(messages, archive) if archive is not None else None
+    result = compact_sync(messages, LocalJudge(), CompactOptions(), saved)
+    return result, {}
+
+
+@dataclass
+class Evaluation:
+    fractions: tuple[float, ...]
+    sessions: int = 0
+    outcomes: dict[str, Outcome] = field(default_factory=dict)  # policy -> totals
+    by_fraction: dict[str, dict[str, Outcome]] = field(default_factory=dict)  # "0.4" -> policy -> totals
+    scores: Scores = field(default_factory=Scores)
+    lossless_points: int = 0  # (session, fire point) pairs where the pipeline lost nothing
+    points: int = 0
+
+    def aucs(self) -> dict[str, float | None]:
+        return {name: auc(values, self.scores.labels) for name, values in self.scores.by_ranker.items()}
+
+
+def evaluate(
+    sessions: Sequence[Session],
+    model: JudgeModel,
+    fractions: Sequence[float] = EVAL_FIRE_POINTS,
+    compactor: Compactor = compact_at_defaults,
+    archive: Path | None = None,
+) -> Evaluation:
+    report = Evaluation(fractions=tuple(fractions), sessions=len(sessions))
+    policies = (PIPELINE, *BASELINES)
+    for policy in policies:
+        report.outcomes[policy] = Outcome()
+    preserve = CompactOptions().preserve_recent_messages
+    for number, session in enumerate(sessions):
+        messages = session.messages
+        labels = label_outputs(messages)
+        for fraction in fractions:
+            fire = fire_index(len(messages), fraction)
+            head = list(messages[:fire])
+            pairing = pair_tool_calls(head, preserve)
+            originals = original_results(head, pairing)
+            before = result_chars(head)
+            folder = archive / f"{number:03d}-{fraction:.1f}" if archive is not None else None
+            result, archived = compactor(head, folder)
+            contexts = {PIPELINE: result.messages}
+            contexts.update({name: rule(head, pairing) for name, rule in BASELINES.items()})
+            per_fraction = report.by_fraction.setdefault(f"{fraction:.1f}", {p: Outcome() for p in policies})
+            for policy, kept in contexts.items():
+                outcome = measure(pairing.calls, originals, labels, fire, Context.of(kept), before, archived)
+                report.outcomes[policy].add(outcome)
+                per_fraction[policy].add(outcome)
+                if policy == PIPELINE:
+                    report.points += 1
+                    report.lossless_points += 1 if outcome.gone == 0 else 0
+
+            judged = {d.tool_use_id: d.keep_result for d in result.decisions}
+            fitted = score_calls(head, pairing, goal_from_messages(head), model)
+            for call in pairing.candidates:
+                report.scores.add(
+                    labels[call.tool_use_id].needed_after(fire),
+                    {
+                        "fitted judge": fitted[call.tool_use_id][1],
+                        "embedded judge": judged.get(call.tool_use_id, 1.0),
+                        "size": float(call.result_chars),
+                        "recency": -float(fire - 1 - call.result_index),
+                    },
+                )
+    return report

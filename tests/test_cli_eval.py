@@ -50,7 +50,7 @@ def test_eval_prints_the_table_with_every_policy_and_ranker(sessions: list[str])
     for name in [*POLICIES, "fitted judge", "embedded judge", "size", "recency"]:
         assert name in out
     keep_row = next(line for line in out.splitlines() if line.startswith("keep everything"))
-    assert keep_row.split()[3:] == ["0.0%", "n/a", "100.0%", "0.0%"]  # gone, recoverable, whole, removed
+    assert keep_row.split()[3:] == ["0.0%", "n/a", "100.0%", "0.0%", "0.0%"]  # gone, recoverable, whole, removed x2
     assert "leave-one-session-out AUC" in out
 
 

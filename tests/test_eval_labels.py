@@ -149,7 +149,11 @@ def test_outcome_tells_whole_from_quoted_from_gone_from_recoverable(tmp_path: Pa
 
     tail_only = [*messages[:2], result("r", "[cut]")]
     gone = _outcome(messages, tail_only)
-    assert (gone.gone, gone.recoverable) == (1, 0)
+    assert (gone.gone, gone.gone_partly, gone.recoverable) == (1, 0, 0)
+
+    nine_words = " ".join(SENTENCE.split()[:9])  # two of the three quoted shingles survive
+    partly = _outcome(messages, [*messages[:2], result("r", nine_words + "\n[cut]")])
+    assert (partly.in_context, partly.gone, partly.gone_partly) == (0, 1, 1)
 
     saved = tmp_path / "r.txt"
     saved.write_text(long, encoding="utf-8")

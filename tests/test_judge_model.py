@@ -81,6 +81,9 @@ def test_scores_follow_the_weights_and_keep_call_never_falls_below_keep_result()
     assert scores["e"] == pytest.approx((1 - 0.5 * 0.1, 0.5))
     assert scores["b"] == pytest.approx((1 - 0.5 * 0.4, 0.5))
     assert all(0 <= r <= c <= 1 for c, r in scores.values())
+    model = _model(kind_read=2.0, size_log=0.5)
+    values = _features(messages)["r"]
+    assert model.contributions(values) == pytest.approx({"bias": 0.0, "kind_read": 2.0, "size_log": 0.5 * math.log10(2)})
 
 
 def test_the_shipped_weights_load_and_name_every_feature() -> None:

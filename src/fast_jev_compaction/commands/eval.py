@@ -13,7 +13,7 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "eval",
         help="measure what compaction loses that the session reused later; fit the judge",
-        description="Cut each session at 40/60/80 %% of its messages, compact the prefix at default "
+        description="Cut each session at 40/60/80 % of its messages, compact the prefix at default "
         "settings with the embedded judge, and report how many outputs reused after the cut are gone "
         "from the compacted context, how many are recoverable through a marker's saved file, how much "
         "tool output was removed, and how well each judge ranks the calls (AUC), beside fixed baselines. "

@@ -35,9 +35,14 @@ class Outcome:
     whole: int = 0
     in_context: int = 0
     gone: int = 0
+    gone_partly: int = 0  # gone, but some of its reused snippets are still in the context
+    gone_reproducible: int = 0  # gone, but the session re-read or re-ran it anyway
     recoverable: int = 0  # gone, but a marker's file holds it
     result_chars_before: int = 0
     result_chars_after: int = 0
+    # the same over the unpinned calls only: what a compaction may touch
+    unpinned_chars_before: int = 0
+    unpinned_chars_after: int = 0
 
     def add(self, other: "Outcome") -> None:
         for name in self.__dataclass_fields__:
@@ -98,8 +103,13 @@ def measure(
     archive: Mapping[str, str] | None = None,
 ) -> Outcome:
     """The outcome of one compacted prefix; ``originals`` maps tool_use_id -> the uncut result."""
+    unpinned = [call.tool_use_id for call in calls if not call.pinned]
     outcome = Outcome(
-        present=len(calls), result_chars_before=result_chars_before, result_chars_after=context.result_chars
+        present=len(calls),
+        result_chars_before=result_chars_before,
+        result_chars_after=context.result_chars,
+        unpinned_chars_before=sum(len(originals[i]) for i in unpinned),
+        unpinned_chars_after=sum(len(context.results.get(i, "")) for i in unpinned),
     )
     archived: list[str] | None = None
     for call in calls:
@@ -113,10 +123,13 @@ def measure(
             outcome.whole += 1
             outcome.in_context += 1
             continue
-        if label.snippets_after(fire) <= context.snippets:
+        wanted = label.snippets_after(fire)
+        if wanted <= context.snippets:
             outcome.in_context += 1
             continue
         outcome.gone += 1
+        outcome.gone_partly += 1 if wanted & context.snippets else 0
+        outcome.gone_reproducible += 1 if label.reproducible else 0
         if archived is None:
             archived = read_archived(context.marker_paths, archive)
         if any(original in text for text in archived):

@@ -32,6 +32,9 @@ def outcome_figures(outcome: Outcome) -> dict[str, Any]:
         "recoverable_share": ratio(outcome.recoverable, outcome.gone),
         "whole_share": ratio(outcome.whole, outcome.reused),
         "removed_share": ratio(removed, outcome.result_chars_before),
+        "unpinned_removed_share": ratio(
+            outcome.unpinned_chars_before - outcome.unpinned_chars_after, outcome.unpinned_chars_before
+        ),
     }
 
 
@@ -77,12 +80,21 @@ def _outcome_rows(outcomes: Mapping[str, Outcome]) -> list[list[str]]:
                 _pct(f["recoverable_share"]),
                 _pct(f["whole_share"]),
                 _pct(f["removed_share"]),
+                _pct(f["unpinned_removed_share"]),
             ]
         )
     return rows
 
 
-_OUTCOME_HEAD = ["policy", "reused outputs", "gone", "recoverable (of gone)", "kept whole", "result chars removed"]
+_OUTCOME_HEAD = [
+    "policy",
+    "reused outputs",
+    "gone",
+    "recoverable (of gone)",
+    "kept whole",
+    "result chars removed",
+    "of unpinned",
+]
 
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
@@ -110,8 +122,9 @@ def _summary(evaluation: Evaluation) -> str:
     return (
         f"{evaluation.sessions} sessions, fire points at {points} of each ({evaluation.points} compactions); "
         f"{pipeline.present} outputs present at the fire points, {pipeline.reused} of them reused afterwards "
-        f"({pipeline.reproducible} reproducible by a re-read or an identical re-run); "
-        f"the pipeline lost nothing at {evaluation.lossless_points} of {evaluation.points} fire points."
+        f"({pipeline.reproducible} reproducible by a re-read or an identical re-run). "
+        f"The pipeline lost nothing at {evaluation.lossless_points} of {evaluation.points} fire points; "
+        f"{pipeline.gone_partly} of its {pipeline.gone} gone outputs keep part of what was reused."
     )
 
 
@@ -169,7 +182,8 @@ def markdown_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
         "- **Recoverable**: a gone output whose whole text is in a file named by a marker in the compacted "
         "context (`saved at <path>`, `saved to <path>`, `full output: <path>`).",
         "- **Result chars removed**: the share of tool-result characters of the prefix that the compacted "
-        "prefix no longer holds. Pinned calls (the first message and the last 6) count in the total.",
+        "prefix no longer holds; pinned calls (the first message and the last 6) count in the total. "
+        "*Of unpinned*: the same share over the calls a compaction may touch.",
         "- Baselines use the same pinned calls: *cut results over 8,000 chars* keeps the first 300 characters "
         "of each longer result; *drop everything* removes every unpinned call and its result.",
         "",

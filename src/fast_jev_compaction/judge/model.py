@@ -43,8 +43,17 @@ class JudgeModel:
     error_floor: float = 0.0
     fit: Mapping[str, Any] = field(default_factory=dict)  # the fit's report, for display
 
+    def contributions(self, values: Mapping[str, float]) -> dict[str, float]:
+        """The named logit terms of keep_result (``bias`` included); their sum is its logit."""
+        terms = {"bias": self.bias}
+        for name, weight in self.weights.items():
+            value = values.get(name, 0.0)
+            if weight and value:
+                terms[name] = weight * value
+        return terms
+
     def keep_result(self, values: Mapping[str, float]) -> float:
-        return _sigmoid(self.bias + sum(w * values.get(name, 0.0) for name, w in self.weights.items()))
+        return _sigmoid(sum(self.contributions(values).values()))
 
     def keep_call(self, values: Mapping[str, float], keep_result: float) -> float:
         kind = next((k for k in KINDS if values.get(f"kind_{k}")), "other")

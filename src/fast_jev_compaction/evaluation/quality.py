@@ -17,18 +17,23 @@ from typing import Callable, Sequence
 from ..compaction import CompactResult, compact_sync
 from ..goal import goal_from_messages
 from ..judge.local import LocalJudge
-from ..judge.model import JudgeModel, score_calls
+from ..judge.features import call_features, feature_vector
+from ..judge.model import JudgeModel
+from ..judge.reuse import build_reuse_index
 from ..messages import SessionMessage
 from ..options import CompactOptions
 from ..pairing import pair_tool_calls
 from .corpus import Session
 from .firepoints import EVAL_FIRE_POINTS, fire_index
+from .fit import Row, fit_logistic, leave_one_session_out
 from .labels import label_outputs
 from .metrics import auc
 from .outcome import BASELINES, Context, Outcome, Scores, measure, original_results, result_chars
 
 PIPELINE = "fast-jev (defaults)"
-RANKERS = ("fitted judge", "embedded judge", "size", "recency")
+HELD_OUT = "fitted judge, held out"
+SHIPPED = "fitted judge, shipped weights"
+RANKERS = (HELD_OUT, SHIPPED, "embedded judge", "size", "recency")
 
 Compactor = Callable[[list[SessionMessage], Path | None], tuple[CompactResult, dict[str, str]]]
 
@@ -67,6 +72,7 @@ class Evaluation:
     outcomes: dict[str, Outcome] = field(default_factory=dict)  # policy -> totals
     by_fraction: dict[str, dict[str, Outcome]] = field(default_factory=dict)  # "0.4" -> policy -> totals
     scores: Scores = field(default_factory=Scores)
+    rows: list[Row] = field(default_factory=list)  # the ranked calls, in the order of ``scores``
     lossless_points: int = 0  # (session, fire point) pairs where the pipeline lost nothing
     points: int = 0
 
@@ -109,15 +115,38 @@ def evaluate(
                     report.lossless_points += 1 if outcome.gone == 0 else 0
 
             judged = {d.tool_use_id: d.keep_result for d in result.decisions}
-            fitted = score_calls(head, pairing, goal_from_messages(head), model)
+            features = call_features(head, pairing, goal_from_messages(head), build_reuse_index(head))
             for call in pairing.candidates:
+                values = features[call.tool_use_id]
+                needed = labels[call.tool_use_id].needed_after(fire)
+                since = fire - 1 - call.result_index
+                report.rows.append(
+                    Row(session.group, fraction, call.tool_use_id, tuple(feature_vector(values)), needed,
+                        call.result_chars, since)
+                )
                 report.scores.add(
-                    labels[call.tool_use_id].needed_after(fire),
+                    needed,
                     {
-                        "fitted judge": fitted[call.tool_use_id][1],
+                        SHIPPED: model.keep_result(values),
                         "embedded judge": judged.get(call.tool_use_id, 1.0),
                         "size": float(call.result_chars),
-                        "recency": -float(fire - 1 - call.result_index),
+                        "recency": -float(since),
                     },
                 )
+    held_out = held_out_scores(report.rows)
+    if held_out is not None:
+        report.scores.by_ranker[HELD_OUT] = held_out
     return report
+
+
+def held_out_scores(rows: Sequence[Row]) -> list[float] | None:
+    """Every row scored by a model fitted on the other sessions' rows (``None`` when no fold can
+    be fitted: fewer than three sessions, or a class missing once a session is left out)."""
+    groups = sorted({row.group for row in rows})
+    if len(groups) < 3:
+        return None
+    for group in groups:
+        rest = [row.label for row in rows if row.group != group]
+        if all(rest) or not any(rest):
+            return None
+    return leave_one_session_out(rows, fit_logistic(rows))

@@ -40,9 +40,9 @@ def outcome_figures(outcome: Outcome) -> dict[str, Any]:
 
 def loso_line(fit: Mapping[str, Any]) -> str:
     if not fit or fit.get("loso_auc") is None:
-        return "Fitted judge, leave-one-session-out: no fit recorded in the weights file."
+        return "no fit recorded in the weights file."
     return (
-        f"Fitted judge, leave-one-session-out AUC {_auc(fit['loso_auc'])} over {fit['rows']} calls "
+        f"leave-one-session-out AUC {_auc(fit['loso_auc'])} over {fit['rows']} calls "
         f"({fit['positives']} reused) from {fit['sessions']} sessions; on the same calls output size "
         f"alone {_auc(fit.get('size_auc'))}, recency alone {_auc(fit.get('recency_auc'))}."
     )
@@ -136,7 +136,7 @@ def text_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
     lines += ["", f"Ranking of the {len(evaluation.scores.labels)} unpinned calls present at the fire points "
               f"({sum(evaluation.scores.labels)} reused afterwards), AUC:"]
     lines += _table(["ranker", "AUC"], _ranking_rows(evaluation))
-    lines += ["", loso_line(fit)]
+    lines += ["", f"Shipped weights' fit: {loso_line(fit)}"]
     return "\n".join(lines)
 
 
@@ -163,12 +163,13 @@ def markdown_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
     lines += ["", "## Ranking", ""]
     lines += [
         f"AUC of each ranking of the {len(evaluation.scores.labels)} unpinned calls present at the fire points "
-        f"({sum(evaluation.scores.labels)} reused afterwards). The fitted judge was fitted on the corpus, so its "
-        "figure here is in-sample when these are corpus sessions; the held-out figure is the next line.",
+        f"({sum(evaluation.scores.labels)} reused afterwards). *Held out*: the judge's model refitted in this "
+        "run, leave-one-session-out (each session scored by a fit without it). *Shipped weights*: "
+        "`judge/weights.json`, fitted on the corpus, so in-sample when these are corpus sessions.",
         "",
     ]
     lines += _md_table(["ranker", "AUC"], _ranking_rows(evaluation))
-    lines += ["", loso_line(fit), "", "## Definitions", ""]
+    lines += ["", f"The shipped weights' own fit: {loso_line(fit)}", "", "## Definitions", ""]
     lines += [
         "- **Fire point**: the session is cut at 40, 60 and 80 % of its messages; the prefix is compacted "
         "as a user would (`compact()` with the embedded judge at default options), the suffix is what "

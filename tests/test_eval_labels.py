@@ -172,3 +172,30 @@ def test_baselines_keep_pins_and_drop_or_cut_only_the_rest() -> None:
     texts = {r.tool_use_id: r.text for m in cut for r in m.toolResults or ()}
     assert texts["big"].startswith("y" * 300) and len(texts["big"]) < 400
     assert texts["f0"] == "step 0"
+
+
+def test_cut_policies_cut_by_price_or_by_length_and_leave_pins_alone() -> None:
+    from fast_jev_compaction.evaluation.frontier import Policy, cut_by_policy, digest
+
+    messages = [
+        prompt("go"),
+        call("cheap", "Bash", command="cat a"), result("cheap", "a" * 5000),
+        call("dear", "Bash", command="cat b"), result("dear", "b" * 5000),
+        call("small", "Bash", command="cat c"), result("small", "c" * 300),
+        *filler(3),
+    ]
+    pairing = pair_tool_calls(messages, 6)
+    originals = original_results(messages, pairing)
+    keep = {"cheap": 0.01, "dear": 0.9, "small": 0.0}
+
+    def texts(kept):
+        return {r.tool_use_id: r.text for m in kept for r in m.toolResults or ()}
+
+    by_price = texts(cut_by_policy(messages, pairing, originals, lambda c: keep.get(c.tool_use_id, 0.0),
+                                   Policy("judge", "head 300", 1.0)))
+    assert by_price["cheap"] == digest("a" * 5000, 300, 0) and by_price["dear"] == "b" * 5000
+    assert by_price["small"] == "c" * 300  # nothing to free
+    assert all(by_price[c.tool_use_id] == originals[c.tool_use_id] for c in pairing.calls if c.pinned)
+    by_length = texts(cut_by_policy(messages, pairing, originals, lambda c: 1.0, Policy("size", "head 500 + tail 500", 4000)))
+    assert by_length["cheap"].startswith("a" * 500) and by_length["cheap"].endswith("a" * 500)
+    assert len(by_length["cheap"]) < 1100 and len(by_length["dear"]) < 1100

@@ -37,6 +37,11 @@ def add_parser(subparsers: Any) -> None:
         metavar="DIR",
         help="save every output under DIR before compacting, so truncation notes name a file (as the plugin does)",
     )
+    p.add_argument(
+        "--frontier",
+        action="store_true",
+        help="also measure cut policies (judge price or result length, two digests): the frontier",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     p.add_argument("--markdown", metavar="FILE", help="also write the results page (docs/quality.md) to FILE")
     p.set_defaults(run=run)
@@ -91,7 +96,9 @@ def run(args: argparse.Namespace) -> int:
     except ModelError as exc:
         print(f"fast-jev eval: {exc}", file=sys.stderr)
         return 2
-    evaluation = evaluate(sessions, model, archive=Path(args.archive) if args.archive else None)
+    evaluation = evaluate(
+        sessions, model, archive=Path(args.archive) if args.archive else None, frontier=args.frontier
+    )
     if args.markdown:
         _write_text(Path(args.markdown), markdown_report(evaluation, model.fit))
     if args.json:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -22,6 +23,12 @@ from .labels import OutputLabel
 # A marker names where the whole output is: "saved at <path>", "saved to <path>", "full output: <path>".
 MARKER_PATH = re.compile(r"(?:\bsaved (?:at|to)|\bfull output:)\s+(\S+?)(?=[;,)\]]?(?:\s|$))", re.IGNORECASE)
 CUT_RULE_CHARS = 8000
+
+
+@lru_cache(maxsize=4096)
+def _snippets_of(text: str) -> frozenset[str]:
+    """Policies compared on one prefix share most texts: their snippets are computed once."""
+    return frozenset(snippets(text))
 CUT_RULE_HEAD = 300
 
 
@@ -74,7 +81,7 @@ class Context:
                 texts.append(result.text)
             for text in texts:
                 if text:
-                    found |= snippets(text)
+                    found |= _snippets_of(text)
                     paths.extend(match.group(1) for match in MARKER_PATH.finditer(text))
         return cls(results, found, paths, chars)
 
@@ -154,7 +161,7 @@ def result_chars(messages: Sequence[SessionMessage]) -> int:
 # -- the baselines: fixed rules over the same prefix, with the same pinned calls ------------------
 
 
-def _rewritten(
+def rewritten(
     messages: Sequence[SessionMessage],
     drop: set[str],
     cut: Mapping[str, Callable[[str], str]] | None = None,
@@ -181,7 +188,7 @@ def keep_everything(messages: Sequence[SessionMessage], pairing: Pairing) -> lis
 
 
 def drop_everything(messages: Sequence[SessionMessage], pairing: Pairing) -> list[SessionMessage]:
-    return _rewritten(messages, {call.tool_use_id for call in pairing.candidates})
+    return rewritten(messages, {call.tool_use_id for call in pairing.candidates})
 
 
 def cut_long_results(messages: Sequence[SessionMessage], pairing: Pairing) -> list[SessionMessage]:
@@ -191,7 +198,7 @@ def cut_long_results(messages: Sequence[SessionMessage], pairing: Pairing) -> li
         return f"{text[:CUT_RULE_HEAD]}\n[{len(text) - CUT_RULE_HEAD} chars cut]"
 
     long = {c.tool_use_id: head for c in pairing.candidates if c.result_chars > CUT_RULE_CHARS}
-    return _rewritten(messages, set(), long)
+    return rewritten(messages, set(), long)
 
 
 BASELINES: dict[str, Callable[[Sequence[SessionMessage], Pairing], list[SessionMessage]]] = {

@@ -22,11 +22,12 @@ from ..judge.model import JudgeModel
 from ..judge.reuse import build_reuse_index
 from ..messages import SessionMessage
 from ..options import CompactOptions
-from ..pairing import pair_tool_calls
+from ..pairing import Pairing, ToolCall, pair_tool_calls
 from .corpus import Session
 from .firepoints import EVAL_FIRE_POINTS, fire_index
 from .fit import Row, fit_logistic, leave_one_session_out
-from .labels import label_outputs
+from .frontier import POLICIES as FRONTIER, cut_by_policy
+from .labels import OutputLabel, label_outputs
 from .metrics import auc
 from .outcome import BASELINES, Context, Outcome, Scores, measure, original_results, result_chars
 
@@ -65,6 +66,20 @@ def compact_at_defaults(messages: list[SessionMessage], archive: Path | None) ->
     return result, {}
 
 
+@dataclass(frozen=True)
+class _Point:
+    """One compacted prefix, kept for the frontier (which needs the held-out scores first)."""
+
+    group: str
+    fraction: float
+    fire: int
+    head: list[SessionMessage]
+    pairing: Pairing
+    originals: dict[str, str]
+    labels: dict[str, OutputLabel]
+    before: int
+
+
 @dataclass
 class Evaluation:
     fractions: tuple[float, ...]
@@ -75,6 +90,8 @@ class Evaluation:
     rows: list[Row] = field(default_factory=list)  # the ranked calls, in the order of ``scores``
     lossless_points: int = 0  # (session, fire point) pairs where the pipeline lost nothing
     points: int = 0
+    frontier: dict[str, Outcome] = field(default_factory=dict)  # rank-and-cut policy -> totals
+    frontier_ranker: str = ""  # which judge scores ranked the frontier's "judge" policies
 
     def aucs(self) -> dict[str, float | None]:
         return {name: auc(values, self.scores.labels) for name, values in self.scores.by_ranker.items()}
@@ -86,8 +103,11 @@ def evaluate(
     fractions: Sequence[float] = EVAL_FIRE_POINTS,
     compactor: Compactor = compact_at_defaults,
     archive: Path | None = None,
+    frontier: bool = False,
 ) -> Evaluation:
+    """Measure the pipeline and the baselines; with ``frontier``, the rank-and-cut policies too."""
     report = Evaluation(fractions=tuple(fractions), sessions=len(sessions))
+    points: list[_Point] = []
     policies = (PIPELINE, *BASELINES)
     for policy in policies:
         report.outcomes[policy] = Outcome()
@@ -114,6 +134,8 @@ def evaluate(
                     report.points += 1
                     report.lossless_points += 1 if outcome.gone == 0 else 0
 
+            if frontier:
+                points.append(_Point(session.group, fraction, fire, head, pairing, originals, labels, before))
             judged = {d.tool_use_id: d.keep_result for d in result.decisions}
             features = call_features(head, pairing, goal_from_messages(head), build_reuse_index(head))
             for call in pairing.candidates:
@@ -136,6 +158,22 @@ def evaluate(
     held_out = held_out_scores(report.rows)
     if held_out is not None:
         report.scores.by_ranker[HELD_OUT] = held_out
+    if frontier:
+        report.frontier_ranker = HELD_OUT if held_out is not None else SHIPPED
+        judge = dict(
+            zip(((r.group, r.fraction, r.tool_use_id) for r in report.rows), report.scores.by_ranker[report.frontier_ranker])
+        )
+        for policy in FRONTIER:
+            report.frontier[policy.name] = total = Outcome()
+            for point in points:
+
+                def keep_result(call: ToolCall, p: _Point = point) -> float:
+                    return judge[(p.group, p.fraction, call.tool_use_id)]
+
+                kept = cut_by_policy(point.head, point.pairing, point.originals, keep_result, policy)
+                total.add(
+                    measure(point.pairing.calls, point.originals, point.labels, point.fire, Context.of(kept), point.before)
+                )
     return report
 
 

@@ -199,3 +199,19 @@ def test_cut_policies_cut_by_price_or_by_length_and_leave_pins_alone() -> None:
     by_length = texts(cut_by_policy(messages, pairing, originals, lambda c: 1.0, Policy("size", "head 500 + tail 500", 4000)))
     assert by_length["cheap"].startswith("a" * 500) and by_length["cheap"].endswith("a" * 500)
     assert len(by_length["cheap"]) < 1100 and len(by_length["dear"]) < 1100
+
+
+def test_a_re_run_differing_only_in_its_description_is_identical() -> None:
+    messages = [
+        prompt("go"),
+        call("a", "Bash", command="pytest -q", description="run the tests"),
+        result("a", "1 failed"),
+        call("b", "Bash", command="pytest -q", description="run them again", timeout=60000),
+        result("b", "1 passed"),
+        call("c", "Bash", command="ls src", description="list"),
+        result("c", "a.py"),
+        call("d", "Bash", command="ls tests", description="list"),
+        result("d", "t.py"),
+    ]
+    labels = label_outputs(messages)
+    assert labels["a"].reproducible and not labels["c"].reproducible

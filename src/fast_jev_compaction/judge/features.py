@@ -47,6 +47,8 @@ FEATURE_NAMES: tuple[str, ...] = (
     "ids_log",
 )
 
+# Input fields that do not change what a call does: runs differing only in these are identical.
+_INCIDENTAL_INPUTS = frozenset({"description", "timeout", "run_in_background"})
 _HALF_LIFE_MESSAGES = 20.0
 _PROMPTS_SATURATION = 5
 # rebuild.truncated_result_text leaves results up to its 300-char head plus a 120-char margin alone
@@ -93,7 +95,7 @@ def call_target(call: ToolCall) -> CallTarget:
         kind=kind,
         path=path if kind in ("read", "edit") else "",
         range=span,
-        rerun=f"{call.tool}:{js_json(call.input)}",
+        rerun=f"{call.tool}:{js_json({k: v for k, v in call.input.items() if k not in _INCIDENTAL_INPUTS})}",
         head=head,
     )
 

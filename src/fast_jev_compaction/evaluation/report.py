@@ -9,7 +9,7 @@ from ..stats import percent
 from .fit import FitReport
 from .metrics import ratio
 from .outcome import Outcome
-from .quality import PIPELINE, RANKERS, Evaluation
+from .quality import HELD_OUT, PIPELINE, RANKERS, Evaluation
 
 REGENERATE = "fast-jev eval --markdown docs/quality.md"
 REGENERATE_FRONTIER = "fast-jev eval --frontier --markdown docs/quality.md"
@@ -120,19 +120,36 @@ def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
 
 def _ranking_rows(evaluation: Evaluation) -> list[list[str]]:
     aucs = evaluation.aucs()
-    return [[name, _auc(aucs.get(name))] for name in RANKERS if name in aucs]
+    return [[name, _auc(aucs.get(name))] for name in RANKERS]
+
+
+def _ranking_note(evaluation: Evaluation) -> list[str]:
+    """Why a figure is n/a, when one is."""
+    aucs = evaluation.aucs()
+    notes = []
+    if HELD_OUT not in aucs:
+        notes.append(
+            "held out n/a: refitting needs at least three sessions, and reused and unreused calls "
+            "whichever session is left out"
+        )
+    if any(value is None for value in aucs.values()):
+        notes.append("n/a: an AUC needs both reused and unreused calls")
+    return notes
 
 
 def _summary(evaluation: Evaluation) -> str:
     pipeline = evaluation.outcomes.get(PIPELINE, Outcome())
     points = ", ".join(f"{int(f * 100)} %" for f in evaluation.fractions)
-    return (
-        f"{evaluation.sessions} sessions, fire points at {points} of each ({evaluation.points} compactions); "
+    sessions = f"{evaluation.sessions} session{'s' if evaluation.sessions != 1 else ''}"
+    text = (
+        f"{sessions}, fire points at {points} of each ({evaluation.points} compactions); "
         f"{pipeline.present} outputs present at the fire points, {pipeline.reused} of them reused afterwards "
         f"({pipeline.reproducible} reproducible by a re-read or an identical re-run). "
-        f"The pipeline lost nothing at {evaluation.lossless_points} of {evaluation.points} fire points; "
-        f"{pipeline.gone_partly} of its {pipeline.gone} gone outputs keep part of what was reused."
+        f"The pipeline lost nothing at {evaluation.lossless_points} of {evaluation.points} fire points"
     )
+    if pipeline.gone:
+        text += f"; {pipeline.gone_partly} of its {pipeline.gone} gone outputs keep part of what was reused"
+    return text + "."
 
 
 def text_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
@@ -143,6 +160,7 @@ def text_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
     lines += ["", f"Ranking of the {len(evaluation.scores.labels)} unpinned calls present at the fire points "
               f"({sum(evaluation.scores.labels)} reused afterwards), AUC:"]
     lines += _table(["ranker", "AUC"], _ranking_rows(evaluation))
+    lines += _ranking_note(evaluation)
     lines += ["", f"Shipped weights' fit: {loso_line(fit)}"]
     if evaluation.frontier:
         lines += ["", _frontier_intro(evaluation)]
@@ -188,6 +206,7 @@ def markdown_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
         "",
     ]
     lines += _md_table(["ranker", "AUC"], _ranking_rows(evaluation))
+    lines += ["", *_ranking_note(evaluation)] if _ranking_note(evaluation) else []
     lines += ["", f"The shipped weights' own fit: {loso_line(fit)}", ""]
     if evaluation.frontier:
         lines += ["## Frontier", "", _frontier_intro(evaluation), ""]

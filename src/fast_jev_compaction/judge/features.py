@@ -49,6 +49,8 @@ FEATURE_NAMES: tuple[str, ...] = (
 
 # Input fields that do not change what a call does: runs differing only in these are identical.
 _INCIDENTAL_INPUTS = frozenset({"description", "timeout", "run_in_background"})
+# Kinds whose second run is a second change (or answer), never a copy of the first output.
+_CHANGES = frozenset({"edit", "side_effect", "decision", "agent"})
 _HALF_LIFE_MESSAGES = 20.0
 _PROMPTS_SATURATION = 5
 # rebuild.truncated_result_text leaves results up to its 300-char head plus a 120-char margin alone
@@ -104,7 +106,7 @@ def replaces(later: CallTarget, earlier: CallTarget) -> bool:
     """Whether ``later`` reproduces ``earlier``'s output: a re-read, an identical or newer run."""
     if earlier.kind == "read":
         return later.kind == "read" and later.path == earlier.path and later.range in ("", earlier.range)
-    if earlier.kind in ("edit", "side_effect", "decision", "agent"):
+    if earlier.kind in _CHANGES:
         return False  # a second run is a second change, not a copy of the first output
     if later.rerun == earlier.rerun:
         return True
@@ -121,6 +123,21 @@ def result_text(messages: Sequence[SessionMessage], call: ToolCall) -> str:
 def terms(text: str) -> set[str]:
     """Identifier-like words of four letters or more, lower-cased, common words left out."""
     return {t for t in (m.lower() for m in _TERM.findall(text)) if t not in _STOP_TERMS}
+
+
+def _superseded(
+    target: CallTarget,
+    n: int,
+    last_read: Mapping[tuple[str, str], int],
+    last_rerun: Mapping[str, int],
+    last_head: Mapping[str, int],
+) -> bool:
+    """Whether a later call replaces call ``n`` (:func:`replaces`, looked up instead of scanned)."""
+    if target.kind == "read":
+        return last_read.get((target.path, ""), -1) > n or last_read.get((target.path, target.range), -1) > n
+    if target.kind in _CHANGES:
+        return False
+    return last_rerun.get(target.rerun, -1) > n or (bool(target.head) and last_head.get(target.head, -1) > n)
 
 
 def _share(wanted: set[str], present: set[str]) -> float:
@@ -146,15 +163,36 @@ def call_features(
     prompt_set = set(prompt_positions)
     latest_prompt = prompt_text(messages[prompt_positions[-1]]) if prompt_positions else ""
     goal_terms, prompt_terms = terms(goal), terms(latest_prompt)
-    assistant_terms_after: list[set[str]] = [set() for _ in range(len(messages) + 1)]
-    for position in range(last, -1, -1):
-        message = messages[position]
-        here = terms(message.text) if message.role == "assistant" else set()
-        following = assistant_terms_after[position + 1]
-        assistant_terms_after[position] = following | here if here else following
+    # term -> the last assistant message using it; file name -> the last prompt or reply naming it
+    last_said: dict[str, int] = {}
+    for position, message in enumerate(messages):
+        if message.role == "assistant":
+            for term in terms(message.text):
+                last_said[term] = position
     spoken = [
         m.text.lower() if m.role == "assistant" or position in prompt_set else "" for position, m in enumerate(messages)
     ]
+    last_named: dict[str, int] = {}
+
+    def named_at(name: str) -> int:
+        if name not in last_named:
+            last_named[name] = next((p for p in range(last, -1, -1) if name in spoken[p]), -1)
+        return last_named[name]
+
+    # what happened to each target afterwards, by key -> the last call (position in ``calls``)
+    last_read: dict[tuple[str, str], int] = {}
+    last_rerun: dict[str, int] = {}
+    last_head: dict[str, int] = {}
+    by_path: dict[str, list[int]] = {}
+    for n, target in enumerate(targets):
+        if target.kind == "read":
+            last_read[(target.path, target.range)] = n
+        last_rerun[target.rerun] = n
+        if target.head:
+            last_head[target.head] = n
+        if target.kind in ("read", "edit"):
+            by_path.setdefault(target.path, []).append(n)
+
     out: dict[str, dict[str, float]] = {}
     for n, (call, target) in enumerate(zip(calls, targets)):
         text = result_text(messages, call)
@@ -170,17 +208,17 @@ def call_features(
         prompts = sum(1 for p in prompt_positions if p > call.result_index)
         values["prompts_after"] = min(prompts, _PROMPTS_SATURATION) / _PROMPTS_SATURATION
 
-        later_targets = targets[n + 1 :]
-        if any(replaces(other, target) for other in later_targets):
+        if _superseded(target, n, last_read, last_rerun, last_head):
             values["superseded"] = 1.0
         if target.kind == "read" and target.path:
             edited = False
-            for other in later_targets:
-                if other.path != target.path:
+            for later in by_path[target.path]:
+                other = targets[later]
+                if later <= n:
                     continue
                 if other.kind == "edit":
                     edited = True
-                elif other.kind == "read" and other.range in ("", target.range):
+                elif other.range in ("", target.range):
                     edited = False
             values["edited_unread"] = 1.0 if edited else 0.0
 
@@ -191,11 +229,12 @@ def call_features(
             latest = max(positions[-1] for positions in reused.values())
             values["reuse_recency"] = 0.5 ** ((last - latest) / _HALF_LIFE_MESSAGES)
         output_terms = terms(text)
-        values["later_text_overlap"] = _share(output_terms, assistant_terms_after[call.result_index + 1])
+        said_later = {t for t in output_terms if last_said.get(t, -1) > call.result_index}
+        values["later_text_overlap"] = len(said_later) / len(output_terms) if output_terms else 0.0
         values["goal_overlap"] = _share(goal_terms, output_terms)
         values["prompt_overlap"] = _share(prompt_terms, output_terms)
         name = basename(target.path).lower() if target.path else ""
-        if len(name) >= 4 and any(name in said for said in spoken[call.result_index + 1 :]):
+        if len(name) >= 4 and named_at(name) > call.result_index:
             values["target_mentioned_later"] = 1.0
         values["error_lines"] = math.log1p(min(len(_ERROR_LINE.findall(text)), 50))
         values["ids_log"] = math.log1p(len(long_ids(text)))

@@ -32,6 +32,7 @@ _URL = re.compile(r"https?://[^\s\"'<>()\[\]{}`]+")
 _ID = re.compile(r"[\w\-./~@+=%]{" + str(ID_MIN_CHARS) + ",}")
 _ID_TRIM = ".,-/"
 _ALNUM = re.compile(r"[A-Za-z0-9]")
+_ID_MARK = re.compile(r"[0-9/_\-]")
 
 
 def normalized_words(text: str) -> list[str]:
@@ -64,11 +65,10 @@ def long_ids(text: str) -> set[str]:
         token = match.group(0).rstrip(".,;:")
         if len(token) >= ID_MIN_CHARS:
             found.add(token)
-    for match in _ID.finditer(text):
-        token = match.group(0).strip(_ID_TRIM)
-        if len(token) < ID_MIN_CHARS or len(_ALNUM.findall(token)) < 8:
-            continue  # rules of dashes or dots
-        if any(c.isdigit() for c in token) or "/" in token or "_" in token or "-" in token:
+    for token in _ID.findall(text):
+        token = token.strip(_ID_TRIM)
+        # a long plain word names nothing; a rule of dashes or dots neither
+        if len(token) >= ID_MIN_CHARS and _ID_MARK.search(token) and len(_ALNUM.findall(token)) >= 8:
             found.add(token)
     return found
 

@@ -184,3 +184,17 @@ def test_session_rows_use_only_unpinned_calls_and_label_them_by_the_suffix() -> 
         messages_index < pinned_from
         for messages_index in (i for i, m in enumerate(messages[:fire]) for u in m.toolUses if u.tool_use_id in ids)
     )
+
+
+def test_separable_rows_still_give_finite_weights_in_every_fold() -> None:
+    rng = random.Random(1)
+    rows = []
+    for g in range(5):
+        for n in range(30):
+            values = dict.fromkeys(FEATURE_NAMES, 0.0)
+            values["size_log"] = rng.uniform(0, 6)
+            rows.append(Row(f"g{g}", 0.5, f"{g}-{n}", tuple(values[f] for f in FEATURE_NAMES), values["size_log"] > 3, 0, 0))
+    weights = fit_logistic(rows)
+    assert all(math.isfinite(w) for w in weights) and weights[FEATURE_NAMES.index("size_log") + 1] > 1
+    predictions = leave_one_session_out(rows, weights)
+    assert all(0 < p < 1 for p in predictions)

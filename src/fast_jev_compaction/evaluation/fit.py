@@ -142,18 +142,21 @@ def fit_logistic(
     """Weights ``[bias, w_1, ...]`` minimising log loss + l2/2 |w|^2 (the bias is not penalised).
 
     With ``hessian`` given the iteration keeps that matrix (a cheap, still exact fixed point:
-    the gradient is exact), which is how the leave-one-out folds reuse the full fit.
+    the gradient is exact), which is how the leave-one-out folds reuse the full fit; should that
+    not settle, plain Newton steps finish from where it got, so the start point never decides
+    the answer (the objective is strictly convex: one optimum).
     """
     design = _design(rows)
     y = [row.label for row in rows]
     w = list(start) if start is not None else [0.0] * (len(FEATURE_NAMES) + 1)
-    for _ in range(_MAX_ITERATIONS):
-        h = hessian if hessian is not None else _hessian(design, w, l2)
-        step = _solve(h, _gradient(design, y, w, l2))
-        w = [a - b for a, b in zip(w, step)]
-        if max(abs(s) for s in step) < _TOLERANCE:
-            break
-    return w
+    for fixed in ((True, False) if hessian is not None else (False,)):
+        for _ in range(_MAX_ITERATIONS):
+            h = hessian if fixed and hessian is not None else _hessian(design, w, l2)
+            step = _solve(h, _gradient(design, y, w, l2))
+            w = [a - b for a, b in zip(w, step)]
+            if max(abs(s) for s in step) < _TOLERANCE:
+                return w
+    raise ArithmeticError("the logistic fit did not converge")
 
 
 def predict(w: Sequence[float], x: Sequence[float]) -> float:

@@ -12,6 +12,17 @@ from .messages import SessionMessage
 from .textutil import js_json
 
 UI_LOG_MAX_CHARS = 4096
+# The three outcomes as users read them, from every spelling the code and old logs used.
+OUTCOME_WORDS = {
+    "keep": "keep",
+    "kept": "keep",
+    "truncate": "truncate",
+    "drop_result": "truncate",
+    "result_dropped": "truncate",
+    "drop": "drop",
+    "drop_call": "drop",
+    "call_dropped": "drop",
+}
 _CHUNK_PREFIX_ROOM = 24
 
 
@@ -55,6 +66,11 @@ class CompactStats:
         return (self.chars_before - self.chars_after) / self.chars_before
 
 
+def outcome_word(action: str) -> str:
+    """``keep``, ``truncate`` or ``drop`` for any spelling of an action; unknown ones pass through."""
+    return OUTCOME_WORDS.get(action, action)
+
+
 def percent(ratio: float) -> str:
     """One decimal; anything short of everything stays below 100 % (99.96 % shows 99.9 %)."""
     tenths = math.floor(ratio * 1000 + 0.5)
@@ -64,13 +80,13 @@ def percent(ratio: float) -> str:
 
 
 def summarize(stats: CompactStats) -> str:
-    """``87.3% reduction; 3 kept, 5 results truncated, ...; state ~N tokens (stage) in K request(s)``."""
+    """``87.3% reduction; 3 kept, 5 truncated, 1 dropped, 2 pinned; state ~N tokens (stage) in K request(s)``."""
     parts = [
         f"{count} {label}"
         for count, label in (
             (stats.kept, "kept"),
-            (stats.results_dropped, "results truncated"),
-            (stats.calls_dropped, "call_dropped"),
+            (stats.results_dropped, "truncated"),
+            (stats.calls_dropped, "dropped"),
             (stats.pinned, "pinned"),
         )
         if count
@@ -95,7 +111,7 @@ def _fixed2(value: float) -> str:
 
 def decision_entry(decision: CallDecision) -> str:
     return (
-        f"{decision.id}:{decision.tool}:{decision.action}"
+        f"{decision.id}:{decision.tool}:{outcome_word(decision.action)}"
         f"/call={_fixed2(decision.keep_call)}/result={_fixed2(decision.keep_result)}"
     )
 

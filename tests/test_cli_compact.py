@@ -81,7 +81,7 @@ def test_missing_file_and_bad_threshold(tmp_path: Path, capsys: pytest.CaptureFi
     assert "cannot read" in capsys.readouterr().err
     example = REPO / "examples" / "session.jsonl"
     assert main(["compact", str(example), "--keep-threshold", "1.5"]) == 2
-    assert "keepThreshold must be between 0 and 1" in capsys.readouterr().err
+    assert capsys.readouterr().err == "fast-jev compact: argument --keep-threshold: expected a number in [0, 1], got 1.5 (see fast-jev compact --help)\n"
 
 
 def test_example_session_is_compacted_with_the_embedded_judge(tmp_path: Path) -> None:

@@ -64,7 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     command = "fast-jev"
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as done:  # --help, --version, or a usage error already printed
+            return int(done.code or 0) if not isinstance(done.code, str) else EXIT_BAD_INPUT
         command = f"fast-jev {args.command}"
         return int(args.run(args) or 0)
     except KeyboardInterrupt:

@@ -155,7 +155,7 @@ OPTIONS: tuple[Option, ...] = (
            shown_default="System One"),
     Option("jev_timeout_seconds", "number", 15.0, "deadline per judge request, body read included",
            _where("cli", "hook"), flag="--timeout", key="jevTimeoutSeconds", title="Jev request time limit (seconds)",
-           above=0, maximum=300, metavar="SECONDS"),
+           minimum=0.1, maximum=300, metavar="SECONDS"),
     # -- the goal --------------------------------------------------------------------------
     Option("goal", "string", "", "what the session works towards, as the judge reads it",
            _where("core", "cli", "hook"), flag="--goal", key="goal", title="Goal", metavar="TEXT",
@@ -223,6 +223,64 @@ DEFAULT_TRUNCATE_HEAD_CHARS: int = OPTION["truncate_head_chars"].default
 DEFAULT_MAX_CONCURRENT_REQUESTS: int = OPTION["max_concurrent_requests"].default
 
 
+def plugin_user_config() -> dict[str, dict[str, Any]]:
+    """``plugin.json``'s ``userConfig``, as the table declares it."""
+    config: dict[str, dict[str, Any]] = {}
+    for option in OPTIONS:
+        if option.key is None:
+            continue
+        entry: dict[str, Any] = {
+            "type": "number" if option.kind in ("number", "integer") else "string",
+            "title": option.title,
+            "description": option.help[0].upper() + option.help[1:] + ".",
+        }
+        if option.choices:
+            entry["options"] = list(option.choices)
+        if option.sensitive:
+            entry["sensitive"] = True
+        else:
+            entry["default"] = _plain(option.default)
+        if option.minimum is not None:
+            entry["min"] = _plain(option.minimum)
+        if option.maximum is not None:
+            entry["max"] = _plain(option.maximum)
+        config[option.key] = entry
+    return config
+
+
+def _plain(value: Any) -> Any:
+    """15.0 as 15, as a JSON settings file would say it."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def markdown_table(audience: Literal["plugin", "cli"]) -> str:
+    """The README's option table for the plugin settings or for ``fast-jev compact``."""
+    rows = ["| option | default | meaning |", "|---|---|---|"]
+    for option in OPTIONS:
+        if audience == "plugin":
+            if option.key is None:
+                continue
+            name = f"`{option.key}`"
+        else:
+            if "cli" not in option.where or option.flag is None:
+                continue
+            value = "|".join(option.choices) if option.choices else option.metavar
+            flag = f"{option.short}, {option.flag}" if option.short else option.flag
+            name = f"`{flag}`" if option.kind == "flag" else f"`{flag} {value}`"
+        default = f"`{option.default_text}`" if option.shown_default is None and option.default != "" else (
+            option.shown_default or ""
+        )
+        meaning = option.help
+        if option.bounds_text and option.kind in ("number", "integer"):
+            meaning += f"; {option.bounds_text}"
+        rows.append(f"| {_cell(name)} | {_cell(default)} | {_cell(meaning)} |")
+    return "\n".join(rows) + "\n"
+
+
 def read_plugin_options(raw: Mapping[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
     """The hook's policy: every Python-side plugin option by name, and a note per value ignored.
 
@@ -248,8 +306,9 @@ def read_plugin_options(raw: Mapping[str, Any] | None) -> tuple[dict[str, Any], 
         try:
             values[option.name] = option.check(value)
         except OptionValueError as exc:
-            shown = "(hidden)" if option.sensitive else repr(value)
-            notes.append(f"option {option.key}={shown} ignored ({exc.why}); using {option.default_text}")
+            # A secret is never echoed, not even a mistyped one.
+            shown, why = ("(hidden)", exc.why.split(", got")[0]) if option.sensitive else (repr(value), exc.why)
+            notes.append(f"option {option.key}={shown} ignored ({why}); using {option.default_text}")
     return values, notes
 
 

@@ -19,11 +19,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Mapping
 
 from .judge.local import JudgeInputError, LocalJudge
+from .options import JEV_DEFAULT_MODEL
 from .textutil import js_json
 
 __all__ = ["DEFAULT_MODEL", "MAX_BODY_BYTES", "JevServer", "start_server"]
 
-DEFAULT_MODEL = "jev-latest"
+DEFAULT_MODEL = JEV_DEFAULT_MODEL
 MAX_BODY_BYTES = 8 * 1024 * 1024
 
 _SYSTEM_ONE_PATHS = frozenset({"/v1/systemone", "/systemone", "/api/alpha/decisions", "/v1/decisions"})

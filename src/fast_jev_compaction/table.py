@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -37,7 +38,11 @@ def _short(text: str, limit: int = TARGET_CHARS) -> str:
 
 def target(tool_input: Mapping[str, Any] | str | None) -> str:
     """What a call worked on: its path, command, pattern or URL, else a redacted preview of its input."""
-    if isinstance(tool_input, str):  # a stored preview, already redacted
+    if isinstance(tool_input, str):  # a stored preview: redacted, maybe clipped JSON
+        for key in _TARGET_KEYS:
+            found = re.search(rf'"{key}":"((?:[^"\\]|\\.)*)', tool_input)
+            if found:
+                return _short(found.group(1).replace('\\"', '"'))
         return _short(tool_input)
     if not tool_input:
         return "-"

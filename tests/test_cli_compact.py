@@ -99,4 +99,9 @@ def test_example_session_is_compacted_with_the_embedded_judge(tmp_path: Path) ->
     lines = out.read_text(encoding="utf-8").splitlines()
     before = read_messages(REPO / "examples" / "session.jsonl")
     assert 0 < len(lines) <= len(before)
-    assert proc.stderr.startswith("decisions: ")
+    header, *rows = proc.stderr.splitlines()
+    assert header.split() == ["call", "tool", "target", "size", "decision", "rule", "/", "probabilities", "freed"]
+    assert len(rows) == 12 and rows[0].split()[:3] == ["t1", "Bash", "ls"]
+    # aligned: every row's decision column starts where the header's does
+    column = header.index("decision")
+    assert all(row[column:].split()[0] in ("keep", "truncate", "drop") for row in rows)

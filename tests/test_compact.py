@@ -214,19 +214,19 @@ class TestSummary:
 
     def test_summary_format(self):
         stats = CompactStats(chars_before=1000, chars_after=250, kept=1, calls_dropped=1, state_tokens=321, state_stage="full", requests=1)
-        assert summarize(stats) == "75.0% reduction; 1 kept, 1 call_dropped; state ~321 tokens (full) in 1 request(s)"
+        assert summarize(stats) == "75.0% reduction; 1 kept, 1 dropped; state ~321 tokens (full) in 1 request(s)"
         empty = CompactStats()
         assert summarize(empty) == "0.0% reduction; no tool calls; state ~0 tokens () in 0 request(s)"
 
     def test_summary_of_a_real_run(self):
         messages = [user("go"), *pair("a", "r" * 500, file_path="x"), *pair("b", "s" * 50, file_path="y"), user("end")]
         out = run(messages, ScriptedAsker(per_call({"t1": (0, 0), "t2": (1, 1)})), preserve_recent_messages=1)
-        assert re.fullmatch(r"\d+\.\d% reduction; 1 kept, 1 call_dropped; state ~\d+ tokens \(full\) in 1 request\(s\)", summarize(out.stats))
+        assert re.fullmatch(r"\d+\.\d% reduction; 1 kept, 1 dropped; state ~\d+ tokens \(full\) in 1 request\(s\)", summarize(out.stats))
 
     def test_decision_log(self):
         messages = [user("go"), *pair("a", "r" * 500, "Read", file_path="x"), *pair("b", "s", "Bash", command="ls"), user("end")]
         out = run(messages, ScriptedAsker(per_call({"t1": (0.1, 0.1), "t2": (0.9, 0.9)})), preserve_recent_messages=1)
-        assert decision_log_lines(out.decisions) == ["decisions: t1:Read:drop_call/call=0.10/result=0.10 t2:Bash:keep/call=0.90/result=0.90"]
+        assert decision_log_lines(out.decisions) == ["decisions: t1:Read:drop/call=0.10/result=0.10 t2:Bash:keep/call=0.90/result=0.90"]
         lines = decision_log_lines(out.decisions, 60)
         assert len(lines) == 2 and all(len(line) <= 60 for line in lines)
         assert lines[0].startswith("decisions (1/2): t1:") and lines[1].startswith("decisions (2/2): t2:")

@@ -20,6 +20,7 @@ import pytest
 
 from fast_jev_compaction.audit.store import DecisionLog
 from fast_jev_compaction.hook.config import HookConfig, resolve_hook_config
+from fast_jev_compaction.stats import outcome_word
 from fast_jev_compaction.hook.entry import in_flight_preserve, keeps_handle, pct, wire_messages
 from fast_jev_compaction.hook.stdin import StdinIdleError, StdinTooLargeError, read_stdin
 from fast_jev_compaction.messages import parse_messages
@@ -172,7 +173,7 @@ def test_replace_keeps_pairs_whole_prose_verbatim_and_logs_decisions(data_dir: P
     # One row per decided call, pinned ones included, matching the log line the mod prints.
     assert [d.call_id for d in decisions] == ["t1", "t2", "t3", "t4", "t5"]
     logged = {e.split(":")[0]: e.split(":")[2].split("/")[0] for e in answer["log"][0].removeprefix("decisions: ").split()}
-    assert {d.call_id: d.action for d in decisions if d.reason != "pinned"} == logged
+    assert {d.call_id: outcome_word(d.action) for d in decisions if d.reason != "pinned"} == logged
     assert any(d.action != "keep" for d in decisions)
     assert "replaced session=session-1 trigger=manual" in hook_log(data_dir)
 
@@ -423,7 +424,9 @@ def test_env_key_and_a_refusing_jev_fall_back_with_an_actionable_reason(
 
     assert handler.bodies[0]["auth"] == "Bearer sk-from-env"
     assert answer["action"] == "fallback"
-    assert answer["reason"] == "Jev refused the API key (401); check the apiKey option or TYPESAFE_API_KEY"
+    assert answer["reason"] == (
+        'Jev request failed (401): {"error": "invalid key"}; check the API key (the apiKey option or TYPESAFE_API_KEY)'
+    )
     assert "sk-from-env" not in hook_log(data_dir)
 
 
@@ -431,7 +434,10 @@ def test_judge_jev_without_a_key_says_how_to_fix_it(data_dir: Path) -> None:
     doc = event(tool_heavy_conversation(), data_dir, options={"judge": "jev"})
     answer, _ = run_hook(json.dumps(doc).encode(), data_dir)
     assert answer["action"] == "fallback"
-    assert answer["reason"].startswith("no Jev key: TYPESAFE_API_KEY is not configured")
+    assert answer["reason"] == (
+        "TYPESAFE_API_KEY is not configured; set it or the apiKey option, "
+        "or use the embedded judge (the judge option set to local)"
+    )
 
 
 # --------------------------------------------------------------------------- units
@@ -470,7 +476,8 @@ def test_config_wrong_types_fall_back_and_good_values_are_read() -> None:
     good = resolve_hook_config(
         {"compactAtPercent": 80, "preserveRecentMessages": 2.7, "truncateHeadChars": -3, "model": "jev-x", "judge": "local", "apiKey": " k "}
     )
-    assert (good.compact_at_percent, good.preserve_recent_messages, good.truncate_head_chars) == (80, 2, 0)
+    # a fraction is floored (the settings UI only knows "number"); out of range takes the default
+    assert (good.compact_at_percent, good.preserve_recent_messages, good.truncate_head_chars) == (80, 2, 300)
     assert (good.model, good.judge, good.api_key) == ("jev-x", "local", "k")
     assert "sekrit" not in repr(resolve_hook_config({"apiKey": "sekrit"}))
 

@@ -261,6 +261,17 @@ def test_log_why_lists_every_decision_about_a_call_newest_first(
     assert code == 0 and "No decision recorded about tool call toolu_unknown" in out
 
 
+def test_log_why_takes_a_unique_prefix_or_the_newest_short_id(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for ref in ("toolu_r", "t1", "t3"):  # t1 and t3 both name toolu_read, in #3 and #1
+        code, out, _ = run(capsys, "log", "--db", str(history), "--why", ref)
+        assert code == 0 and out.startswith("toolu_read: 2 decisions, newest first"), ref
+    code, out, _ = run(capsys, "log", "--db", str(history), "--why", "t4")
+    assert code == 0 and out.startswith("toolu_pin: 1 decision")
+    code, out, err = run(capsys, "log", "--db", str(history), "--why", "toolu_")
+    assert (code, out) == (2, "")
+    assert err == "fast-jev log: 2 tool calls start with 'toolu_' (toolu_pin, toolu_read); give more of the id\n"
+
+
 def test_log_of_a_missing_db_is_the_empty_state(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "none.sqlite"
     code, out, err = run(capsys, "log", "--db", str(missing))

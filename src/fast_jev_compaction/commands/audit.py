@@ -63,7 +63,8 @@ def add_parser(subparsers: Any) -> None:
                      help="every decision about one tool call: its id, a unique prefix of it, or the "
                      "short id (t3) of the newest compaction that has one")
     log.add_argument("--max-lines", metavar="N", type=_count, default=0,
-                     help="cut the text output after N lines and say how much was left out (default: no cut)")
+                     help="cut the output after N lines and say how much was left out, as the slash "
+                     "command does (default: no cut)")
     log.set_defaults(run=run_log)
 
     stats = subparsers.add_parser(
@@ -159,13 +160,13 @@ def run_log(args: argparse.Namespace) -> int:
             why = [(c, d) for c, d in why if c.session_id == args.session]
         if last is not None:
             why = why[:last]  # newest first, so these are the newest N
-        sys.stdout.write(_bounded(report.format_why(why, tool_use_id, json=args.json), 0 if args.json else args.max_lines))
+        sys.stdout.write(_bounded(report.format_why(why, tool_use_id, json=args.json), args.max_lines))
         return EXIT_OK
     if not compactions and not args.json:
         sys.stdout.write(_empty(path, args.session))
         return EXIT_OK
     text = report.format_log(compactions, decisions, json=args.json)
-    sys.stdout.write(text if args.json else _bounded(text, args.max_lines))
+    sys.stdout.write(_bounded(text, args.max_lines))
     return EXIT_OK
 
 

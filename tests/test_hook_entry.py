@@ -488,6 +488,10 @@ def test_judge_choice_follows_the_key() -> None:
     assert HookConfig(api_key="x").use_jev({})
     assert not HookConfig(api_key="x", judge="local").use_jev({})
     assert HookConfig(judge="jev").use_jev({})
+    # another tool's key never switches the judge on; choosing that provider does
+    assert not HookConfig().use_jev({"OPENROUTER_API_KEY": "sk-or-x", "CLOUDFLARE_API_TOKEN": "cf"})
+    assert HookConfig(provider="openrouter").use_jev({"OPENROUTER_API_KEY": "sk-or-x"})
+    assert HookConfig(base_url="http://127.0.0.1:8787/v1/systemone").use_jev({})
 
 
 def test_pct_rounds_like_math_round() -> None:

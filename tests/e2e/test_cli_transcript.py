@@ -11,11 +11,12 @@ import json
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from claude_harness import RUN_TIMEOUT, Claude
+from claude_harness import RUN_TIMEOUT, Claude, isolated_env
 from fake_anthropic import FINAL_TEXT
 from fast_jev_compaction.messages import SessionMessage
 from test_claude_plugin import INJECTED, items
@@ -67,3 +68,16 @@ def test_a_compacted_transcript_resumes_with_the_compacted_history(claude: Claud
     uuids = {r["uuid"] for r in records if "uuid" in r}
     assert [r["message"]["content"] for r in records if r.get("type") == "user"][-1] == "what now?"
     assert all(r.get("parentUuid") is None or r["parentUuid"] in uuids for r in records)
+
+
+def test_the_readme_install_lines_work_from_a_local_clone(claude_bin: Path, plugin_dir: Path, tmp_path: Path) -> None:
+    """README: `claude plugin marketplace add ./fast-jev-compaction`, then install, in a throwaway HOME."""
+    (tmp_path / "home").mkdir()
+    env = isolated_env(tmp_path / "home")
+    # plugin_dir is a copy of the repository's plugin files, marketplace manifest included.
+    for argv in (["plugin", "marketplace", "add", f"./{plugin_dir.name}"],
+                 ["plugin", "install", "fast-jev-compaction@fast-jev-compaction"]):
+        proc = subprocess.run([str(claude_bin), *argv], capture_output=True, text=True, env=env,
+                              cwd=plugin_dir.parent, timeout=RUN_TIMEOUT)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Successfully installed plugin: fast-jev-compaction@fast-jev-compaction" in proc.stdout

@@ -8,7 +8,6 @@ compaction, and ``notes`` says which value was ignored.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
@@ -60,13 +59,6 @@ class HookConfig:
             truncate_head_chars=self.truncate_head_chars,
             max_concurrent_requests=self.max_concurrent_requests,
         )
-
-    def key(self, env: Mapping[str, str] | None = None) -> str:
-        """The Jev key: the option first, then the chosen provider's variables."""
-        from ..jev.providers import pick_provider, provider_key
-
-        env = os.environ if env is None else env
-        return provider_key(pick_provider(self.provider, self.api_key, None, env), self.api_key, env)
 
     def use_jev(self, env: Mapping[str, str] | None = None) -> bool:
         """``jev`` always; ``auto`` only with a key or an endpoint URL; ``local`` never."""

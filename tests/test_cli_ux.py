@@ -387,3 +387,32 @@ def test_bench_shows_progress_on_a_terminal(home: Path, tmp_path: Path) -> None:
     piped = fast_jev(home, "bench", str(folder), "--repeat", "1")
     assert piped.returncode == 0 and piped.stderr == ""
     assert piped.stdout.count(" calls  ") == 3 and "skipped" in piped.stdout and "broken.jsonl:1" in piped.stdout
+
+
+def test_ctrl_c_during_bench_exits_130_with_one_line(home: Path) -> None:
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fast_jev_compaction.cli", "bench", str(EXAMPLE), "--repeat", "100000"],
+        stdout=subprocess.DEVNULL, stderr=secondary, env=clean_env(home),
+    )
+    os.close(secondary)
+    shown = b""
+    while b"bench: 1/1" not in shown:  # the work has started
+        ready, _, _ = select.select([primary], [], [], GUARD_S)
+        assert ready, shown
+        shown += os.read(primary, 4096)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=GUARD_S) == 130
+    rest = b""
+    try:
+        while select.select([primary], [], [], 1)[0]:
+            chunk = os.read(primary, 4096)
+            if not chunk:
+                break
+            rest += chunk
+    except OSError:
+        pass
+    os.close(primary)
+    # the progress line is cleared, then one line says what happened
+    text = rest.decode().replace("\x1b[2K", "").replace("\r", "\n")
+    assert [line for line in text.split("\n") if line.strip()] == ["fast-jev bench: interrupted"]

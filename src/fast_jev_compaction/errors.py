@@ -76,7 +76,7 @@ class JevError(CompactionError):
 class JevRequestError(JevError):
     """The endpoint answered with a non-2xx status; ``key_source`` names where the key came from."""
 
-    def __init__(self, status: int, body: str = "", key_source: str = "TYPESAFE_API_KEY") -> None:
+    def __init__(self, status: int, body: str = "", key_source: str = "") -> None:
         self.status = status
         self.body = body
         self.key_source = key_source
@@ -90,7 +90,8 @@ class JevRequestError(JevError):
     def hint(self) -> str:  # type: ignore[override]
         status = self.status
         if status == 401:
-            return f"check the API key ({{api_key}} or {self.key_source})"
+            where = f" or {self.key_source}" if self.key_source else ""
+            return f"check the API key ({{api_key}}{where})"
         if status == 402:
             return "the account has no credit left; top it up or use the embedded judge ({judge=local})"
         if status == 403:

@@ -13,11 +13,12 @@ from typing import Any, Literal
 from ..answers import MISSING_ANSWERS, read_usage
 from ..asker import Usage
 from ..errors import JevRequestError, JevResponseError, render_hint
+from ..options import KEY_ENV_VARS
 from ..textutil import js_json
 
 CloudflareForm = Literal["catalog", "classic"]
 
-DEFAULT_KEY_SOURCE = "TYPESAFE_API_KEY"
+DEFAULT_KEY_SOURCE = " or ".join(KEY_ENV_VARS["systemone"])
 
 
 def hint_for_status(status: int, key_source: str = DEFAULT_KEY_SOURCE) -> str:
@@ -75,7 +76,7 @@ def _cloudflare_errors(errors: Any) -> str:
 
 
 def parse_cloudflare_response(
-    status: int, text: str, key_source: str = "CLOUDFLARE_API_TOKEN"
+    status: int, text: str, key_source: str = " or ".join(KEY_ENV_VARS["cloudflare"])
 ) -> tuple[Mapping[str, Any], Usage]:
     """``(answers, usage)`` from a Workers AI response, enveloped or bare.
 

@@ -272,6 +272,16 @@ def test_log_why_takes_a_unique_prefix_or_the_newest_short_id(history: Path, cap
     assert err == "fast-jev log: 2 tool calls start with 'toolu_' (toolu_pin, toolu_read); give more of the id\n"
 
 
+def test_session_takes_a_unique_prefix(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = make_db(history, (replaced("s2-other"), []))
+    _, out, _ = run(capsys, "log", "--db", str(db), "--session", "s1")
+    assert re.findall(r"^#(\d+)", out, re.M) == ["1", "3"]
+    code, _, err = run(capsys, "stats", "--db", str(db), "--session", "s2")
+    assert code == 0  # exact match wins over the prefix
+    code, _, err = run(capsys, "log", "--db", str(db), "--session", "s")
+    assert code == 2 and err == "fast-jev log: 3 sessions start with 's'; give more of the id\n"
+
+
 def test_log_of_a_missing_db_is_the_empty_state(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "none.sqlite"
     code, out, err = run(capsys, "log", "--db", str(missing))

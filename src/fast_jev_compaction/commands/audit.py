@@ -30,7 +30,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         help="decision log file (default: $FAST_JEV_DB, $CLAUDE_PLUGIN_DATA/decisions.sqlite, "
         "or the plugin data dir under ~/.claude)",
     )
-    parser.add_argument("--session", metavar="ID", help="only this Claude Code session")
+    parser.add_argument("--session", metavar="ID", help="only this Claude Code session (a unique prefix of its id will do)")
     parser.add_argument("--json", action="store_true", help="print a JSON document")
 
 
@@ -111,6 +111,19 @@ def resolve_call(log: DecisionLog, ref: str, session: str | None) -> str | None:
     return matches[0] if matches else None
 
 
+def resolve_session(log: DecisionLog, ref: str | None) -> str | None:
+    """A session id, or a unique prefix of one (session ids are long UUIDs)."""
+    if ref is None:
+        return None
+    ids = {c.session_id for c in log.compactions()}
+    if ref in ids:
+        return ref
+    matches = sorted(i for i in ids if i.startswith(ref))
+    if len(matches) > 1:
+        raise Ambiguous(f"{len(matches)} sessions start with {ref!r}; give more of the id")
+    return matches[0] if matches else ref
+
+
 def _bounded(text: str, max_lines: int) -> str:
     lines = text.splitlines()
     if not max_lines or len(lines) <= max_lines:
@@ -143,6 +156,7 @@ def run_log(args: argparse.Namespace) -> int:
         log = _open(path)
         if log is not None:
             with log:
+                args.session = resolve_session(log, args.session)
                 if args.why is not None:
                     tool_use_id = resolve_call(log, args.why, args.session) or args.why
                     why = log.why(tool_use_id)
@@ -178,8 +192,11 @@ def run_stats(args: argparse.Namespace) -> int:
             totals, lifetime = Totals(), Totals()
         else:
             with log:
+                args.session = resolve_session(log, args.session)
                 lifetime = log.totals()
                 totals = log.totals(args.session) if args.session is not None else lifetime
+    except Ambiguous as exc:
+        return _fail("stats", str(exc))
     except DecisionLogBusy as exc:
         return _fail("stats", str(exc), EXIT_BUSY)
     except DecisionLogError as exc:

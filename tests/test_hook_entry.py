@@ -608,3 +608,14 @@ def test_an_archive_that_cannot_be_written_leaves_no_dangling_pointer(data_dir: 
     assert cut, "the fixture should cut at least one result"
     assert all(text.endswith("; re-run the tool if needed]") for text in cut.values())
     assert "cut results not archived" in hook_log(data_dir)
+
+
+def test_an_ignored_option_is_named_in_hook_log_and_another_tools_key_stays_unused(data_dir: Path) -> None:
+    doc = event(tool_heavy_conversation(), data_dir, options={"keepThreshold": 7, "apiKey": 42})
+    answer, _ = run_hook(json.dumps(doc).encode(), data_dir, OPENROUTER_API_KEY="sk-or-for-another-tool")
+    assert answer["action"] == "replace"
+    logged = hook_log(data_dir)
+    assert "option keepThreshold=7 ignored (expected a number in [0, 1], got 7); using 0.5" in logged
+    assert "option apiKey=(hidden) ignored (expected text); using $TYPESAFE_API_KEY" in logged
+    [(row, _)] = compactions(data_dir)
+    assert row.judge == "local"

@@ -44,10 +44,11 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
         if "cli" not in option.where or option.flag is None:
             continue
         names = [option.flag, *([option.short] if option.short else [])]
+        bounds = f", {option.bounds_text}" if option.kind in ("number", "integer") and option.bounds_text else ""
         kwargs: dict[str, Any] = {
             "dest": option.name,
             "default": option.default,
-            "help": f"{option.help} (default: {option.default_text})".replace("%", "%%"),
+            "help": f"{option.help} (default: {option.default_text}{bounds})".replace("%", "%%"),
         }
         if option.kind == "flag":
             kwargs["action"] = "store_true"

@@ -91,10 +91,12 @@ def _first(*values: str | None) -> str:
     return ""
 
 
-def pick_provider(provider: str | None, api_key: str | None, account_id: str | None, env: Mapping[str, str]) -> Provider:
-    """The chosen provider; unchosen, System One, or OpenRouter for a key that is one of theirs.
+def pick_provider(
+    provider: str | None, api_key: str | None, account_id: str | None, env: Mapping[str, str]
+) -> tuple[Provider, str]:
+    """The provider and its key. Unchosen: System One, or OpenRouter for a key that is theirs.
 
-    Only ``TYPESAFE_API_KEY`` (or the key passed in) is looked at unchosen: another provider's
+    Unchosen, only the key passed in and System One's variables are read: another provider's
     variable, set for another tool, never selects that provider by itself.
     """
     if provider is not None and provider != "auto":
@@ -102,17 +104,14 @@ def pick_provider(provider: str | None, api_key: str | None, account_id: str | N
             raise JevConfigError(
                 f"unknown Jev provider {provider!r}", hint=f"use one of {', '.join(PROVIDERS)} in {{provider}}"
             )
-        return provider
-    key = _first(api_key, env.get("TYPESAFE_API_KEY"))
+        return provider, _first(api_key, *(env.get(name) for name in KEY_ENV_VARS[provider]))
+    key = _first(api_key, *(env.get(name) for name in KEY_ENV_VARS["systemone"]))
     if key:
-        return "openrouter" if key.startswith("sk-or-") else "systemone"
+        return ("openrouter" if key.startswith("sk-or-") else "systemone"), key
     # An account id only makes sense for Workers AI.
-    return "cloudflare" if _first(account_id) else "systemone"
-
-
-def provider_key(provider: Provider, api_key: str | None, env: Mapping[str, str]) -> str:
-    """The key: the one passed in, else the provider's own variables (``KEY_ENV_VARS``)."""
-    return _first(api_key, *(env.get(name) for name in KEY_ENV_VARS[provider]))
+    if _first(account_id):
+        return "cloudflare", _first(*(env.get(name) for name in KEY_ENV_VARS["cloudflare"]))
+    return "systemone", ""
 
 
 def wants_jev(
@@ -123,10 +122,7 @@ def wants_jev(
     if judge != "auto":
         return judge == "jev"
     env = os.environ if env is None else env
-    if _first(base_url):
-        return True
-    chosen = pick_provider(provider, api_key, None, env)
-    return bool(provider_key(chosen, api_key, env))
+    return bool(_first(base_url)) or bool(pick_provider(provider, api_key, None, env)[1])
 
 
 def _key_problem(key: str, url: str, names: tuple[str, ...]) -> tuple[str | None, str]:
@@ -164,13 +160,12 @@ def resolve_endpoint(
     API base for Cloudflare. The model name is mapped for the provider chosen.
     """
     env = os.environ if env is None else env
-    option_key = _first(api_key)
-    chosen = pick_provider(provider, option_key, account_id, env)
+    chosen, key = pick_provider(provider, api_key, account_id, env)
     forced = _first(base_url)
 
     if chosen == "cloudflare":
         account = _first(account_id, env.get("CLOUDFLARE_ACCOUNT_ID"))
-        token = provider_key("cloudflare", option_key, env)
+        token = key
         base = (forced or CLOUDFLARE_BASE).rstrip("/")
         problem, hint = _key_problem(token, base, KEY_ENV_VARS["cloudflare"])
         if problem is None and not account:
@@ -193,7 +188,6 @@ def resolve_endpoint(
 
     if chosen == "openrouter":
         url = forced or OPENROUTER_URL
-        key = provider_key("openrouter", option_key, env)
         problem, hint = _key_problem(key, url, KEY_ENV_VARS["openrouter"])
         return Endpoint(
             provider="openrouter",
@@ -207,7 +201,6 @@ def resolve_endpoint(
         )
 
     url = forced or SYSTEM_ONE_URL
-    key = provider_key("systemone", option_key, env)
     problem, hint = _key_problem(key, url, KEY_ENV_VARS["systemone"])
     return Endpoint(
         provider="systemone",

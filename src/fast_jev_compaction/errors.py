@@ -70,7 +70,7 @@ class JevError(CompactionError):
 
     retryable: bool = False
     retries: int = 0
-    hint = "or use the embedded judge ({judge=local})"
+    hint = "try again, or use the embedded judge ({judge=local})"
 
 
 class JevRequestError(JevError):

@@ -416,3 +416,22 @@ def test_ctrl_c_during_bench_exits_130_with_one_line(home: Path) -> None:
     # the progress line is cleared, then one line says what happened
     text = rest.decode().replace("\x1b[2K", "").replace("\r", "\n")
     assert [line for line in text.split("\n") if line.strip()] == ["fast-jev bench: interrupted"]
+
+
+def test_a_bug_is_one_line_unless_debugging(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from fast_jev_compaction import cli
+    from fast_jev_compaction.commands import bench
+
+    def broken(_args: Any) -> int:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(bench, "run", broken)
+    monkeypatch.delenv("FAST_JEV_DEBUG", raising=False)
+    assert cli.main(["bench", str(EXAMPLE)]) == 1
+    assert capsys.readouterr().err == (
+        "fast-jev bench: internal error (RuntimeError: boom); set FAST_JEV_DEBUG=1 to see the traceback, "
+        "and please report it\n"
+    )
+    monkeypatch.setenv("FAST_JEV_DEBUG", "1")
+    with pytest.raises(RuntimeError):
+        cli.main(["bench", str(EXAMPLE)])

@@ -12,7 +12,7 @@ import os
 import sys
 from typing import NoReturn
 
-from .errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED
+from .errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED
 
 # name -> module under fast_jev_compaction.commands exposing add_parser(subparsers)
 _COMMANDS = ("compact", "serve", "log", "stats", "bench")
@@ -77,6 +77,12 @@ def main(argv: list[str] | None = None) -> int:
         # Point stdout at /dev/null so the interpreter's final flush does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as exc:  # a bug: one line, and the traceback on request
+        if os.environ.get("FAST_JEV_DEBUG"):
+            raise
+        print(f"{command}: internal error ({type(exc).__name__}: {exc}); set FAST_JEV_DEBUG=1 to see "
+              "the traceback, and please report it", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":  # pragma: no cover

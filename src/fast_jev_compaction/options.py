@@ -208,11 +208,6 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 OPTION = {option.name: option for option in OPTIONS}
-BY_KEY = {option.key: option for option in OPTIONS if option.key}
-
-
-def option_default(name: str) -> Any:
-    return OPTION[name].default
 
 
 DEFAULT_KEEP_THRESHOLD: float = OPTION["keep_threshold"].default

@@ -17,10 +17,9 @@ from typing import Any
 
 from ..audit import report
 from ..audit.store import DecisionLog, DecisionLogBusy, DecisionLogError, Totals, default_db_path
-
-EXIT_OK = 0
-EXIT_BUSY = 1
-EXIT_USAGE = 2
+from ..errors import EXIT_BAD_INPUT as EXIT_USAGE
+from ..errors import EXIT_FAILED as EXIT_BUSY
+from ..errors import EXIT_OK
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:

@@ -13,17 +13,16 @@ from .asker import AskResult, JevAsker
 from .batches import run_bounded
 from .decisions import DROP, KEEP, PINNED, SMALL, TRUNCATE, Action, CallDecision
 from .digest import DigestShape
-from .errors import FittingError
-from .fitting import fit_state
 from .goal import goal_from_messages
 from .messages import SessionMessage, ToolResult
 from .options import CompactOptions, validate_threshold
 from .pairing import Pairing, ToolCall, pair_tool_calls
 from .policy import Scored, budget_decisions, threshold_decisions
-from .questions import REQUEST_OVERHEAD_TOKENS, batch_calls, batch_questions, question_tokens
+from .questions import REQUEST_OVERHEAD_TOKENS, batch_questions, question_tokens
 from .rebuild import apply_decisions, cut_output, freed_chars
 from .rules import Verdict, call_facts, settle
 from .stats import CompactStats, message_chars
+from .windows import WINDOWED, Request, plan_requests
 
 
 @dataclass(frozen=True)
@@ -150,30 +149,37 @@ async def _ask(
         scores: dict[str, tuple[float, float]] = score_calls(messages, pairing, goal)
         return {call.id: scores[call.tool_use_id] for call in to_judge}
 
-    largest_question = max(question_tokens(call) for call in to_judge)
-    state_budget = opts.max_request_tokens - REQUEST_OVERHEAD_TOKENS - largest_question
-    if state_budget < 1:
-        raise FittingError("request budget leaves no room for state and questions")
-    fitted = fit_state(messages, pairing, goal, opts.preserve_recent_messages, min(opts.max_state_tokens, state_budget))
-    batches = batch_calls(to_judge, fitted.tokens, opts.max_request_tokens)
-    stats.state_tokens, stats.state_stage, stats.requests = fitted.tokens, fitted.stage, len(batches)
+    question_cost = {call.id: question_tokens(call) for call in to_judge}
+    requests = plan_requests(
+        messages, pairing, to_judge, goal, opts.preserve_recent_messages,
+        opts.max_state_tokens, opts.max_request_tokens, question_cost,
+    )
+    stats.state_tokens = max(request.state_tokens for request in requests)
+    stats.state_stage = requests[0].stage
+    stats.requests = len(requests)
+    stats.windows = len({id(request.state) for request in requests}) if requests[0].stage == WINDOWED else 0
+    stats.estimated_tokens = sum(
+        REQUEST_OVERHEAD_TOKENS + request.state_tokens + sum(question_cost[c.id] for c in request.calls)
+        for request in requests
+    )
 
-    def job(batch: list[ToolCall]) -> Any:
-        questions = batch_questions(batch)
+    def job(request: Request) -> Any:
+        questions = batch_questions(request.calls)
 
         async def ask() -> tuple[AskResult, dict[str, float]]:
-            result = await asker.ask(fitted.state, questions)
+            result = await asker.ask(request.state, questions)
             # Validate inside the job so a bad answer stops the queue like any failure.
             return result, read_noul_answers(result.answers, list(questions))
 
         return ask
 
     answers: dict[str, tuple[float, float]] = {}
-    for batch, (result, values) in zip(batches, await run_bounded([job(b) for b in batches], opts.max_concurrent_requests)):
+    jobs = [job(request) for request in requests]
+    for request, (result, values) in zip(requests, await run_bounded(jobs, opts.max_concurrent_requests)):
         stats.retries += result.retries
         stats.input_tokens += result.usage.input_tokens
         stats.output_tokens += result.usage.output_tokens
-        for call in batch:
+        for call in request.calls:
             answers[call.id] = (values[f"call_{call.id}"], values[f"result_{call.id}"])
     return answers
 

@@ -34,11 +34,16 @@ def build_state(goal: str, history: list[dict[str, Any]]) -> dict[str, Any]:
     return {"context": STATE_CONTEXT, "goal": goal, "history": history}
 
 
+def state_base_tokens(goal: str) -> int:
+    """The cost of a state with an empty history."""
+    return estimate_tokens(js_json(build_state(goal, [])))
+
+
 class _Budget:
     """Running estimate: base cost plus the cost of each live entry, updated one entry at a time."""
 
     def __init__(self, goal: str, entries: list[dict[str, Any]], limit: float) -> None:
-        self.base = estimate_tokens(js_json(build_state(goal, [])))
+        self.base = state_base_tokens(goal)
         self.costs = [entry_tokens(entry) for entry in entries]
         self.tokens = self.base + sum(self.costs)
         self.limit = limit

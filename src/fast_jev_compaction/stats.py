@@ -44,6 +44,10 @@ class CompactStats:
     state_tokens: int = 0
     state_stage: str = ""
     requests: int = 0
+    # Windowed states (windows.py): how many distinct states the requests carried; 0 for one state.
+    windows: int = 0
+    # The requests' estimated size on the wire: overhead, state and questions, summed.
+    estimated_tokens: int = 0
     retries: int = 0
     failed_batches: int = 0
     input_tokens: int = 0

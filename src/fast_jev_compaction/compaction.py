@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
+from .answer_cache import AnswerCache, answer_key
 from .answers import read_noul_answers
 from .archive import archive_path
 from .asker import AskResult, JevAsker
@@ -43,8 +44,13 @@ async def compact(
     messages: Sequence[SessionMessage],
     asker: JevAsker,
     options: CompactOptions | None = None,
+    cache: AnswerCache | None = None,
 ) -> CompactResult:
-    """Compact ``messages``; any error propagates and the input is left as it was."""
+    """Compact ``messages``; any error propagates and the input is left as it was.
+
+    With a ``cache``, the judge is asked only about calls whose answer it does not remember
+    (answer_cache.py), and its new answers are remembered.
+    """
     started = time.perf_counter()
     opts = options or CompactOptions()
     validate_threshold(opts.keep_threshold)
@@ -57,7 +63,7 @@ async def compact(
     )
     verdicts = settle(call_facts(pairing.calls, {k: r.text for k, r in results.items()})) if opts.use_rules else {}
     to_judge = [call for call in pairing.candidates if call.tool_use_id not in verdicts]
-    answers = await _ask(messages, pairing, to_judge, asker, opts, stats) if to_judge else {}
+    answers = await _answers(messages, pairing, to_judge, asker, opts, stats, results, cache)
 
     shape = shape_of(opts)
 
@@ -133,6 +139,30 @@ def _ruled(call: ToolCall, verdict: Verdict) -> CallDecision:
     return CallDecision(call.id, call.tool_use_id, call.tool, value, value, verdict.action, verdict.rule)
 
 
+async def _answers(
+    messages: Sequence[SessionMessage],
+    pairing: Pairing,
+    to_judge: list[ToolCall],
+    asker: Any,
+    opts: CompactOptions,
+    stats: CompactStats,
+    results: dict[str, ToolResult],
+    cache: AnswerCache | None,
+) -> dict[str, tuple[float, float]]:
+    """Remembered answers first, then the judge for the rest."""
+    if cache is None:
+        return await _ask(messages, pairing, to_judge, asker, opts, stats) if to_judge else {}
+    scope = type(asker).__name__
+    keys = {call.id: answer_key(call, results[call.tool_use_id].text, scope) for call in to_judge}
+    remembered = cache.get(keys.values())
+    answers = {call.id: remembered[keys[call.id]] for call in to_judge if keys[call.id] in remembered}
+    stats.remembered = len(answers)
+    rest = [call for call in to_judge if call.id not in answers]
+    fresh = await _ask(messages, pairing, rest, asker, opts, stats) if rest else {}
+    cache.put({keys[call_id]: scores for call_id, scores in fresh.items()})
+    return {**answers, **fresh}
+
+
 async def _ask(
     messages: Sequence[SessionMessage],
     pairing: Pairing,
@@ -188,6 +218,7 @@ def compact_sync(
     messages: Sequence[SessionMessage],
     asker: JevAsker,
     options: CompactOptions | None = None,
+    cache: AnswerCache | None = None,
 ) -> CompactResult:
     """:func:`compact` for callers without an event loop."""
-    return asyncio.run(compact(messages, asker, options))
+    return asyncio.run(compact(messages, asker, options, cache))

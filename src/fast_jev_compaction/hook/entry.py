@@ -204,14 +204,25 @@ def build_asker(config: HookConfig, log: HookLog) -> tuple[Any, Callable[[], Any
     return LocalJudge(), None, "local"
 
 
-async def _compact(messages: list[SessionMessage], asker: Any, options: Any, closer: Any) -> Any:
+async def _compact(messages: list[SessionMessage], asker: Any, options: Any, closer: Any, cache: Any = None) -> Any:
     from ..compaction import compact
 
     try:
-        return await compact(messages, asker, options)
+        return await compact(messages, asker, options, cache)
     finally:
         if closer is not None:
             await closer()
+
+
+def answer_cache(log: HookLog) -> Any:
+    """The judge's remembered answers in the data folder; a broken file only costs the memory."""
+    from ..answer_cache import open_answer_cache
+
+    try:
+        return open_answer_cache(log.directory)
+    except Exception as exc:  # sqlite3.Error, OSError: compact without it
+        log.info(f"answer cache unavailable: {exc}")
+        return None
 
 
 def keeps_handle(message: SessionMessage) -> bool:
@@ -280,7 +291,7 @@ def run_compaction(event: HookEvent, log: HookLog) -> Outcome:
         options = replace(options, preserve_recent_messages=preserve)
     asker, closer, judge = build_asker(config, log)
     options = replace(options, archive_dir=str(log.directory / ARCHIVE_DIR))
-    result = asyncio.run(_compact(messages, asker, options, closer))
+    result = asyncio.run(_compact(messages, asker, options, closer, answer_cache(log)))
     result = saved_or_unpointed(result, messages, options, log.error)
 
     lines.extend(decision_log_lines(result.decisions))

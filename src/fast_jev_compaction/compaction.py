@@ -118,6 +118,7 @@ async def compact(
 
     stats.messages_after = len(out)
     stats.chars_after = sum(message_chars(m) for m in out)
+    rule_names = {v.rule for v in verdicts.values()}
     for decision in decisions:
         if decision.reason == PINNED:
             stats.pinned += 1
@@ -127,7 +128,7 @@ async def compact(
             stats.truncated += 1
         else:
             stats.dropped += 1
-        if decision.reason in {v.rule for v in verdicts.values()}:
+        if decision.reason in rule_names:
             stats.settled_by_rules += 1
     stats.ms = (time.perf_counter() - started) * 1000
     return CompactResult(out, decisions, list(pairing.calls), stats, archive)

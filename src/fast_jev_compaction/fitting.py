@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .errors import FittingError
-from .history import calls_by_message, history_entries, one_line_call
+from .history import RenderMemo, calls_by_message, history_entries, one_line_call
 from .messages import SessionMessage
 from .pairing import Pairing, is_pinned
 from .questions import STATE_CONTEXT
-from .textutil import abridge, collapsed, format_number, js_json
+from .textutil import abridge, collapsed, format_number, js_json, plain_json
 from .tokens import estimate_tokens
 
 INPUT_STAGES = ((1000, "full"), (200, "inputs<=200"), (60, "inputs<=60"))
@@ -27,7 +27,7 @@ class FittedState:
 
 def entry_tokens(entry: dict[str, Any]) -> int:
     """An entry's cost inside the history array; +1 for the separating comma."""
-    return estimate_tokens(js_json(entry)) + 1
+    return estimate_tokens(plain_json(entry)) + 1
 
 
 def build_state(goal: str, history: list[dict[str, Any]]) -> dict[str, Any]:
@@ -66,8 +66,9 @@ def fit_state(
 ) -> FittedState:
     """Walk the stages in order and return the first state that fits ``max_state_tokens``."""
     total = len(messages)
+    memo = RenderMemo()
     for input_chars, stage in INPUT_STAGES:
-        entries = history_entries(messages, pairing, input_chars)
+        entries = history_entries(messages, pairing, input_chars, memo)
         budget = _Budget(goal, entries, max_state_tokens)
         if budget.fits():
             return FittedState(build_state(goal, entries), budget.tokens, stage)

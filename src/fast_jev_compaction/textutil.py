@@ -49,6 +49,15 @@ def js_json(value: Any) -> str:
     return text
 
 
+def plain_json(value: Any) -> str:
+    """:func:`js_json` for values built of str, int, bool, None, lists and dicts only (no floats
+    to re-print), such as state entries, whose inputs are already rendered: no pre-walk."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if _LONE_SURROGATE.search(text):
+        text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
+
+
 def truncate(text: str, limit: int) -> str:
     """At most ``limit`` characters; a cut text ends in ``…`` and is exactly ``limit`` long."""
     if len(text) <= limit:

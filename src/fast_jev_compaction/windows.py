@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from .errors import FittingError
 from .fitting import ABRIDGE_HEAD, ABRIDGE_TAIL, build_state, entry_tokens, fit_state, state_base_tokens
-from .history import calls_by_message, one_line_call, pending_call, structured_call
+from .history import RenderMemo, calls_by_message, one_line_call, pending_call, structured_call
 from .messages import SessionMessage
 from .pairing import Pairing, ToolCall, is_pinned
 from .questions import REQUEST_OVERHEAD_TOKENS, batch_calls
@@ -102,6 +102,7 @@ class _Windows:
         self.question_cost = question_cost
         self.completed, self.pending = calls_by_message(pairing)
         self.outputs = {r.tool_use_id: r.text for m in messages for r in m.toolResults or ()}
+        self.memo = RenderMemo()
         total = len(messages)
         # Every message that shows anything, in order; the newest and the unfinished work are
         # in every window's state.
@@ -127,10 +128,10 @@ class _Windows:
         entry: dict[str, Any] = {"i": index, "role": message.role, "text": abridge(message.text, ABRIDGE_HEAD, ABRIDGE_TAIL)}
         if index in self.completed:
             entry["tool_calls"] = [
-                structured_call(c, input_chars, self.outputs.get(c.tool_use_id)) for c in self.completed[index]
+                structured_call(c, input_chars, self.outputs.get(c.tool_use_id), self.memo) for c in self.completed[index]
             ]
         if index in self.pending:
-            entry["pending_calls"] = [pending_call(c, input_chars) for c in self.pending[index]]
+            entry["pending_calls"] = [pending_call(c, input_chars, self.memo) for c in self.pending[index]]
         return entry
 
     def _context(self, index: int) -> tuple[dict[str, Any], int]:
@@ -152,7 +153,7 @@ class _Windows:
         message = self.messages[index]
         text = abridge(message.text, ABRIDGE_HEAD, ABRIDGE_TAIL)
         calls = [
-            structured_call(c, WINDOW_INPUT_CHARS, self.outputs.get(c.tool_use_id)) if c.id in window else one_line_call(c)
+            structured_call(c, WINDOW_INPUT_CHARS, self.outputs.get(c.tool_use_id), self.memo) if c.id in window else one_line_call(c)
             for c in self.completed.get(index, [])
         ]
         return {"i": index, "role": message.role, "text": text, "tool_calls": calls}
@@ -185,7 +186,7 @@ class _Windows:
 
     def _call_cost(self, call: ToolCall) -> int:
         # The detailed call plus a share of its message's text, when that message is not shown anyway.
-        detail = entry_tokens(structured_call(call, WINDOW_INPUT_CHARS, self.outputs.get(call.tool_use_id)))
+        detail = entry_tokens(structured_call(call, WINDOW_INPUT_CHARS, self.outputs.get(call.tool_use_id), self.memo))
         if call.call_index in self.required_entries:
             return detail
         return detail + estimate_tokens(abridge(self.messages[call.call_index].text, ABRIDGE_HEAD, ABRIDGE_TAIL)) + 12

@@ -19,7 +19,7 @@ _KEY_LINE = re.compile(
     r"error|exception|traceback|assert|fail|fatal|panic|denied|refused|timed? ?out|warning|"
     r"\bexit(?:ed)?(?: code| status)?\b|\b\d+ (?:passed|failed|errors?|skipped|tests?)\b|"
     r"^(?:=+|-+|#+) |\bsummary\b|\btotal\b|\bdone\b|\bcreated\b|\bdeployed\b|\bcommit\b",
-    re.IGNORECASE,
+    re.IGNORECASE | re.MULTILINE,
 )
 # Tokens that cannot be guessed back: hashes, uuids, long ids, URLs.
 _ID_TOKEN = re.compile(
@@ -74,21 +74,38 @@ def _tail_start(text: str, size: int, floor: int) -> int:
 
 
 def _key_lines(text: str, start: int, end: int, budget: int) -> list[tuple[int, int]]:
-    """Spans of key lines between ``start`` and ``end``, in order, within ``budget`` chars."""
+    """Spans of key lines between ``start`` and ``end``, in order, within ``budget`` chars.
+
+    Both patterns run once over the whole middle (in C) rather than once per line; the middle is
+    sliced so that its edges behave like a line's.
+    """
+    if budget <= 0 or start >= end:
+        return []
+    middle = text[start:end]
+    scan = min(len(middle), _MIDDLE_SCAN_CHARS)
+    starts: set[int] = set()
+    for pattern in (_KEY_LINE, _ID_TOKEN):
+        line_end = 0  # lines before this are already in
+        for match in pattern.finditer(middle):
+            if match.start() < line_end:
+                continue
+            line_start = middle.rfind("\n", line_end, match.start()) + 1 or line_end
+            if line_start >= scan:
+                break
+            starts.add(line_start)
+            found = middle.find("\n", match.start())
+            line_end = len(middle) if found < 0 else found + 1
     spans: list[tuple[int, int]] = []
     used = 0
-    position = start
-    stop = min(end, start + _MIDDLE_SCAN_CHARS)
-    while position < stop and used < budget:
-        line_end = text.find("\n", position, end)
-        if line_end < 0:
-            line_end = end
-        line = text[position:line_end]
-        if line.strip() and (_KEY_LINE.search(line) or _ID_TOKEN.search(line)):
-            cut = _safe(text, position + min(len(line), KEY_LINE_CHARS, budget - used))
-            spans.append((position, cut))
-            used += cut - position
-        position = line_end + 1
+    for line_start in sorted(starts):
+        if line_start >= scan or used >= budget:
+            break
+        line_end = middle.find("\n", line_start)
+        length = (len(middle) if line_end < 0 else line_end) - line_start
+        position = start + line_start
+        cut = _safe(text, position + min(length, KEY_LINE_CHARS, budget - used))
+        spans.append((position, cut))
+        used += cut - position
     return spans
 
 

@@ -15,7 +15,9 @@ def add_parser(subparsers: Any) -> None:
         description="Compact each transcript with the embedded judge and report wall time "
         "(median of --repeat runs), peak Python memory, and the reduction.",
     )
-    p.add_argument("paths", nargs="+", help="transcript files or folders (searched for *.jsonl)")
+    p.add_argument("paths", nargs="*", help="transcript files or folders (searched for *.jsonl)")
+    p.add_argument("--synthetic", type=int, action="append", default=[], metavar="MESSAGES",
+                   help="also measure a generated transcript of about MESSAGES messages (repeatable)")
     p.add_argument("--repeat", type=int, default=3, metavar="N", help="runs per transcript (default: 3)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(run=run)
@@ -29,8 +31,25 @@ def _files(paths: list[str]) -> list[Path]:
     return found
 
 
+class ConstantAsker:
+    """The judge left out: every question answered 0.5 at once, through the whole state path
+    (fitting, windows, batches, validation), so the timing is the core's own."""
+
+    def __init__(self) -> None:
+        self.largest_request = 0
+
+    async def ask(self, state: Any, questions: Any) -> Any:
+        from ..asker import AskResult
+        from ..textutil import js_json
+        from ..tokens import estimate_tokens
+
+        body = estimate_tokens(js_json({"model": "jev-latest", "state": state, "questions": questions}))
+        self.largest_request = max(self.largest_request, body)
+        return AskResult({name: {"type": "noul", "noul": 0.5} for name in questions})
+
+
 def measure(path: Path, repeat: int) -> dict[str, Any]:
-    """One transcript's numbers; read once, compacted ``repeat`` times."""
+    """One transcript's numbers; read once, compacted ``repeat`` times by each judge."""
     import statistics
     import time
     import tracemalloc
@@ -39,18 +58,27 @@ def measure(path: Path, repeat: int) -> dict[str, Any]:
     from ..judge.local import LocalJudge
     from ..transcript import read_messages
 
+    size = path.stat().st_size
+    tracemalloc.start()
     messages = read_messages(path)
+    _, read_peak = tracemalloc.get_traced_memory()
     timings = []
     result = None
-    tracemalloc.start()
     for _ in range(max(1, repeat)):
         started = time.perf_counter()
         result = compact_sync(messages, LocalJudge())
         timings.append((time.perf_counter() - started) * 1000)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
+    core = []
+    asker = ConstantAsker()
+    for _ in range(max(1, repeat)):
+        started = time.perf_counter()
+        core_result = compact_sync(messages, asker)
+        core.append((time.perf_counter() - started) * 1000)
     assert result is not None
     stats = result.stats
+    core_ms = statistics.median(core)
     return {
         "file": str(path),
         "messages": stats.messages_before,
@@ -62,6 +90,15 @@ def measure(path: Path, repeat: int) -> dict[str, Any]:
         "requests": stats.requests,
         "median_ms": round(statistics.median(timings), 2),
         "peak_mib": round(peak / 2**20, 2),
+        "bytes": size,
+        # Python memory at its highest while reading and compacting, over the file's size.
+        "peak_over_size": round(max(peak, read_peak) / size, 2) if size else 0.0,
+        # The core alone: the constant judge, through states, windows and batches.
+        "core_ms": round(core_ms, 2),
+        "core_ms_per_1k_messages": round(core_ms * 1000 / stats.messages_before, 2) if stats.messages_before else 0.0,
+        "core_requests": core_result.stats.requests,
+        "core_windows": core_result.stats.windows,
+        "largest_request_tokens": asker.largest_request,
     }
 
 
@@ -69,25 +106,40 @@ def run(args: argparse.Namespace) -> int:
     from ..stats import percent
     from ..transcript import TranscriptError
 
+    import tempfile
+
+    from ..synthetic import transcript_lines
+
     rows, skipped = [], []
-    for path in _files(args.paths):
-        try:
-            rows.append(measure(path, args.repeat))
-        except (TranscriptError, OSError) as exc:
-            skipped.append({"file": str(path), "reason": str(exc)})
+    with tempfile.TemporaryDirectory(prefix="fast-jev-bench-") as folder:
+        paths = _files(args.paths)
+        for count in args.synthetic:
+            path = Path(folder) / f"synthetic-{count}.jsonl"
+            with path.open("w", encoding="utf-8") as out:
+                out.writelines(line + "\n" for line in transcript_lines(count))
+            paths.append(path)
+        for path in paths:
+            try:
+                rows.append(measure(path, args.repeat))
+            except (TranscriptError, OSError) as exc:
+                skipped.append({"file": str(path), "reason": str(exc)})
     if args.json:
         print(json.dumps({"results": rows, "skipped": skipped}, indent=1))
         return 0
     for row in rows:
         print(
             f"{row['median_ms']:>9.1f} ms {row['peak_mib']:>7.1f} MiB {percent(row['reduction']):>7} "
-            f"{row['calls']:>4} calls  {row['file']}"
+            f"{row['calls']:>4} calls  core {row['core_ms_per_1k_messages']:>6.1f} ms/1k msgs  {row['file']}"
         )
     if rows:
         before = sum(r["chars_before"] for r in rows)
         after = sum(r["chars_after"] for r in rows)
         total_ms = sum(r["median_ms"] for r in rows)
         print(f"{len(rows)} transcript(s): {total_ms:.1f} ms in all, {percent((before - after) / before if before else 0)} of characters removed")
+        messages = sum(r["messages"] for r in rows)
+        core_ms = sum(r["core_ms"] for r in rows)
+        if messages:
+            print(f"core without the judge: {core_ms * 1000 / messages:.1f} ms per 1,000 messages ({messages} messages)")
     for item in skipped:
         print(f"skipped {item['file']}: {item['reason']}")
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any, Coroutine, Sequence, TypeVar
 
 from .answer_cache import AnswerCache, answer_key
 from .answers import read_noul_answers
@@ -24,6 +24,9 @@ from .rebuild import apply_decisions, cut_output, freed_chars
 from .rules import Verdict, call_facts, settle
 from .stats import CompactStats, message_chars
 from .windows import WINDOWED, Request, plan_requests
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -222,4 +225,18 @@ def compact_sync(
     cache: AnswerCache | None = None,
 ) -> CompactResult:
     """:func:`compact` for callers without an event loop."""
-    return asyncio.run(compact(messages, asker, options, cache))
+    return run_sync(compact(messages, asker, options, cache))
+
+
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run`` without its SIGINT handler: restoring that handler makes Python 3.11's
+    ``signal`` module format the repr of the finished task, result included, which for a large
+    conversation costs longer than the compaction itself."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()

@@ -77,9 +77,7 @@ def make_asker(judge: str, api_key: str | None, url: str | None, model: str | No
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from ..compaction import compact
+    from ..compaction import compact, run_sync
     from ..errors import CompactionError
     from ..goal import goal_with_instructions
     from ..options import resolve_options
@@ -125,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
                 await close()
 
     try:
-        result = asyncio.run(go())
+        result = run_sync(go())
     except (CompactionError, ValueError) as exc:
         return _fail(f"{exc}; the transcript was left as it was", 1)
 

@@ -10,7 +10,6 @@ Imports stay light: httpx is only imported when a Jev key is configured.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as _dt
 import json
 import math
@@ -291,7 +290,9 @@ def run_compaction(event: HookEvent, log: HookLog) -> Outcome:
         options = replace(options, preserve_recent_messages=preserve)
     asker, closer, judge = build_asker(config, log)
     options = replace(options, archive_dir=str(log.directory / ARCHIVE_DIR))
-    result = asyncio.run(_compact(messages, asker, options, closer, answer_cache(log)))
+    from ..compaction import run_sync
+
+    result = run_sync(_compact(messages, asker, options, closer, answer_cache(log)))
     result = saved_or_unpointed(result, messages, options, log.error)
 
     lines.extend(decision_log_lines(result.decisions))

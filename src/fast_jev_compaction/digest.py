@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterator
 
 from .markers import gap
@@ -155,8 +156,12 @@ def _key_line_starts(middle: str, scan: int) -> Iterator[int]:
             yield line_start
 
 
+@lru_cache(maxsize=1024)
 def digest(text: str, shape: DigestShape) -> tuple[str, int]:
     """The digest of ``text`` and how many of its characters it keeps.
+
+    Remembered for the most recent outputs: one compaction asks for the same digest when it
+    measures what a cut frees, when it picks the cut's form and when it rebuilds.
 
     Kept pieces are verbatim slices of the output; each stretch left out is marked with its size.
     """

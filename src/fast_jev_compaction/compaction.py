@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Coroutine, Sequence, TypeVar
@@ -177,10 +176,9 @@ async def _ask(
 ) -> dict[str, tuple[float, float]]:
     """The judge's (keep_call, keep_result) for each call in ``to_judge``, by call id."""
     goal = opts.goal or goal_from_messages(messages)
-    score_calls = getattr(asker, "score_calls", None)
-    if callable(score_calls):
+    if in_process(asker):
         # An in-process judge reads the messages themselves: no state to fit, no request.
-        scores: dict[str, tuple[float, float]] = score_calls(messages, pairing, goal)
+        scores: dict[str, tuple[float, float]] = asker.score_calls(messages, pairing, goal)
         return {call.id: scores[call.tool_use_id] for call in to_judge}
 
     question_cost = {call.id: question_tokens(call) for call in to_judge}
@@ -225,13 +223,32 @@ def compact_sync(
     cache: AnswerCache | None = None,
 ) -> CompactResult:
     """:func:`compact` for callers without an event loop."""
-    return run_sync(compact(messages, asker, options, cache))
+    return run_sync(compact(messages, asker, options, cache), waits=not in_process(asker))
 
 
-def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run`` without its SIGINT handler: restoring that handler makes Python 3.11's
+def in_process(asker: Any) -> bool:
+    """Whether ``asker`` scores calls itself, in this process, without requests."""
+    return callable(getattr(asker, "score_calls", None))
+
+
+def run_sync(coroutine: Coroutine[Any, Any, T], *, waits: bool = True) -> T:
+    """Run ``coroutine`` to its end.
+
+    ``waits=False`` is for a compaction with an in-process judge: it never waits on anything, so
+    it is stepped once, without asyncio (tens of milliseconds to import). Otherwise a fresh loop
+    runs it; not ``asyncio.run``, whose SIGINT handler, when restored, makes Python 3.11's
     ``signal`` module format the repr of the finished task, result included, which for a large
-    conversation costs longer than the compaction itself."""
+    conversation takes longer than the compaction itself.
+    """
+    if not waits:
+        try:
+            coroutine.send(None)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        coroutine.close()
+        raise RuntimeError("an in-process judge waited on an event loop")
+    import asyncio
+
     loop = asyncio.new_event_loop()
     try:
         return loop.run_until_complete(coroutine)

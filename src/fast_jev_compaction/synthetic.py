@@ -2,7 +2,8 @@
 
 The shape follows the corpus's long sessions: a user request now and then, assistant turns with
 short texts and tool calls (reads, edits, searches, shell commands, re-reads of the same files),
-and tool outputs of a few hundred to a few thousand characters.
+and tool outputs of a few hundred characters: about 250 bytes of JSONL per message, so 200,000
+messages make a 50 MB transcript.
 """
 
 from __future__ import annotations
@@ -33,12 +34,12 @@ def _tool(rng: random.Random, turn: int) -> tuple[str, dict[str, object], str]:
     path = f"src/module_{rng.randrange(max(2, turn // 40 + 2))}.py"
     kind = rng.random()
     if kind < 0.45:
-        return "Read", {"file_path": path}, _code(rng, rng.randrange(20, 120))
+        return "Read", {"file_path": path}, _code(rng, rng.randrange(2, 9))
     if kind < 0.65:
-        return "Bash", {"command": f"pytest -q tests/test_{turn % 17}.py"}, _code(rng, rng.randrange(5, 60))
+        return "Bash", {"command": f"pytest -q tests/test_{turn % 17}.py"}, _code(rng, rng.randrange(1, 6))
     if kind < 0.8:
         return "Grep", {"pattern": f"item_{rng.randrange(99)}", "path": "src"}, "\n".join(
-            f"{path}:{rng.randrange(1, 400)}: {_prose(rng, 8)}" for _ in range(rng.randrange(2, 30))
+            f"{path}:{rng.randrange(1, 400)}: {_prose(rng, 8)}" for _ in range(rng.randrange(1, 5))
         )
     old = _prose(rng, 5)
     return "Edit", {"file_path": path, "old_string": old, "new_string": _prose(rng, 5)}, f"The file {path} has been updated."

@@ -290,9 +290,10 @@ def run_compaction(event: HookEvent, log: HookLog) -> Outcome:
         options = replace(options, preserve_recent_messages=preserve)
     asker, closer, judge = build_asker(config, log)
     options = replace(options, archive_dir=str(log.directory / ARCHIVE_DIR))
-    from ..compaction import in_process, run_sync
+    from ..compaction import run_sync
 
-    result = run_sync(_compact(messages, asker, options, closer, answer_cache(log)), waits=not in_process(asker))
+    # The local judge answers in this process without waiting: no event loop to start.
+    result = run_sync(_compact(messages, asker, options, closer, answer_cache(log)), waits=judge != "local")
     result = saved_or_unpointed(result, messages, options, log.error)
 
     lines.extend(decision_log_lines(result.decisions))

@@ -24,8 +24,7 @@ def _prose(rng: random.Random, words: int) -> str:
 
 def _code(rng: random.Random, lines: int) -> str:
     return "\n".join(
-        f"{n:>5}\t    {rng.choice(('def', 'return', 'if', 'for'))} item_{rng.randrange(999)}(value={n}): "
-        f"{_prose(rng, 6)}"
+        f"{n:>4}\t{rng.choice(('def', 'return', 'if', 'for'))} item_{rng.randrange(999)}({_prose(rng, 2)})"
         for n in range(1, lines + 1)
     )
 
@@ -39,7 +38,7 @@ def _tool(rng: random.Random, turn: int) -> tuple[str, dict[str, object], str]:
         return "Bash", {"command": f"pytest -q tests/test_{turn % 17}.py"}, _code(rng, rng.randrange(1, 6))
     if kind < 0.8:
         return "Grep", {"pattern": f"item_{rng.randrange(99)}", "path": "src"}, "\n".join(
-            f"{path}:{rng.randrange(1, 400)}: {_prose(rng, 8)}" for _ in range(rng.randrange(1, 5))
+            f"{path}:{rng.randrange(1, 400)}: {_prose(rng, 4)}" for _ in range(rng.randrange(1, 3))
         )
     old = _prose(rng, 5)
     return "Edit", {"file_path": path, "old_string": old, "new_string": _prose(rng, 5)}, f"The file {path} has been updated."
@@ -69,7 +68,7 @@ def transcript_lines(messages: int, seed: int = 7) -> Iterator[str]:
         tool, tool_input, output = _tool(rng, turn)
         tool_id = f"toolu_{turn:08d}"
         content = [
-            {"type": "text", "text": _prose(rng, rng.randrange(5, 30))},
+            {"type": "text", "text": _prose(rng, rng.randrange(2, 10))},
             {"type": "tool_use", "id": tool_id, "name": tool, "input": tool_input},
         ]
         yield record("assistant", {"role": "assistant", "id": f"msg_{turn}", "content": content})

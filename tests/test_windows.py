@@ -97,3 +97,22 @@ def test_small_budgets_force_windows_on_a_small_session():
     assert all(wire_tokens(request) <= 4000 for request in asker.requests)
     candidates = pair_tool_calls(messages, options.preserve_recent_messages).candidates
     assert sorted(asker.asked_names) == sorted(f"{k}_{c.id}" for c in candidates for k in ("call", "result"))
+
+
+def test_the_hook_compacts_a_three_thousand_call_event(tmp_path):
+    """The real hook script, a real subprocess: past the old ~1,300-call limit the answer is a
+    replace, not the built-in summary."""
+    import json
+    import subprocess
+    import sys
+
+    from test_hook_entry import HOOK, event, hook_env
+
+    messages = [m.to_wire() for m in session(3000)]
+    # The gate is not under test here: a 10 % reduction is enough to replace.
+    body = json.dumps(event(messages, tmp_path, options={"minReductionRatio": 0.1})).encode()
+    out = subprocess.run([sys.executable, str(HOOK)], input=body, capture_output=True, env=hook_env(tmp_path), cwd=tmp_path, timeout=300)
+    answer = json.loads(out.stdout)
+    assert answer["action"] == "replace", answer.get("reason")
+    assert "windows" in (tmp_path / "hook.log").read_text()
+    assert len(answer["messages"]) < len(messages)

@@ -82,18 +82,19 @@ def run(args: argparse.Namespace) -> int:
     from ..goal import goal_with_instructions
     from ..options import resolve_options
     from ..stats import decision_log_lines, summarize
-    from ..transcript import TranscriptError, load_messages
+    from ..transcript import TranscriptError, load_messages, read_messages
 
     try:
         if args.file == "-":
-            text, source = sys.stdin.read(), "<stdin>"
+            messages = load_messages(sys.stdin.read(), "<stdin>")
         else:
-            with open(args.file, encoding="utf-8") as handle:
-                text, source = handle.read(), args.file
+            # read_messages streams a JSONL transcript: its text is never held whole.
+            messages = read_messages(args.file)
     except (OSError, UnicodeDecodeError) as exc:
         return _fail(f"cannot read {args.file}: {exc}", 2)
+    except (TranscriptError, ValueError) as exc:
+        return _fail(str(exc), 2)
     try:
-        messages = load_messages(text, source)
         archive_dir = None if args.no_archive else (args.archive or (f"{args.out}.archive" if args.out else None))
         options = resolve_options(
             goal=goal_with_instructions(args.goal, args.instructions),
@@ -135,23 +136,37 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             return _fail(f"cannot save the cut outputs under {options.archive_dir}: {exc} (use --archive DIR or --no-archive)", 2)
 
-    wire = [m.to_wire() for m in result.messages]
-    if args.format == "jsonl":
-        payload = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in wire)
-    else:
-        payload = json.dumps(wire, ensure_ascii=False, indent=1) + "\n"
     summary = summarize(result.stats)
     if args.out:
         try:
             with open(args.out, "w", encoding="utf-8") as handle:
-                handle.write(payload)
+                handle.writelines(_rendered(result.messages, args.format))
         except OSError as exc:
             return _fail(f"cannot write {args.out}: {exc}", 2)
         print(summary)
     else:
-        sys.stdout.write(payload)
+        sys.stdout.writelines(_rendered(result.messages, args.format))
         print(summary, file=sys.stderr)
     if args.decisions:
         for line in decision_log_lines(result.decisions):
             print(line, file=sys.stderr)
     return 0
+
+
+def _rendered(messages: Any, form: str) -> Any:
+    """The output one message at a time, so the whole document is never one string in memory.
+
+    ``json`` is byte for byte ``json.dumps(list, indent=1)``: each item indented one more space
+    (strings hold no raw newline, JSON escapes them).
+    """
+    if form == "jsonl":
+        for message in messages:
+            yield json.dumps(message.to_wire(), ensure_ascii=False) + "\n"
+        return
+    if not messages:
+        yield "[]\n"
+        return
+    for index, message in enumerate(messages):
+        item = json.dumps(message.to_wire(), ensure_ascii=False, indent=1).replace("\n", "\n ")
+        yield ("[\n " if index == 0 else ",\n ") + item
+    yield "\n]\n"

@@ -145,6 +145,14 @@ def run(args: argparse.Namespace) -> int:
         core_ms = sum(r["core_ms"] for r in rows)
         if messages:
             print(f"core without the judge: {core_ms * 1000 / messages:.1f} ms per 1,000 messages ({messages} messages)")
+        generated = sorted((r for r in rows if Path(r["file"]).name.startswith("synthetic-")), key=lambda r: r["messages"])
+        if len(generated) >= 2:
+            small, large = generated[0], generated[-1]
+            print(
+                f"scale: {large['messages'] / small['messages']:.1f}x the messages took "
+                f"{large['core_ms'] / small['core_ms']:.1f}x the core time and "
+                f"{large['median_ms'] / small['median_ms']:.1f}x the time with the embedded judge"
+            )
     for item in skipped:
         print(f"skipped {item['file']}: {item['reason']}")
     return 0

@@ -30,24 +30,44 @@ def result_note(call: ToolCall) -> str:
 DIGEST_CHARS = {1000: 300, 200: 100}
 _TERM = re.compile(r"[A-Za-z_][\w.\-/]{5,}[\w]")
 _TERMS = 8
+_FLAT_ENDS = 1000
 _ASCII_TERM = re.compile(r"[0-9_./-]|.[A-Z]")
 
 
 def output_digest(text: str, budget: int, memo: RenderMemo | None = None) -> str:
     """A one-line glimpse of an output: its opening and closing, and its most repeated terms."""
-    flat, terms = memo.parts(text) if memo is not None else _parts(text)
+    flat, exact, terms = memo.parts(text) if memo is not None else _parts(text)
+    if not exact and budget > _FLAT_ENDS:
+        flat = _flat(text.splitlines())
     if len(flat) > budget:
         head = max(0, budget * 3 // 5)
         flat = f"{flat[:head]} … {flat[len(flat) - (budget - head):]}"
     return f"{flat} [terms: {terms}]" if terms else flat
 
 
-def _parts(text: str) -> tuple[str, str]:
-    """The flattened lines and the term list of an output, whatever the budget."""
-    flat = " ⏎ ".join(line.strip() for line in text.splitlines() if line.strip())
+def _parts(text: str) -> tuple[str, bool, str]:
+    """The flattened lines (exact, or of a long output only both ends), and the term list."""
+    flat, exact = _flattened(text)
     counts = Counter(_TERM.findall(text[:50_000]))
     kept = [term for term in counts if _is_term(term)]
-    return flat, " ".join(sorted(kept, key=lambda t: (-counts[t], t))[:_TERMS])
+    return flat, exact, " ".join(sorted(kept, key=lambda t: (-counts[t], t))[:_TERMS])
+
+
+def _flat(lines: list[str]) -> str:
+    return " ⏎ ".join(line.strip() for line in lines if line.strip())
+
+
+def _flattened(text: str) -> tuple[str, bool]:
+    """The flattened lines; for a long output, ``_FLAT_ENDS`` characters of each end, which is
+    all a digest of up to that many characters reads, without flattening the middle."""
+    window = 4 * _FLAT_ENDS
+    if len(text) > 2 * window:
+        # The cut line at each chunk's inner edge is left out: the rest are whole lines.
+        prefix = _flat(text[:window].splitlines()[:-1])
+        suffix = _flat(text[-window:].splitlines()[1:])
+        if len(prefix) >= _FLAT_ENDS and len(suffix) >= _FLAT_ENDS:
+            return prefix[:_FLAT_ENDS] + suffix[-_FLAT_ENDS:], False
+    return _flat(text.splitlines()), True
 
 
 def _is_term(word: str) -> bool:
@@ -62,7 +82,7 @@ class RenderMemo:
     states (stages, windows) show them."""
 
     def __init__(self) -> None:
-        self._parts: dict[int, tuple[str, tuple[str, str]]] = {}
+        self._parts: dict[int, tuple[str, tuple[str, bool, str]]] = {}
         self._json: dict[int, tuple[dict[str, Any], str]] = {}
 
     def json(self, value: dict[str, Any]) -> str:
@@ -72,7 +92,7 @@ class RenderMemo:
             self._json[id(value)] = found
         return found[1]
 
-    def parts(self, text: str) -> tuple[str, str]:
+    def parts(self, text: str) -> tuple[str, bool, str]:
         # Keyed by identity (the same output object across stages); the text is held so the id
         # stays valid while the memo lives.
         found = self._parts.get(id(text))

@@ -49,7 +49,7 @@ def js_json(value: Any) -> str:
     # without either, the walk that rewrites floats is not needed.
     if text is None or ((".0" in text or "e+" in text) and _needs_js_mapping(value)):
         text = json.dumps(_js_value(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    if _LONE_SURROGATE.search(text):
+    if not text.isascii() and _LONE_SURROGATE.search(text):
         text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
 
@@ -58,7 +58,7 @@ def plain_json(value: Any) -> str:
     """:func:`js_json` for values built of str, int, bool, None, lists and dicts only (no floats
     to re-print), such as state entries, whose inputs are already rendered: no pre-walk."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    if _LONE_SURROGATE.search(text):
+    if not text.isascii() and _LONE_SURROGATE.search(text):
         text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
 

@@ -42,9 +42,11 @@ def state_base_tokens(goal: str) -> int:
 class _Budget:
     """Running estimate: base cost plus the cost of each live entry, updated one entry at a time."""
 
-    def __init__(self, goal: str, entries: list[dict[str, Any]], limit: float) -> None:
+    def __init__(
+        self, goal: str, entries: list[dict[str, Any]], limit: float, texts: dict[int, int] | None = None
+    ) -> None:
         self.base = state_base_tokens(goal)
-        self.costs = [entry_tokens(entry) for entry in entries]
+        self.costs = [_text_entry_tokens(entry, texts) for entry in entries]
         self.tokens = self.base + sum(self.costs)
         self.limit = limit
 
@@ -57,6 +59,17 @@ class _Budget:
         self.costs[position] = new
 
 
+def _text_entry_tokens(entry: dict[str, Any], texts: dict[int, int] | None) -> int:
+    """``entry_tokens``; an entry with text only is the same at every input stage, so its cost
+    is kept in ``texts`` (by message index) and estimated once."""
+    if texts is None or "tool_calls" in entry or "pending_calls" in entry:
+        return entry_tokens(entry)
+    cost = texts.get(entry["i"])
+    if cost is None:
+        cost = texts[entry["i"]] = entry_tokens(entry)
+    return cost
+
+
 def fit_state(
     messages: Sequence[SessionMessage],
     pairing: Pairing,
@@ -67,9 +80,10 @@ def fit_state(
     """Walk the stages in order and return the first state that fits ``max_state_tokens``."""
     total = len(messages)
     memo = RenderMemo()
+    texts: dict[int, int] = {}
     for input_chars, stage in INPUT_STAGES:
         entries = history_entries(messages, pairing, input_chars, memo)
-        budget = _Budget(goal, entries, max_state_tokens)
+        budget = _Budget(goal, entries, max_state_tokens, texts)
         if budget.fits():
             return FittedState(build_state(goal, entries), budget.tokens, stage)
 

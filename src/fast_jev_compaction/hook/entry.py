@@ -10,7 +10,6 @@ Imports stay light: httpx is only imported when a Jev key is configured.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as _dt
 import json
 import os
@@ -184,15 +183,25 @@ def build_asker(config: HookConfig, log: HookLog) -> tuple[Any, Callable[[], Any
     return LocalJudge(), None, "local"
 
 
-async def _compact(messages: list[SessionMessage], asker: Any, options: Any, closer: Any) -> Any:
+async def _compact(messages: list[SessionMessage], asker: Any, options: Any, closer: Any, cache: Any = None) -> Any:
     from ..compaction import compact
 
     try:
-        return await compact(messages, asker, options)
+        return await compact(messages, asker, options, cache)
     finally:
         if closer is not None:
             await closer()
 
+
+def answer_cache(log: HookLog) -> Any:
+    """The judge's remembered answers in the data folder; a broken file only costs the memory."""
+    from ..answer_cache import open_answer_cache
+
+    try:
+        return open_answer_cache(log.directory)
+    except Exception as exc:  # sqlite3.Error, OSError: compact without it
+        log.info(f"answer cache unavailable: {exc}")
+        return None
 
 
 
@@ -260,7 +269,10 @@ def run_compaction(event: HookEvent, log: HookLog, tally: Tally | None = None) -
     if tally is not None:
         asker = tally.watch(asker)
     options = replace(options, archive_dir=str(log.directory / ARCHIVE_DIR))
-    result = asyncio.run(_compact(messages, asker, options, closer))
+    from ..compaction import run_sync
+
+    # The local judge answers in this process without waiting: no event loop to start.
+    result = run_sync(_compact(messages, asker, options, closer, answer_cache(log)), waits=judge != "local")
     result = saved_or_unpointed(result, messages, options, log.error)
 
     lines.extend(decision_log_lines(result.decisions))

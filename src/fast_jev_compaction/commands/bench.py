@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..options import JEV_DEFAULT_MODEL
+
 
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -62,7 +64,7 @@ class ConstantAsker:
             from ..textutil import js_json
             from ..tokens import estimate_tokens
 
-            body = estimate_tokens(js_json({"model": "jev-latest", "state": state, "questions": questions}))
+            body = estimate_tokens(js_json({"model": JEV_DEFAULT_MODEL, "state": state, "questions": questions}))
             self.largest_request = max(self.largest_request, body)
         return AskResult({name: {"type": "noul", "noul": 0.5} for name in questions})
 

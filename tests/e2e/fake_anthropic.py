@@ -18,6 +18,7 @@ Every request is kept in :attr:`FakeAnthropic.requests` and appended to a JSONL 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -51,6 +52,15 @@ SCENARIOS: dict[str, list[Step]] = {
         Step("Bash", {"command": "yes 'filler line of build output' | head -n 600", "description": "Print filler"}),
         Step("Read", {"file_path": "{cwd}/big.txt"}, "Reading the data file."),
         Step("Bash", {"command": "seq 5000 7000", "description": "More numbers"}),
+        Step("Bash", {"command": "echo hello", "description": "Print hello"}, "Almost done."),
+    ],
+    # The same file read twice (from line 1, then whole: inputs differ so the script can tell the
+    # steps apart): the first read is redundant (a rule drops it), the listing is cut.
+    "do the rereading thing": [
+        Step("Read", {"file_path": "{cwd}/big.txt", "offset": 1}, "Reading the data file."),
+        Step("Bash", {"command": "seq 1 3000", "description": "List numbers"}),
+        Step("Bash", {"command": "echo 'data row 2001' >> {cwd}/big.txt", "description": "Add a row"}),
+        Step("Read", {"file_path": "{cwd}/big.txt"}, "Reading it again."),
         Step("Bash", {"command": "echo hello", "description": "Print hello"}, "Almost done."),
     ],
     "do a small thing": [
@@ -174,12 +184,49 @@ class Reply:
     tool: Step | None = None
 
 
+# A prompt that makes the model read back, one Read each, every file a marker names.
+RECOVER = "read back the saved outputs"
+SAVED_AT = re.compile(r"saved at (\S+?); Read it if needed\]")
+
+
+def _recovery(messages: list[dict[str, Any]]) -> Reply | None:
+    starts = [
+        i for i, m in enumerate(messages)
+        if m.get("role") == "user" and RECOVER in _text_of(m.get("content")) and not _has_tool_result(m.get("content"))
+    ]
+    if not starts:
+        return None
+    start = starts[-1]
+    paths: list[str] = []
+    for message in messages[:start]:
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            inner = block.get("content") if block.get("type") == "tool_result" else block.get("text")
+            text = _text_of(inner) if not isinstance(inner, str) else inner
+            for path in SAVED_AT.findall(text or ""):
+                if path not in paths:
+                    paths.append(path)
+    done = sum(
+        1 for m in messages[start + 1 :] if m.get("role") == "user"
+        for b in m.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_result"
+    )
+    if done < len(paths):
+        return Reply(tool=Step("Read", {"file_path": paths[done]}))
+    return Reply(text=FINAL_TEXT)
+
+
 def decide(body: dict[str, Any], cwd: str) -> Reply:
     messages = conversation(body)
     if is_summarizer(body):
         return Reply(text=SUMMARY_TEXT)
     if not messages:
         return Reply(text="(empty request)")
+    recovery = _recovery(messages)
+    if recovery is not None and body.get("tools"):
+        return recovery
     last = messages[-1]
     scenario = _scenario_of(messages)
     has_tools = bool(body.get("tools"))

@@ -332,3 +332,48 @@ def _wait_for(read: Any, done: Any, attempts: int = 240) -> Any:
             return value
         time.sleep(0.25)
     return value
+
+
+# --------------------------------------------------------------------------- recovery
+
+
+def test_a_truncated_and_a_dropped_output_are_each_recovered_with_one_read(claude: Claude) -> None:
+    """Every cut is recoverable: the model reads a marker's path and gets the original back."""
+    settings = claude.settings(preserveRecentMessages=2)
+    first = claude.run("do the rereading thing", settings=settings)
+    assert first.returncode == 0 and first.result["result"] == FINAL_TEXT
+    originals = {
+        item[1]: item[2] for item in items(claude.api.message_requests()[-1]) if item[0] == "tool_result"
+    }
+    compacted = claude.run("/compact", resume=first.session_id, settings=settings)
+    assert compacted.returncode == 0 and compacted.toasts()[0].endswith(", no summary"), compacted.toasts()
+    [(_row, decisions)] = claude.decisions()
+    cut = {d.tool_use_id: d for d in decisions if d.action != "keep"}
+    assert {d.action for d in cut.values()} == {"truncate", "drop"}, [(d.action, d.reason) for d in decisions]
+    assert any(d.rule == "superseded-reread" for d in cut.values())
+
+    recovered = claude.run("please read back the saved outputs", resume=first.session_id, settings=settings)
+    assert recovered.returncode == 0 and recovered.result["result"] == FINAL_TEXT
+    last = claude.api.message_requests()[-1]
+    turn = conversation(last)
+    asked_at = max(
+        i for i, m in enumerate(turn)
+        if m["role"] == "user" and any("read back the saved outputs" in b.get("text", "") for b in _blocks(m))
+    )
+    reads = {
+        block["id"]: block["input"]["file_path"]
+        for message in turn[asked_at:] if message["role"] == "assistant"
+        for block in _blocks(message) if block.get("type") == "tool_use" and block["name"] == "Read"
+    }
+    got = {item[1]: item[2] for item in items(last) if item[0] == "tool_result" and item[1] in reads}
+    # One Read per saved file (identical outputs share one), each of a marker's path, and each
+    # brings the original back.
+    by_path = {d.archive_path: originals[tool_use_id] for tool_use_id, d in cut.items()}
+    assert len(got) == len(reads) == len(by_path) == 2
+    assert set(reads.values()) == set(by_path)
+    for read_id, text in got.items():
+        original = by_path[reads[read_id]]
+        # The Read tool numbers the lines (and shows at most 2,000 of them): strip the numbers.
+        shown = [line.split("\t", 1)[1] if "\t" in line else line.split("→", 1)[-1] for line in text.splitlines()]
+        assert shown[:50] == original.splitlines()[:50]
+        assert len(shown) >= min(len(original.splitlines()), 2000) - 1

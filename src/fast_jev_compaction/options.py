@@ -167,7 +167,7 @@ OPTIONS: tuple[Option, ...] = (
            "targetReduction of them is freed; threshold: keep, truncate or drop each call by keepThreshold",
            _where("core", "cli", "hook"), flag="--policy", key="policy", title="Decision policy",
            choices=("budget", "threshold")),
-    Option("target_reduction", "number", 0.7, "budget policy: the share of the judged outputs' characters to free",
+    Option("target_reduction", "number", 0.9, "budget policy: the share of the judged outputs' characters to free",
            _where("core", "cli", "hook"), flag="--target-reduction", key="targetReduction",
            title="Target reduction", minimum=0, maximum=1, metavar="SHARE"),
     Option("keep_floor", "number", 1.0, "budget policy: an output the judge values at this or more is never cut "

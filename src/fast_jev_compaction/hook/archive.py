@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..messages import SessionMessage
+from .private_files import FILE_MODE, make_private_dirs
 
 ARCHIVE_DIR = "archive"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -41,9 +42,10 @@ def save_results(
             if result.tool_use_id not in cut_ids:
                 continue
             target = Path(paths[result.tool_use_id])
-            target.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(target.parent)
             temporary = target.with_suffix(f".{os.getpid()}.tmp")
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+            # A lone surrogate (output cut mid-emoji) has no UTF-8 bytes: it is saved as \udXXX.
+            with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:
                 handle.write(result.text)
             os.replace(temporary, target)

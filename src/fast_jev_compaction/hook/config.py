@@ -31,6 +31,9 @@ DEFAULT_MIN_REDUCTION_RATIO = 0.25
 DEFAULT_MODEL = "jev-latest"
 DEFAULT_JUDGE: Judge = "auto"
 DEFAULT_JEV_TIMEOUT_SECONDS = 15.0
+# The mod kills the hook process after this long (hooks/mod.mjs, same default and range).
+DEFAULT_TIMEOUT_SECONDS = 120.0
+MIN_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS = 1.0, 600.0
 # Env variables that, set, mean "a Jev key is configured" for judge 'auto'.
 KEY_ENV_VARS = ("TYPESAFE_API_KEY", "OPENROUTER_API_KEY")
 
@@ -51,6 +54,7 @@ class HookConfig:
     judge: Judge = DEFAULT_JUDGE
     goal: str = ""
     jev_timeout_seconds: float = DEFAULT_JEV_TIMEOUT_SECONDS
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
 
     def __repr__(self) -> str:  # the key must never reach a log line
         shown = "set" if self.api_key else "unset"
@@ -131,4 +135,7 @@ def resolve_hook_config(options: Mapping[str, Any] | None) -> HookConfig:
         judge=judge if judge in JUDGES else base.judge,
         goal=_string(raw.get("goal")) or base.goal,
         jev_timeout_seconds=num("jevTimeoutSeconds", base.jev_timeout_seconds, lambda v: v > 0),
+        timeout_seconds=num(
+            "timeoutSeconds", base.timeout_seconds, lambda v: MIN_TIMEOUT_SECONDS <= v <= MAX_TIMEOUT_SECONDS
+        ),
     )

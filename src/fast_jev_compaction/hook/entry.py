@@ -16,7 +16,7 @@ import json
 import math
 import os
 import sys
-import tempfile
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field, replace
@@ -24,9 +24,13 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
 from ..messages import SessionMessage
+from ..redaction import redact_text
+from ..textutil import escape_unwritable, js_json
 from .archive import archive_paths, save_results
-from .config import HookConfig, resolve_hook_config
+from .config import DEFAULT_TIMEOUT_SECONDS, HookConfig, resolve_hook_config
+from .deadline import Deadline, DeadlineError
 from .event import HookEvent
+from .private_files import make_private_dirs, open_private_append, user_temp_dir
 from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_stdin
 
 PLUGIN = "fast-jev-compaction"
@@ -43,36 +47,56 @@ Answer = dict[str, Any]
 # --------------------------------------------------------------------------- logging
 
 
-def fallback_log_dir() -> Path:
-    return Path(tempfile.gettempdir()) / PLUGIN
+def _usable_folder(candidate: str | None) -> bool:
+    if not candidate or not candidate.strip():
+        return False
+    try:
+        os.fsencode(candidate)  # a NUL or an unencodable surrogate cannot name a file
+    except (UnicodeError, ValueError):
+        return False
+    return "\x00" not in candidate
 
 
-def data_dir(event_data: str | None = None, env: Mapping[str, str] | None = None) -> Path:
-    """The plugin data folder: the event's, then CLAUDE_PLUGIN_DATA, then a temp folder."""
+def data_dir(event_data: str | None = None, env: Mapping[str, str] | None = None) -> Path | None:
+    """The plugin data folder: the event's, then CLAUDE_PLUGIN_DATA; None when neither is usable."""
     env = os.environ if env is None else env
     for candidate in (event_data, env.get("CLAUDE_PLUGIN_DATA")):
-        if candidate and candidate.strip():
-            return Path(candidate)
-    return fallback_log_dir()
+        if _usable_folder(candidate):
+            return Path(candidate)  # type: ignore[arg-type]
+    return None
 
 
 @dataclass
 class HookLog:
-    """Appends lines to ``hook.log``; a folder that cannot be written falls back to a temp one."""
+    """Appends redacted lines to ``hook.log`` (0600) in the data folder, else in the per-user
+    temp folder; a log that cannot be written anywhere is given up on, never raised."""
 
-    directory: Path
+    directory: Path | None
     pid: int = field(default_factory=os.getpid)
 
+    @property
+    def data_folder(self) -> Path | None:
+        return self.directory
+
     def write(self, level: str, message: str) -> None:
-        stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
-        line = f"[{stamp}] pid={self.pid} {level} {message}".replace("\r", " ")
-        for folder in (self.directory, fallback_log_dir()):
+        try:
+            stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+            text = escape_unwritable(redact_text(message)).replace("\r", " ")
+            line = f"[{stamp}] pid={self.pid} {level} {text}".rstrip("\n") + "\n"
+            data = line.encode("utf-8", errors="backslashreplace")
+        except Exception:  # noqa: BLE001 - logging must never cost the answer
+            return
+        for folder in (self.directory, None):
             try:
-                folder.mkdir(parents=True, exist_ok=True)
-                with (folder / HOOK_LOG).open("a", encoding="utf-8") as fh:
-                    fh.write(line.rstrip("\n") + "\n")
+                target = folder if folder is not None else user_temp_dir()
+                make_private_dirs(target)
+                fd = open_private_append(target / HOOK_LOG)
+                try:
+                    os.write(fd, data)
+                finally:
+                    os.close(fd)
                 return
-            except OSError:
+            except Exception:  # noqa: BLE001 - try the next folder, then give up quietly
                 continue
 
     def info(self, message: str) -> None:
@@ -118,6 +142,8 @@ def friendly_reason(exc: BaseException) -> str:
         PairingError,
     )
 
+    if isinstance(exc, DeadlineError):
+        return str(exc)
     if isinstance(exc, EmptyInputError):
         return "the hook received no input"
     if isinstance(exc, StdinError):
@@ -204,11 +230,16 @@ def build_asker(config: HookConfig, log: HookLog) -> tuple[Any, Callable[[], Any
     return LocalJudge(), None, "local"
 
 
-async def _compact(messages: list[SessionMessage], asker: Any, options: Any, closer: Any, archive: Any) -> Any:
+async def _compact(
+    messages: list[SessionMessage], asker: Any, options: Any, closer: Any, archive: Any, deadline: Deadline
+) -> Any:
     from ..compaction import compact
 
     try:
-        return await compact(messages, asker, options, archive)
+        async with asyncio.timeout(deadline.compaction_budget_s()):
+            return await compact(messages, asker, options, archive)
+    except TimeoutError:
+        raise deadline.error() from None
     finally:
         if closer is not None:
             await closer()
@@ -220,11 +251,12 @@ def _saved_or_unpointed(result: Any, messages: list[SessionMessage], paths: dict
     from ..rebuild import apply_decisions
     from ..stats import message_chars
 
-    cut = {d.tool_use_id for d in result.decisions if d.action == "drop_result" and d.chars_freed > 0}
+    # Without a data folder nothing has a path: the notes already say to re-run the tool.
+    cut = {d.tool_use_id for d in result.decisions if d.action == "drop_result" and d.chars_freed > 0 and d.tool_use_id in paths}
     try:
         save_results(messages, cut, paths)
         return result
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a NUL or surrogate in the folder's name
         log.error(f"cut results not archived ({exc}); notes say to re-run the tool instead")
     rebuilt = apply_decisions(messages, result.decisions, result.calls, head)
     stats = replace(result.stats, chars_after=sum(message_chars(m) for m in rebuilt))
@@ -277,11 +309,12 @@ class Outcome:
     judge: str = ""
 
 
-def run_compaction(event: HookEvent, log: HookLog) -> Outcome:
+def run_compaction(event: HookEvent, log: HookLog, deadline: Deadline | None = None) -> Outcome:
     from ..goal import goal_from_messages, goal_with_instructions
     from ..stats import decision_log_lines, summarize
 
     config = resolve_hook_config(event.options)
+    deadline = deadline or Deadline(config.timeout_seconds)
     messages = list(event.messages)
     lines: list[str] = []
     if event.agentId:
@@ -296,8 +329,8 @@ def run_compaction(event: HookEvent, log: HookLog) -> Outcome:
     if preserve != options.preserve_recent_messages:
         options = replace(options, preserve_recent_messages=preserve)
     asker, closer, judge = build_asker(config, log)
-    paths = archive_paths(log.directory, event.sessionId, messages)
-    result = asyncio.run(_compact(messages, asker, options, closer, paths))
+    paths = archive_paths(log.directory, event.sessionId, messages) if log.directory is not None else {}
+    result = asyncio.run(_compact(messages, asker, options, closer, paths, deadline))
     result = _saved_or_unpointed(result, messages, paths, options.truncate_head_chars, log)
 
     lines.extend(decision_log_lines(result.decisions))
@@ -318,18 +351,29 @@ def run_compaction(event: HookEvent, log: HookLog) -> Outcome:
     return Outcome(answer, "replaced", summary, result, goal, judge)
 
 
+def answer_text(answer: Answer) -> str:
+    """The answer as one line of JSON that encodes as strict UTF-8 (lone surrogates escaped)."""
+    return js_json(answer)
+
+
 def _size(answer: Answer) -> int:
-    return len(json.dumps(answer, ensure_ascii=False).encode("utf-8"))
+    return len(answer_text(answer).encode("utf-8"))
 
 
 # --------------------------------------------------------------------------- decision log
 
 
-def record_decisions(event: HookEvent | None, outcome: Outcome, directory: Path, log: HookLog) -> None:
+def record_decisions(event: HookEvent | None, outcome: Outcome, directory: Path | None, log: HookLog) -> None:
     """One row per compaction and one per decided call; a failing log never changes the answer."""
+    if directory is None:
+        log.error("decision log not written (no usable plugin data folder)")
+        return
     try:
         from .record import record_outcome
 
+        make_private_dirs(directory)
+        # Created 0600 before SQLite opens it: its -wal and -shm files copy the database's mode.
+        os.close(os.open(directory / DECISIONS_DB, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
         record_outcome(directory / DECISIONS_DB, event, outcome)
     except Exception as exc:  # a locked or broken database must not cost the compaction
         log.error(f"decision log not written ({type(exc).__name__}: {exc})")
@@ -346,17 +390,68 @@ def _env_float(env: Mapping[str, str], name: str, default: float) -> float:
     return value if value > 0 else default
 
 
-def handle(raw_reader: Callable[[], str], env: Mapping[str, str], log_holder: list[HookLog]) -> tuple[Answer, HookEvent | None, Outcome]:
+class AnswerGuard:
+    """Exactly one answer leaves the process, and in time.
+
+    ``send`` writes the answer once; later calls do nothing. ``watch`` arms a last resort for
+    work that never yields to the compaction deadline (CPU-bound stages on a huge input): at
+    ``answer_at`` it logs, answers a fallback and ends the process, before the mod kills it.
+    """
+
+    def __init__(self, out: TextIO, answer_at: float) -> None:
+        self.answer_at = answer_at
+        self._out = out
+        self._lock = threading.Lock()
+        self._sent = False
+
+    def send(self, answer: Answer) -> bool:
+        text = answer_text(answer) + "\n"
+        with self._lock:  # held while writing, so a losing sender waits for a whole answer
+            if self._sent:
+                return False
+            self._sent = True
+            self._out.write(text)
+            self._out.flush()
+            return True
+
+    def watch(self, log_holder: list[HookLog], started: float) -> None:
+        def last_resort() -> None:
+            while (left := self.answer_at - time.monotonic()) > 0:
+                time.sleep(min(left, 0.05))
+                if self._sent:
+                    return
+            reason = f"out of time after {time.monotonic() - started:.1f} s; the compaction was still running"
+            log_holder[0].error(f"fallback: {reason}")
+            try:
+                sent = self.send(fallback_answer(reason))
+            except Exception:  # noqa: BLE001 - stdout gone: nothing left to tell the host
+                sent = False
+            if sent:
+                os._exit(0)
+
+        threading.Thread(target=last_resort, name="fast-jev-deadline", daemon=True).start()
+
+
+def handle(
+    raw_reader: Callable[[], str],
+    env: Mapping[str, str],
+    log_holder: list[HookLog],
+    started: float | None = None,
+    guard: AnswerGuard | None = None,
+) -> tuple[Answer, HookEvent | None, Outcome]:
     """Parse, compact, decide. Raises nothing: every failure is a fallback answer."""
     event: HookEvent | None = None
-    started = time.monotonic()
+    started = time.monotonic() if started is None else started
     try:
         raw = raw_reader()
         if not raw.strip():
             raise EmptyInputError()
         event = HookEvent.model_validate(json.loads(raw))
         log_holder[0] = HookLog(data_dir(event.pluginData, env))
-        outcome = run_compaction(event, log_holder[0])
+        deadline = Deadline(resolve_hook_config(event.options).timeout_seconds, started)
+        if guard is not None:
+            guard.answer_at = deadline.answer_at
+        outcome = run_compaction(event, log_holder[0], deadline)
     except Exception as exc:
         reason = friendly_reason(exc)
         log_holder[0].error(f"fallback: {reason}", exc)
@@ -374,24 +469,39 @@ def handle(raw_reader: Callable[[], str], env: Mapping[str, str], log_holder: li
 
 
 def main(argv: Sequence[str] | None = None, *, stdin_fd: int = 0, stdout: TextIO | None = None) -> int:
-    """Read stdin, answer on stdout, exit 0. ``argv`` is accepted for symmetry and ignored."""
+    """Read stdin, answer on stdout, exit 0. ``argv`` is accepted for symmetry and ignored.
+
+    Run as the hook process (``stdout`` left to default), a watchdog also guarantees the answer
+    before the default ``timeoutSeconds``, or the event's own once it is read.
+    """
+    started = time.monotonic()
     env = os.environ
+    if stdout is None:
+        # Never the locale's codec: the answer is UTF-8 JSON whatever LANG says.
+        sys.stdout.reconfigure(encoding="utf-8", errors="strict")  # type: ignore[union-attr]
     out = stdout if stdout is not None else sys.stdout
     log_holder = [HookLog(data_dir(None, env))]
+    guard = AnswerGuard(out, Deadline(DEFAULT_TIMEOUT_SECONDS, started).answer_at)
+    if stdout is None:
+        guard.watch(log_holder, started)
     answer: Answer = fallback_answer("internal error")
     try:
         idle = _env_float(env, "FAST_JEV_STDIN_IDLE_SECONDS", DEFAULT_IDLE_SECONDS)
         cap = int(_env_float(env, "FAST_JEV_STDIN_MAX_BYTES", DEFAULT_MAX_BYTES))
-        answer, event, outcome = handle(lambda: read_stdin(stdin_fd, idle_seconds=idle, max_bytes=cap), env, log_holder)
+        reader = lambda: read_stdin(stdin_fd, idle_seconds=idle, max_bytes=cap)  # noqa: E731
+        answer, event, outcome = handle(reader, env, log_holder, started, guard)
         record_decisions(event, outcome, log_holder[0].directory, log_holder[0])
     except BaseException as exc:  # noqa: BLE001 - the last line of defence: still answer
         log_holder[0].error("hook failed outside the compaction", exc)
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             answer = fallback_answer("interrupted")
-    try:
-        out.write(json.dumps(answer, ensure_ascii=False))
-        out.write("\n")
-        out.flush()
-    except Exception as exc:  # stdout gone (the host gave up): nothing left to tell it
-        log_holder[0].error("could not write the answer", exc)
+    for candidate in (answer, fallback_answer("internal error (the answer could not be written)")):
+        try:
+            guard.send(candidate)
+            break
+        except OSError as exc:  # stdout gone (the host gave up): nothing left to tell it
+            log_holder[0].error("could not write the answer", exc)
+            break
+        except Exception as exc:  # noqa: BLE001 - an answer that cannot be serialised: send the fallback
+            log_holder[0].error("could not serialise the answer", exc)
     return 0

@@ -1,0 +1,52 @@
+"""The whole-compaction deadline, derived from the mod's ``timeoutSeconds``.
+
+The mod kills the hook process at ``timeoutSeconds``; a killed hook leaves no answer, no
+decision-log row and no log line. So the hook answers by ``timeoutSeconds`` minus a margin
+(``max(1 s, 10 %)``: process start-up and the mod's own work), and stops the compaction earlier
+still, keeping a reserve for writing the row, the log line and the answer.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+MIN_MARGIN_S = 1.0
+MARGIN_SHARE = 0.10
+# Kept for the row, the log line and the answer once the compaction has stopped.
+MIN_RESERVE_S = 0.5
+MAX_RESERVE_S = 5.0
+
+
+class DeadlineError(Exception):
+    """The compaction would have run past the deadline; the hook falls back in time."""
+
+    def __init__(self, timeout_s: float, spent_s: float) -> None:
+        self.timeout_s = timeout_s
+        super().__init__(
+            f"out of time after {spent_s:.1f} s (timeoutSeconds {timeout_s:g}); "
+            "a slower judge needs a larger timeoutSeconds"
+        )
+
+
+@dataclass(frozen=True)
+class Deadline:
+    timeout_s: float
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def answer_at(self) -> float:
+        """The monotonic instant by which the answer must be on stdout."""
+        return self.started + self.timeout_s - max(MIN_MARGIN_S, MARGIN_SHARE * self.timeout_s)
+
+    @property
+    def compaction_at(self) -> float:
+        """The monotonic instant by which the compaction must have stopped."""
+        reserve = min(MAX_RESERVE_S, max(MIN_RESERVE_S, MARGIN_SHARE * self.timeout_s))
+        return self.answer_at - reserve
+
+    def compaction_budget_s(self) -> float:
+        return max(0.0, self.compaction_at - time.monotonic())
+
+    def error(self) -> DeadlineError:
+        return DeadlineError(self.timeout_s, time.monotonic() - self.started)

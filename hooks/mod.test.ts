@@ -71,7 +71,8 @@ test('replace: runs the entry with one JSON document and hands back the pruned h
   expect(seen.runs.length).toBe(1)
   const [run] = seen.runs
   expect(run.argv[0]).toBe('/usr/bin/python3')
-  expect(run.argv[1].endsWith('/hooks/fast_jev_hook.py')).toBe(true)
+  expect(run.argv[1]).toBe('-I')
+  expect(run.argv[2].endsWith('/hooks/fast_jev_hook.py')).toBe(true)
   expect(run.init.timeoutMs).toBe(120000)
   expect(run.init.env?.CLAUDE_PLUGIN_DATA).toBe('/plugin-data')
   const sent = JSON.parse(run.init.stdin ?? '{}')
@@ -149,7 +150,8 @@ test('without a Python environment: a clear toast, the bootstrap starts, the bui
   expect(seen.toasts).toEqual([PREPARING])
   expect(seen.runs.length).toBe(1)
   expect(seen.runs[0].argv[0]).toBe('python3')
-  expect(seen.runs[0].argv[1].endsWith('/hooks/bootstrap.py')).toBe(true)
+  expect(seen.runs[0].argv[1]).toBe('-I')
+  expect(seen.runs[0].argv[2].endsWith('/hooks/bootstrap.py')).toBe(true)
   expect(seen.runs[0].init.env?.CLAUDE_PLUGIN_DATA).toBe('/plugin-data')
 })
 

@@ -11,21 +11,29 @@ from typing import TYPE_CHECKING, Any
 
 from ..audit.redact import preview
 from ..audit.store import CompactionRow, DecisionLog, DecisionRow
+from ..redaction import redact_text
+from ..textutil import escape_unwritable
 
 if TYPE_CHECKING:
     from .entry import Outcome
     from .event import HookEvent
 
 
+def _text(value: str) -> str:
+    # What the host sent may hold a lone surrogate or a NUL, which SQLite's text cannot.
+    return escape_unwritable(value)
+
+
 def rows_for(event: "HookEvent | None", outcome: "Outcome") -> tuple[CompactionRow, list[DecisionRow]]:
     result: Any = outcome.result
     row = CompactionRow(
-        session_id=(event.sessionId if event and event.sessionId else ""),
-        trigger=(event.trigger if event else ""),
+        session_id=_text(event.sessionId if event and event.sessionId else ""),
+        trigger=_text(event.trigger if event else ""),
         outcome=outcome.action,
-        reason=outcome.reason,
+        # A reason can quote an error body or the input; it goes through the one redactor.
+        reason=_text(redact_text(outcome.reason)),
         judge=outcome.judge or "none",
-        agent_id=event.agentId if event else None,
+        agent_id=_text(event.agentId) if event and event.agentId else None,
     )
     decisions: list[DecisionRow] = []
     if result is None:
@@ -54,14 +62,14 @@ def rows_for(event: "HookEvent | None", outcome: "Outcome") -> tuple[CompactionR
     for decision in result.decisions:
         decisions.append(
             DecisionRow(
-                tool_use_id=decision.tool_use_id,
-                call_id=decision.id,
-                tool=decision.tool,
+                tool_use_id=_text(decision.tool_use_id),
+                call_id=_text(decision.id),
+                tool=_text(decision.tool),
                 action=decision.action,
                 reason=decision.reason,
                 keep_call=decision.keep_call,
                 keep_result=decision.keep_result,
-                input_preview=preview(inputs.get(decision.tool_use_id, {})),
+                input_preview=_text(preview(inputs.get(decision.tool_use_id, {}))),
                 chars_freed=decision.chars_freed if outcome.action == "replaced" else 0,
             )
         )

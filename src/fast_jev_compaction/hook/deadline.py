@@ -2,7 +2,7 @@
 
 The mod kills the hook process at ``timeoutSeconds``; a killed hook leaves no answer, no
 decision-log row and no log line. So the hook answers by ``timeoutSeconds`` minus a margin
-(``max(1 s, 10 %)``: process start-up and the mod's own work), and stops the compaction earlier
+(``max(1 s, 10 %)``, at most half of it: process start-up and the mod's own work), and stops the compaction earlier
 still, keeping a reserve for writing the row, the log line and the answer.
 """
 
@@ -37,7 +37,8 @@ class Deadline:
     @property
     def answer_at(self) -> float:
         """The monotonic instant by which the answer must be on stdout."""
-        return self.started + self.timeout_s - max(MIN_MARGIN_S, MARGIN_SHARE * self.timeout_s)
+        margin = min(max(MIN_MARGIN_S, MARGIN_SHARE * self.timeout_s), self.timeout_s / 2)
+        return self.started + self.timeout_s - margin
 
     @property
     def compaction_at(self) -> float:

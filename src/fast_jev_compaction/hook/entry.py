@@ -118,6 +118,7 @@ def pct(ratio: float) -> str:
 
 
 def fallback_answer(reason: str, log: Sequence[str] = ()) -> Answer:
+    reason = redact_text(reason)  # it can quote an error body; the toast and the mod's log show it
     return {
         "action": "fallback",
         "reason": reason,
@@ -446,11 +447,14 @@ def handle(
         raw = raw_reader()
         if not raw.strip():
             raise EmptyInputError()
-        event = HookEvent.model_validate(json.loads(raw))
-        log_holder[0] = HookLog(data_dir(event.pluginData, env))
-        deadline = Deadline(resolve_hook_config(event.options).timeout_seconds, started)
+        document = json.loads(raw)
+        # The deadline is known before validating, the slow part of reading a large event.
+        options = document.get("options") if isinstance(document, dict) else None
+        deadline = Deadline(resolve_hook_config(options if isinstance(options, dict) else None).timeout_seconds, started)
         if guard is not None:
             guard.answer_at = deadline.answer_at
+        event = HookEvent.model_validate(document)
+        log_holder[0] = HookLog(data_dir(event.pluginData, env))
         outcome = run_compaction(event, log_holder[0], deadline)
     except Exception as exc:
         reason = friendly_reason(exc)
@@ -468,13 +472,20 @@ def handle(
     return outcome.answer, event, outcome
 
 
-def main(argv: Sequence[str] | None = None, *, stdin_fd: int = 0, stdout: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdin_fd: int = 0,
+    stdout: TextIO | None = None,
+    started: float | None = None,
+) -> int:
     """Read stdin, answer on stdout, exit 0. ``argv`` is accepted for symmetry and ignored.
 
     Run as the hook process (``stdout`` left to default), a watchdog also guarantees the answer
-    before the default ``timeoutSeconds``, or the event's own once it is read.
+    before the default ``timeoutSeconds``, or the event's own once it is read. ``started`` is
+    when the process began (``time.monotonic()``), so the imports count against the deadline.
     """
-    started = time.monotonic()
+    started = time.monotonic() if started is None else started
     env = os.environ
     if stdout is None:
         # Never the locale's codec: the answer is UTF-8 JSON whatever LANG says.

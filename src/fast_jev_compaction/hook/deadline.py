@@ -25,7 +25,7 @@ class DeadlineError(Exception):
         self.timeout_s = timeout_s
         super().__init__(
             f"out of time after {spent_s:.1f} s (timeoutSeconds {timeout_s:g}); "
-            "a slower judge needs a larger timeoutSeconds"
+            "a slow judge or a very long session needs a larger timeoutSeconds"
         )
 
 
@@ -45,6 +45,12 @@ class Deadline:
         """The monotonic instant by which the compaction must have stopped."""
         reserve = min(MAX_RESERVE_S, max(MIN_RESERVE_S, MARGIN_SHARE * self.timeout_s))
         return self.answer_at - reserve
+
+    @property
+    def last_resort_at(self) -> float:
+        """When a compaction that never yielded is given up on: half the reserve is left to
+        write its row, the rest to answer."""
+        return (self.compaction_at + self.answer_at) / 2
 
     def compaction_budget_s(self) -> float:
         return max(0.0, self.compaction_at - time.monotonic())

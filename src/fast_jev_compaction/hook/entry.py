@@ -392,22 +392,34 @@ def _env_float(env: Mapping[str, str], name: str, default: float) -> float:
 
 
 class AnswerGuard:
-    """Exactly one answer leaves the process, and in time.
+    """Exactly one record and one answer leave the process, and in time.
 
-    ``send`` writes the answer once; later calls do nothing. ``watch`` arms a last resort for
-    work that never yields to the compaction deadline (CPU-bound stages on a huge input): at
-    ``answer_at`` it logs, answers a fallback and ends the process, before the mod kills it.
+    The main path ``claim``s the right to write the decision-log row, then ``send``s its answer.
+    ``watch`` arms a last resort for work that never yields to the compaction deadline (a
+    CPU-bound stage on a huge input): at ``deadline.last_resort_at`` it claims instead, logs,
+    writes a fallback row (waiting for it until ``answer_at`` at most), answers a fallback and
+    ends the process, before the mod kills it.
     """
 
-    def __init__(self, out: TextIO, answer_at: float) -> None:
-        self.answer_at = answer_at
+    def __init__(self, out: TextIO, deadline: Deadline) -> None:
+        self.deadline = deadline
+        self.event: HookEvent | None = None
         self._out = out
-        self._lock = threading.Lock()
+        self._claim_lock = threading.Lock()
+        self._claimed = False
+        self._send_lock = threading.Lock()
         self._sent = False
+
+    def claim(self) -> bool:
+        with self._claim_lock:
+            if self._claimed:
+                return False
+            self._claimed = True
+            return True
 
     def send(self, answer: Answer) -> bool:
         text = answer_text(answer) + "\n"
-        with self._lock:  # held while writing, so a losing sender waits for a whole answer
+        with self._send_lock:  # held while writing, so a losing sender waits for a whole answer
             if self._sent:
                 return False
             self._sent = True
@@ -415,19 +427,24 @@ class AnswerGuard:
             self._out.flush()
             return True
 
-    def watch(self, log_holder: list[HookLog], started: float) -> None:
+    def watch(self, log_holder: list[HookLog]) -> None:
         def last_resort() -> None:
-            while (left := self.answer_at - time.monotonic()) > 0:
+            while (left := self.deadline.last_resort_at - time.monotonic()) > 0:
                 time.sleep(min(left, 0.05))
-                if self._sent:
-                    return
-            reason = f"out of time after {time.monotonic() - started:.1f} s; the compaction was still running"
-            log_holder[0].error(f"fallback: {reason}")
+            if not self.claim():
+                return  # the main path is recording and answering
+            log = log_holder[0]
+            reason = str(self.deadline.error())
+            log.error(f"fallback: {reason}; the compaction was still running")
+            outcome = Outcome(fallback_answer(reason), "fallback", reason)
+            recorder = threading.Thread(
+                target=record_decisions, args=(self.event, outcome, log.directory, log), daemon=True
+            )
+            recorder.start()
+            recorder.join(max(0.0, self.deadline.answer_at - time.monotonic()))
             try:
-                sent = self.send(fallback_answer(reason))
-            except Exception:  # noqa: BLE001 - stdout gone: nothing left to tell the host
-                sent = False
-            if sent:
+                self.send(outcome.answer)
+            finally:
                 os._exit(0)
 
         threading.Thread(target=last_resort, name="fast-jev-deadline", daemon=True).start()
@@ -448,13 +465,18 @@ def handle(
         if not raw.strip():
             raise EmptyInputError()
         document = json.loads(raw)
-        # The deadline is known before validating, the slow part of reading a large event.
-        options = document.get("options") if isinstance(document, dict) else None
+        # The deadline and the data folder are known before validating, the slow part of
+        # reading a large event, so a last resort during it still logs and records.
+        fields = document if isinstance(document, dict) else {}
+        plugin_data = fields.get("pluginData")
+        log_holder[0] = HookLog(data_dir(plugin_data if isinstance(plugin_data, str) else None, env))
+        options = fields.get("options")
         deadline = Deadline(resolve_hook_config(options if isinstance(options, dict) else None).timeout_seconds, started)
         if guard is not None:
-            guard.answer_at = deadline.answer_at
+            guard.deadline = deadline
         event = HookEvent.model_validate(document)
-        log_holder[0] = HookLog(data_dir(event.pluginData, env))
+        if guard is not None:
+            guard.event = event
         outcome = run_compaction(event, log_holder[0], deadline)
     except Exception as exc:
         reason = friendly_reason(exc)
@@ -492,15 +514,17 @@ def main(
         sys.stdout.reconfigure(encoding="utf-8", errors="strict")  # type: ignore[union-attr]
     out = stdout if stdout is not None else sys.stdout
     log_holder = [HookLog(data_dir(None, env))]
-    guard = AnswerGuard(out, Deadline(DEFAULT_TIMEOUT_SECONDS, started).answer_at)
+    guard = AnswerGuard(out, Deadline(DEFAULT_TIMEOUT_SECONDS, started))
     if stdout is None:
-        guard.watch(log_holder, started)
+        guard.watch(log_holder)
     answer: Answer = fallback_answer("internal error")
     try:
         idle = _env_float(env, "FAST_JEV_STDIN_IDLE_SECONDS", DEFAULT_IDLE_SECONDS)
         cap = int(_env_float(env, "FAST_JEV_STDIN_MAX_BYTES", DEFAULT_MAX_BYTES))
         reader = lambda: read_stdin(stdin_fd, idle_seconds=idle, max_bytes=cap)  # noqa: E731
         answer, event, outcome = handle(reader, env, log_holder, started, guard)
+        if not guard.claim():
+            threading.Event().wait()  # the last resort is recording and answering; it ends the process
         record_decisions(event, outcome, log_holder[0].directory, log_holder[0])
     except BaseException as exc:  # noqa: BLE001 - the last line of defence: still answer
         log_holder[0].error("hook failed outside the compaction", exc)

@@ -164,19 +164,33 @@ _ASSIGN_VALUE = re.compile(r"\"[^\"\n]*+\"?|'[^'\n]*+'?|[^\s&;,\"'`}]++")
 _ASSIGNED_RANDOM = re.compile(r"(?<==)([\"']?+)([A-Za-z0-9+/_\-.~]{20,}+)")
 # "name": value / name: value (JSON, YAML, HTTP headers).
 _COLON_NAME = re.compile(r"(?<![A-Za-z0-9_\-])([\"']?)" + _maybe_secret(r"A-Za-z0-9_\-") + r"([A-Za-z_][A-Za-z0-9_\-]*+)\1[ \t]*+:(?!//)[ \t]*+")
-_COLON_VALUE = re.compile(r"\"[^\"\n]*+\"?|'[^'\n]*+'?|[^\s,}\"']++(?:[ \t]++[^\s,}\"']++)?")
+# One word, or two when the first is an auth scheme ("Authorization: Token abc").
+_COLON_VALUE = re.compile(
+    r"\"[^\"\n]*+\"?|'[^'\n]*+'?|(?:(?i:bearer|basic|token|digest|negotiate)[ \t]++)?[^\s,}\"']++"
+)
 # --password value
 _FLAG_NAME = re.compile(r"(?<![A-Za-z0-9_\-])--?" + _maybe_secret(r"A-Za-z0-9\-") + r"([A-Za-z][A-Za-z0-9\-]*+)[ \t]++")
 _FLAG_VALUE = re.compile(r"\"[^\"\n]*+\"?|'[^'\n]*+'?|[^\s\-*][^\s]*+")
 
 
-def _mask_named(text: str, name_pattern: re.Pattern[str], name_group: int, value_pattern: re.Pattern[str]) -> str:
+def _colon_secret(name: str) -> bool:
+    # "key: value" is as often prose ("no Jev key: set one") as a credential; "api_key:" is not.
+    return name.lower() != "key" and is_secret_key(name)
+
+
+def _mask_named(
+    text: str,
+    name_pattern: re.Pattern[str],
+    name_group: int,
+    value_pattern: re.Pattern[str],
+    secret: Callable[[str], bool] = is_secret_key,
+) -> str:
     """Mask the value after every secret name; scanning resumes right after what was read."""
     out: list[str] = []
     pos = 0
     while (match := name_pattern.search(text, pos)) is not None:
         end = match.end()
-        value = value_pattern.match(text, end) if is_secret_key(match.group(name_group)) else None
+        value = value_pattern.match(text, end) if secret(match.group(name_group)) else None
         if value is None:
             out.append(text[pos:end])
             pos = end
@@ -213,7 +227,7 @@ def redact_text(text: str) -> str:
     for pattern, replacement in _SUBSTITUTIONS:
         text = pattern.sub(replacement, text)
     text = _mask_named(text, _ASSIGN_NAME, 1, _ASSIGN_VALUE)
-    text = _mask_named(text, _COLON_NAME, 2, _COLON_VALUE)
+    text = _mask_named(text, _COLON_NAME, 2, _COLON_VALUE, _colon_secret)
     return _mask_named(text, _FLAG_NAME, 1, _FLAG_VALUE)
 
 

@@ -159,14 +159,17 @@ def _maybe_secret(name_class: str) -> str:
 
 # NAME=value (shell, .env lines, query strings, --flag=value).
 _ASSIGN_NAME = re.compile(r"(?<![A-Za-z0-9_.\-])-{0,2}" + _maybe_secret(r"A-Za-z0-9_.\-") + r"([A-Za-z_][A-Za-z0-9_.\-]*+)[ \t]*+=(?!=)[ \t]*+")
-_ASSIGN_VALUE = re.compile(r"\"[^\"\n]*+\"?|'[^'\n]*+'?|[^\s&;,\"'`}]++")
+# Quotes may come escaped (\"): tool inputs often sit in the state as serialised JSON.
+_ASSIGN_VALUE = re.compile(r"\\?\"[^\"\n]*+\"?|\\?'[^'\n]*+'?|[^\s&;,\"'`}\\]++")
 # =value that looks like a generated key, whatever the name ("SIGNING=q8Zr4TbX2mWn7KpL9vYc").
 _ASSIGNED_RANDOM = re.compile(r"(?<==)([\"']?+)([A-Za-z0-9+/_\-.~]{20,}+)")
 # "name": value / name: value (JSON, YAML, HTTP headers).
-_COLON_NAME = re.compile(r"(?<![A-Za-z0-9_\-])([\"']?)" + _maybe_secret(r"A-Za-z0-9_\-") + r"([A-Za-z_][A-Za-z0-9_\-]*+)\1[ \t]*+:(?!//)[ \t]*+")
+_COLON_NAME = re.compile(
+    r"(?<![A-Za-z0-9_\-])([\"']?)" + _maybe_secret(r"A-Za-z0-9_\-") + r"([A-Za-z_][A-Za-z0-9_\-]*+)\\?\1[ \t]*+:(?!//)[ \t]*+"
+)
 # One word, or two when the first is an auth scheme ("Authorization: Token abc").
 _COLON_VALUE = re.compile(
-    r"\"[^\"\n]*+\"?|'[^'\n]*+'?|(?:(?i:bearer|basic|token|digest|negotiate)[ \t]++)?[^\s,}\"']++"
+    r"\\?\"[^\"\n]*+\"?|\\?'[^'\n]*+'?|(?:(?i:bearer|basic|token|digest|negotiate)[ \t]++)?[^\s,}\"'\\]++"
 )
 # --password value
 _FLAG_NAME = re.compile(r"(?<![A-Za-z0-9_\-])--?" + _maybe_secret(r"A-Za-z0-9\-") + r"([A-Za-z][A-Za-z0-9\-]*+)[ \t]++")

@@ -29,7 +29,7 @@ from ..textutil import escape_unwritable, js_json
 from .archive import archive_paths, save_results
 from .config import DEFAULT_TIMEOUT_SECONDS, HookConfig, resolve_hook_config
 from .deadline import Deadline, DeadlineError
-from .event import HookEvent
+from .event import HookEvent, read_event
 from .private_files import make_private_dirs, open_private_append, user_temp_dir
 from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_stdin
 
@@ -428,6 +428,9 @@ class AnswerGuard:
             return True
 
     def watch(self, log_holder: list[HookLog]) -> None:
+        # Imported now, not when the deadline strikes: then the main thread competes for the GIL.
+        from . import record  # noqa: F401
+
         def last_resort() -> None:
             while (left := self.deadline.last_resort_at - time.monotonic()) > 0:
                 time.sleep(min(left, 0.05))
@@ -474,7 +477,7 @@ def handle(
         deadline = Deadline(resolve_hook_config(options if isinstance(options, dict) else None).timeout_seconds, started)
         if guard is not None:
             guard.deadline = deadline
-        event = HookEvent.model_validate(document)
+        event = read_event(document)
         if guard is not None:
             guard.event = event
         outcome = run_compaction(event, log_holder[0], deadline)

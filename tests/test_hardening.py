@@ -249,3 +249,24 @@ def test_nuls_and_surrogates_in_ids_are_escaped_in_the_row(tmp_path: Path) -> No
     assert (session, agent) == ("s\\x00\\udfff", "a\\ud800")
     assert "toolu_\\x00\\ud800" in ids
     assert all(p.resolve().is_relative_to((data / "archive").resolve()) for p in (data / "archive").rglob("*"))
+
+
+# --------------------------------------------------------------------------- Jev response size
+
+
+def test_a_huge_2xx_jev_body_is_refused_not_read_whole() -> None:
+    import asyncio
+
+    from fast_jev_compaction.errors import JevResponseError
+    from fast_jev_compaction.jev.client import JevClient
+
+    huge = b'{"answers": {}, "padding": "' + b"x" * (6 * 1024 * 1024) + b'"}'
+
+    async def ask(url: str) -> None:
+        async with JevClient(api_key="sk-test-key-that-is-long-enough", base_url=url, retries=0, max_response_bytes=1 << 20) as client:
+            await client.ask({"goal": "g"}, {"call_t1": {"type": "noul", "question": "q"}})
+
+    with FaultServer([Reply(body=huge)]) as server:
+        with pytest.raises(JevResponseError, match="larger than 1024 KiB"):
+            asyncio.run(ask(server.url))
+        assert len(server.requests) == 1  # a response error is never retried

@@ -7,7 +7,7 @@ import json
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from fast_jev_compaction.redaction import MASK, is_secret_key, redact_json, redact_text
@@ -132,6 +132,11 @@ def prose_seconds() -> float:
 
 @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(unit=UNIT)
+# The reproduction: long runs of identifier characters (hex, base64) in a tool input.
+@example(unit="0123456789abcdef")
+@example(unit="QmFzZTY0K/+=")
+@example(unit="a.")
+@example(unit="a:")
 def test_time_per_megabyte_is_bounded_by_prose_time(unit: str, prose_seconds: float) -> None:
     # A quadratic pattern costs hundreds of times prose on 64 KB of one repeated fragment; a
     # linear one stays within a small factor. The factor is wide so a busy machine cannot fail it.

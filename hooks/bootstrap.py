@@ -18,7 +18,8 @@ Nothing from the user's project runs: Claude Code starts this script from the pr
 every interpreter it starts runs with ``-I`` (no cwd, no script folder, no PYTHON* variables, no
 user site on ``sys.path``), from the plugin data folder, with PYTHON*/PIP_*/VIRTUAL_ENV removed
 from the environment; a planted ``venv.py``, ``pip.py`` or ``sitecustomize.py`` is never
-imported. Everything created is private (umask 077, files 0600, folders 0700).
+imported. (pip's config files still apply; pip options from the environment go through
+``FAST_JEV_BOOTSTRAP_PIP_ARGS``, e.g. ``--index-url``.) Everything created is private (umask 077, files 0600, folders 0700).
 
 Pinned: pip installs with ``-c hooks/constraints.txt``, the exact versions the tests ran.
 

@@ -96,6 +96,8 @@ class JevClient:
         self._http: httpx.AsyncClient | None = None
         # The Workers AI route form that answered last, so later calls skip the probe.
         self._cloudflare_form: CloudflareForm | None = None
+        # (state, its redacted copy): every batch of a compaction shares one state object.
+        self._redacted_state: tuple[Any, Any] | None = None
 
     @property
     def warning(self) -> str | None:
@@ -134,7 +136,9 @@ class JevClient:
         """
         if self.endpoint.problem:
             raise JevConfigError(self.endpoint.problem)
-        state, questions = redact_json(state), redact_json(dict(questions))
+        if self._redacted_state is None or self._redacted_state[0] is not state:
+            self._redacted_state = (state, redact_json(state))
+        state, questions = self._redacted_state[1], redact_json(dict(questions))
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.retries + 1),
             wait=wait_exponential(multiplier=self.retry_delay_s, exp_base=RETRY_BACKOFF, min=0),

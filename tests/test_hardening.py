@@ -270,3 +270,13 @@ def test_a_huge_2xx_jev_body_is_refused_not_read_whole() -> None:
         with pytest.raises(JevResponseError, match="larger than 1024 KiB"):
             asyncio.run(ask(server.url))
         assert len(server.requests) == 1  # a response error is never retried
+
+
+def test_a_relative_plugin_data_never_writes_into_the_project(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    data = tmp_path / "data"
+    answer = run_hook(event(tool_heavy_conversation(), data, pluginData="relative/data"), data, cwd=project)
+    assert answer["action"] == "replace"
+    assert list(project.iterdir()) == []
+    assert (data / "hook.log").exists()  # CLAUDE_PLUGIN_DATA, the absolute one, is used instead

@@ -117,10 +117,13 @@ def malformed_input(draw: st.DrawFn, data: Path) -> bytes:
 
 
 def run_hook(stdin: bytes, data: Path) -> dict[str, Any]:
+    cwd = data.parent / "cwd"
+    cwd.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
         [sys.executable, "-I", str(HOOK)],
         input=stdin,
         capture_output=True,
+        cwd=cwd,
         env=hook_env(data, FAST_JEV_STDIN_IDLE_SECONDS="1"),
         timeout=HANG_GUARD_S,
     )
@@ -131,6 +134,7 @@ def run_hook(stdin: bytes, data: Path) -> dict[str, Any]:
     answer = json.loads(text)
     assert isinstance(answer, dict) and answer["action"] in ("replace", "fallback", "skip"), answer
     assert isinstance(answer.get("log", []), list)
+    assert list(cwd.iterdir()) == []  # a relative pluginData never writes into the cwd
     if answer["action"] == "replace":
         assert isinstance(answer["messages"], list) and answer["messages"]
     else:

@@ -48,7 +48,8 @@ Answer = dict[str, Any]
 
 
 def _usable_folder(candidate: str | None) -> bool:
-    if not candidate or not candidate.strip():
+    # Relative would mean "under whatever the cwd is": the user's project.
+    if not candidate or not candidate.strip() or not os.path.isabs(candidate):
         return False
     try:
         os.fsencode(candidate)  # a NUL or an unencodable surrogate cannot name a file

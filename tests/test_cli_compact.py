@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from fast_jev_compaction.archive import archive_name
 from fast_jev_compaction.cli import main
+from fast_jev_compaction.markers import carries_mark, saved_path
 from fast_jev_compaction.messages import parse_messages
 from fast_jev_compaction.transcript import TranscriptError, read_messages
 
@@ -17,6 +19,13 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus"
 PRESERVE = 6
 DATA_FILES = sorted(p for p in CORPUS.rglob("*") if p.suffix in {".jsonl", ".json"} and p.name != "MANIFEST.json") if CORPUS.is_dir() else []
+
+
+DROP_MARK = "[fast-jev-compaction: the "
+
+
+def _prose(text: str) -> str:
+    return "\n".join(line for line in text.split("\n") if not line.startswith(DROP_MARK))
 
 
 def _ids(messages):
@@ -53,10 +62,24 @@ def test_compact_every_corpus_file(path: Path, tmp_path: Path, capsys: pytest.Ca
     assert set(uses_before) - set(results_before) <= set(uses_after)
     assert set(results_before) - set(uses_before) <= set(results_after)
 
-    # Text is byte-identical and in order: the output's texts are a subsequence of the input's.
+    # Text is byte-identical and in order: set the marker lines of dropped calls aside, and the
+    # output's texts are a subsequence of the input's.
     texts_before = iter([(m.role, m.text) for m in before])
-    for pair in ((m.role, m.text) for m in after):
+    for pair in ((m.role, _prose(m.text)) for m in after):
         assert any(pair == candidate for candidate in texts_before), f"text changed or reordered: {pair[1][:80]!r}"
+
+    # Every call that left has a marker where it was, and every marker's path holds the original.
+    originals = {r.tool_use_id: r.text for m in before for r in m.toolResults or ()}
+    gone = completed_before - set(uses_after)
+    markers = [line for m in after for line in m.text.split("\n") if line.startswith(DROP_MARK)]
+    assert len(markers) == len(gone)
+    cut = [r.text for m in after for r in m.toolResults or () if carries_mark(r.text) and r.text != originals.get(r.tool_use_id)]
+    saved = {saved_path(text) for text in markers + cut}
+    assert None not in saved
+    assert {Path(p).read_text(encoding="utf-8") for p in saved} <= set(originals.values()) | {
+        o.encode("utf-8", "replace").decode("utf-8") for o in originals.values()
+    }
+    assert len(saved) == len({archive_name(originals[i]) for i in gone} | {Path(p).name for p in saved})
 
     if before:
         assert after[0].model_dump() == before[0].model_dump()

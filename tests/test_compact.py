@@ -13,7 +13,10 @@ from fast_jev_compaction.compaction import compact, compact_sync
 from fast_jev_compaction.errors import FittingError, JevResponseError
 from fast_jev_compaction.fitting import fit_state
 from fast_jev_compaction.goal import goal_from_messages
+from fast_jev_compaction.archive import archive_name
+from fast_jev_compaction.compaction import shape_of
 from fast_jev_compaction.options import resolve_options
+from fast_jev_compaction.rebuild import cut_output
 from fast_jev_compaction.pairing import pair_tool_calls
 from fast_jev_compaction.questions import batch_questions, question_tokens
 from fast_jev_compaction.stats import CompactStats, decision_log_lines, message_chars, percent, summarize
@@ -21,6 +24,8 @@ from scripted_asker import ScriptedAsker, assistant, dump, pair, per_call, read_
 
 
 def run(messages, asker, **options):
+    options.setdefault("policy", "threshold")
+    options.setdefault("use_rules", False)
     return asyncio.run(compact(messages, asker, resolve_options(**options)))
 
 
@@ -34,7 +39,7 @@ def spec_chars(messages) -> int:
     return total
 
 
-def three_long_pairs(size=2000):
+def three_long_pairs(size=6000):
     messages = [user("start")]
     for k in range(3):
         messages += pair(f"toolu_{k}", chr(ord("a") + k) * size, "Read", file_path=f"src/f{k}.ts")
@@ -68,11 +73,11 @@ def test_state_is_resent_identically_and_answers_are_merged():
     assert [d.action for d in out.decisions] == ["keep"] * 10
 
 
-def test_all_results_dropped():
+def test_all_truncated():
     messages = three_long_pairs()
     out = run(messages, ScriptedAsker(lambda name: 1.0 if name.startswith("call_") else 0.0), preserve_recent_messages=1)
     assert len(out.messages) == len(messages)
-    assert (out.stats.results_dropped, out.stats.kept, out.stats.calls_dropped, out.stats.pinned) == (3, 0, 0, 0)
+    assert (out.stats.truncated, out.stats.kept, out.stats.dropped, out.stats.pinned) == (3, 0, 0, 0)
     assert out.stats.reduction_ratio > 0
     assert out.stats.chars_before == spec_chars(messages)
     assert out.stats.chars_after == spec_chars(out.messages) < out.stats.chars_before
@@ -124,26 +129,27 @@ def test_missing_answers_object_is_rejected():
 
 
 def test_mixed_decisions_stats_and_chars_freed():
-    messages = three_long_pairs(1000)
+    messages = three_long_pairs()
     asker = ScriptedAsker(per_call({"t1": (0.9, 0.9), "t2": (0.9, 0.1), "t3": (0.1, 0.1)}))
     out = run(messages, asker, preserve_recent_messages=1, truncate_head_chars=100)
     assert [(d.id, d.action, d.reason) for d in out.decisions] == [
-        ("t1", "keep", "kept"),
-        ("t2", "drop_result", "result_dropped"),
-        ("t3", "drop_call", "call_dropped"),
+        ("t1", "keep", "threshold"),
+        ("t2", "truncate", "threshold"),
+        ("t3", "drop", "threshold"),
     ]
     stats = out.stats
-    assert (stats.calls, stats.kept, stats.results_dropped, stats.calls_dropped, stats.pinned) == (3, 1, 1, 1, 0)
-    assert (stats.messages_before, stats.messages_after) == (8, 6)
-    note = "\n[fast-jev-compaction truncated 900 chars of this tool result; re-run the tool if needed]"
+    assert (stats.calls, stats.kept, stats.truncated, stats.dropped, stats.pinned) == (3, 1, 1, 1, 0)
+    # The dropped call's result message goes; its assistant message stays, holding the marker.
+    assert (stats.messages_before, stats.messages_after) == (8, 7)
+    digest = cut_output("b" * 6000, False, shape_of(resolve_options(truncate_head_chars=100)), None)
+    marker = out.messages[5].text
+    assert marker.startswith("[fast-jev-compaction: the Read call (src/f2.ts) ran here; its 6,000-char output")
     assert [d.chars_freed for d in out.decisions] == [
         0,
-        1000 - (100 + len(note)),
-        1000 + len('{"file_path":"src/f2.ts"}'),
+        6000 - len(digest),
+        6000 + len('{"file_path":"src/f2.ts"}') - len(marker) - 1,
     ]
-    assert stats.chars_before - stats.chars_after == sum(d.chars_freed for d in out.decisions)
-    assert stats.reduction_ratio == pytest.approx((stats.chars_before - stats.chars_after) / stats.chars_before)
-    assert out.messages[4].toolResults[0].text == "b" * 100 + note
+    assert out.messages[4].toolResults[0].text == digest
     assert [c.id for c in out.calls] == ["t1", "t2", "t3"]
 
 
@@ -151,8 +157,8 @@ def test_pinned_calls_are_counted_and_not_asked():
     asker = ScriptedAsker(0.0)
     out = run(ten_messages(), asker, preserve_recent_messages=3)
     assert set(asker.asked_names) == {"call_t1", "result_t1", "call_t2", "result_t2"}
-    assert [(d.id, d.reason) for d in out.decisions] == [("t1", "call_dropped"), ("t2", "call_dropped"), ("t3", "pinned")]
-    assert (out.stats.pinned, out.stats.calls_dropped, out.stats.calls) == (1, 2, 3)
+    assert [(d.id, d.reason) for d in out.decisions] == [("t1", "threshold"), ("t2", "threshold"), ("t3", "pinned")]
+    assert (out.stats.pinned, out.stats.dropped, out.stats.calls) == (1, 2, 3)
 
 
 def test_default_goal_is_the_latest_prompts_and_a_configured_goal_wins():
@@ -182,17 +188,28 @@ def test_usage_and_retries_are_summed_over_requests():
     assert (out.stats.input_tokens, out.stats.output_tokens, out.stats.retries) == (100 * n, 7 * n, n)
 
 
-def test_archive_paths_reach_the_truncation_note():
+def test_cut_outputs_are_archived_by_content_and_the_markers_point_there(tmp_path):
     messages = three_long_pairs()
-    asker = ScriptedAsker(lambda name: 1.0 if name.startswith("call_") else 0.0)
-    out = asyncio.run(compact(messages, asker, resolve_options(preserve_recent_messages=1), {"toolu_1": "arch/b.txt"}))
-    assert out.messages[4].toolResults[0].text.endswith("; the full output is saved at arch/b.txt; Read it if needed]")
-    assert out.messages[2].toolResults[0].text.endswith("; re-run the tool if needed]")
+    asker = ScriptedAsker(per_call({"t1": (1, 1), "t2": (1, 0), "t3": (0, 0)}))
+    out = run(messages, asker, preserve_recent_messages=1, archive_dir=str(tmp_path))
+    truncated, dropped = out.decisions[1], out.decisions[2]
+    assert truncated.archive_path == str(tmp_path / archive_name("b" * 6000))
+    assert dropped.archive_path == str(tmp_path / archive_name("c" * 6000))
+    assert out.archive == {truncated.archive_path: "b" * 6000, dropped.archive_path: "c" * 6000}
+    assert out.decisions[0].archive_path is None
+    assert out.messages[4].toolResults[0].text.endswith(f"saved at {truncated.archive_path}; Read it if needed]")
+    assert out.messages[5].text.endswith(f"saved at {dropped.archive_path}; Read it if needed]")
+
+
+def test_identical_outputs_share_one_archive_file(tmp_path):
+    messages = [user("go"), *pair("a", "z" * 6000, "Read", file_path="a"), *pair("b", "z" * 6000, "Read", file_path="b"), user("end")]
+    out = run(messages, ScriptedAsker(0.0), preserve_recent_messages=1, archive_dir=str(tmp_path))
+    assert out.decisions[0].archive_path == out.decisions[1].archive_path and len(out.archive) == 1
 
 
 def test_compact_sync_runs_the_same_flow():
-    out = compact_sync(three_long_pairs(), ScriptedAsker(0.0), resolve_options(preserve_recent_messages=1))
-    assert out.stats.calls_dropped == 3 and len(out.messages) == 2
+    out = compact_sync(three_long_pairs(), ScriptedAsker(0.0), resolve_options(preserve_recent_messages=1, policy="threshold"))
+    assert out.stats.dropped == 3 and len(out.messages) == 5
 
 
 def test_message_chars():
@@ -213,20 +230,20 @@ class TestSummary:
         assert percent(ratio) == text
 
     def test_summary_format(self):
-        stats = CompactStats(chars_before=1000, chars_after=250, kept=1, calls_dropped=1, state_tokens=321, state_stage="full", requests=1)
-        assert summarize(stats) == "75.0% reduction; 1 kept, 1 call_dropped; state ~321 tokens (full) in 1 request(s)"
+        stats = CompactStats(chars_before=1000, chars_after=250, kept=1, dropped=1, state_tokens=321, state_stage="full", requests=1)
+        assert summarize(stats) == "75.0% reduction; 1 kept, 1 dropped; state ~321 tokens (full) in 1 request(s)"
         empty = CompactStats()
         assert summarize(empty) == "0.0% reduction; no tool calls; state ~0 tokens () in 0 request(s)"
 
     def test_summary_of_a_real_run(self):
         messages = [user("go"), *pair("a", "r" * 500, file_path="x"), *pair("b", "s" * 50, file_path="y"), user("end")]
         out = run(messages, ScriptedAsker(per_call({"t1": (0, 0), "t2": (1, 1)})), preserve_recent_messages=1)
-        assert re.fullmatch(r"\d+\.\d% reduction; 1 kept, 1 call_dropped; state ~\d+ tokens \(full\) in 1 request\(s\)", summarize(out.stats))
+        assert re.fullmatch(r"\d+\.\d% reduction; 1 kept, 1 dropped; state ~\d+ tokens \(full\) in 1 request\(s\)", summarize(out.stats))
 
     def test_decision_log(self):
         messages = [user("go"), *pair("a", "r" * 500, "Read", file_path="x"), *pair("b", "s", "Bash", command="ls"), user("end")]
         out = run(messages, ScriptedAsker(per_call({"t1": (0.1, 0.1), "t2": (0.9, 0.9)})), preserve_recent_messages=1)
-        assert decision_log_lines(out.decisions) == ["decisions: t1:Read:drop_call/call=0.10/result=0.10 t2:Bash:keep/call=0.90/result=0.90"]
+        assert decision_log_lines(out.decisions) == ["decisions: t1:Read:drop/call=0.10/result=0.10 t2:Bash:keep/call=0.90/result=0.90"]
         lines = decision_log_lines(out.decisions, 60)
         assert len(lines) == 2 and all(len(line) <= 60 for line in lines)
         assert lines[0].startswith("decisions (1/2): t1:") and lines[1].startswith("decisions (2/2): t2:")

@@ -20,13 +20,13 @@ def calls():
 @pytest.mark.parametrize(
     "keep_call, keep_result, action, reason",
     [
-        (0, 0, "drop_call", "call_dropped"),
-        (1, 0, "drop_result", "result_dropped"),
-        (0, 1, "keep", "kept"),  # a result worth keeping keeps its call
-        (0.5, 0, "drop_result", "result_dropped"),  # equality keeps
-        (0, 0.5, "keep", "kept"),
-        (0.49, 0.49, "drop_call", "call_dropped"),
-        (1, 1, "keep", "kept"),
+        (0, 0, "drop", "threshold"),
+        (1, 0, "truncate", "threshold"),
+        (0, 1, "keep", "threshold"),  # a result worth keeping keeps its call
+        (0.5, 0, "truncate", "threshold"),  # equality keeps
+        (0, 0.5, "keep", "threshold"),
+        (0.49, 0.49, "drop", "threshold"),
+        (1, 1, "keep", "threshold"),
     ],
 )
 def test_matrix_at_half(keep_call, keep_result, action, reason):
@@ -47,17 +47,17 @@ def test_pinned_is_kept_whatever_the_answer():
 def test_no_answer_means_keep_whole():
     candidate, _ = calls()
     decision = decide_call(candidate, None, 0.5)
-    assert (decision.keep_call, decision.keep_result, decision.action, decision.reason) == (1, 1, "keep", "kept")
+    assert (decision.keep_call, decision.keep_result, decision.action, decision.reason) == (1, 1, "keep", "threshold")
 
 
 def test_raising_the_threshold_deletes_more():
     candidate, _ = calls()
     answer = (0.6, 0.6)
     assert decide_call(candidate, answer, 0.5).action == "keep"
-    assert decide_call(candidate, answer, 0.7).action == "drop_call"
+    assert decide_call(candidate, answer, 0.7).action == "drop"
     assert decide_call(candidate, answer, 0).action == "keep"
-    assert decide_call(candidate, (0.99, 0.99), 1).action == "drop_call"
-    assert decide_call(candidate, (1, 0.99), 1).action == "drop_result"
+    assert decide_call(candidate, (0.99, 0.99), 1).action == "drop"
+    assert decide_call(candidate, (1, 0.99), 1).action == "truncate"
 
 
 @pytest.mark.parametrize("threshold", [1.1, -0.1, math.nan, math.inf])

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from fast_jev_compaction.archive import archive_name
 from fast_jev_compaction.audit.store import DecisionLog
 from fast_jev_compaction.hook.config import HookConfig, resolve_hook_config
 from fast_jev_compaction.hook.entry import in_flight_preserve, keeps_handle, pct, wire_messages
@@ -407,10 +408,11 @@ def test_a_configured_key_uses_jev(data_dir: Path, jev_server: tuple[str, type[_
     assert sorted(handler.bodies[0]["questions"]) == ["call_t1", "call_t2", "result_t1", "result_t2"]
     [(row, decisions)] = compactions(data_dir)
     assert row.judge == "jev" and row.input_tokens == 900
-    # t3's result sits in the six-message recent window, so t3 to t5 are pinned.
-    assert [(d.action, d.reason) for d in decisions] == [("drop_call", "call_dropped")] * 2 + [("keep", "pinned")] * 3
+    # t3's result sits in the six-message recent window, so t3 to t5 are pinned; Jev ranks t1
+    # and t2 lowest (0.0), and the budget policy cuts both to their digests.
+    assert [(d.action, d.reason) for d in decisions] == [("truncate", "budget")] * 2 + [("keep", "pinned")] * 3
     uses, results = tool_ids(answer["messages"])
-    assert uses == results == ["toolu_003", "toolu_004", "toolu_005"]
+    assert uses == results == ["toolu_001", "toolu_002", "toolu_003", "toolu_004", "toolu_005"]
 
 
 def test_env_key_and_a_refusing_jev_fall_back_with_an_actionable_reason(
@@ -451,7 +453,7 @@ def test_config_defaults_match_upstream() -> None:
         config.max_concurrent_requests,
         config.model,
         config.judge,
-    ) == (0.5, 6, 60, 0.25, 25000, 30000, 300, 4, "jev-latest", "auto")
+    ) == (0.5, 6, 60, 0.25, 25000, 30000, 500, 4, "jev-latest", "auto")
 
 
 def test_config_wrong_types_fall_back_and_good_values_are_read() -> None:
@@ -564,7 +566,7 @@ def _truncated_results(out: list[dict[str, Any]]) -> dict[str, str]:
         r["tool_use_id"]: r["text"]
         for m in out
         for r in m.get("toolResults") or []
-        if "[fast-jev-compaction truncated" in r["text"]
+        if "[fast-jev-compaction kept" in r["text"]
     }
 
 
@@ -573,17 +575,18 @@ def test_cut_results_are_saved_and_the_note_points_at_the_file(data_dir: Path) -
     answer, _ = run_hook(json.dumps(event(messages, data_dir)).encode(), data_dir)
     assert answer["action"] == "replace"
     cut = _truncated_results(answer["messages"])
-    # The embedded judge keeps these calls and cuts their long outputs at the default threshold.
     assert cut
     originals = {r["tool_use_id"]: r["text"] for m in messages for r in m.get("toolResults") or []}
     for tool_use_id, text in cut.items():
-        path = data_dir / "archive" / "session-1" / f"{tool_use_id}.txt"
-        assert f"the full output is saved at {path}; Read it if needed]" in text
+        path = data_dir / "archive" / archive_name(originals[tool_use_id])
+        assert text.endswith(f"the full output is saved at {path}; Read it if needed]")
         assert path.read_text(encoding="utf-8") == originals[tool_use_id]
         assert path.stat().st_mode & 0o077 == 0
-    saved = {p.stem for p in (data_dir / "archive" / "session-1").glob("*.txt")}
-    # Only what was cut is saved: untouched results leave nothing behind.
-    assert saved == set(cut)
+    [(_row, decisions)] = compactions(data_dir)
+    saved = {p.name for p in (data_dir / "archive").glob("*.txt")}
+    # Every cut output is saved (truncated and dropped alike); untouched results leave nothing.
+    assert saved == {archive_name(originals[d.tool_use_id]) for d in decisions if d.action in ("truncate", "drop")}
+    assert (data_dir / "archive").stat().st_mode & 0o077 == 0
 
 
 def test_an_archive_that_cannot_be_written_leaves_no_dangling_pointer(data_dir: Path) -> None:
@@ -596,4 +599,4 @@ def test_an_archive_that_cannot_be_written_leaves_no_dangling_pointer(data_dir: 
     cut = _truncated_results(answer["messages"])
     assert cut, "the fixture should cut at least one result"
     assert all(text.endswith("; re-run the tool if needed]") for text in cut.values())
-    assert "cut results not archived" in hook_log(data_dir)
+    assert "cut outputs not archived" in hook_log(data_dir)

@@ -1,5 +1,6 @@
-"""The texts a model reads: the judge's context and questions, and the note an agent finds in a
-cut result. Pinned verbatim so that any change is a deliberate edit of this file too."""
+"""The texts a model reads: the judge's context and questions, and the markers an agent finds
+where an output was cut or a call was dropped. Pinned verbatim so that any change is a
+deliberate edit of this file too."""
 
 from __future__ import annotations
 
@@ -7,24 +8,25 @@ import re
 
 import pytest
 
+from fast_jev_compaction.markers import carries_mark, drop_marker, gap, saved_path, truncation_note
 from fast_jev_compaction.pairing import ToolCall
 from fast_jev_compaction.questions import STATE_CONTEXT, questions_for
-from fast_jev_compaction.rebuild import truncated_result_text
 
 CALL = ToolCall(
     id="t7", tool_use_id="toolu_7", tool="Bash", input={"command": "ls"}, call_index=3, result_index=4,
     result_chars=1234, is_error=False, pinned=False,
 )
-ARCHIVE = ".claude/fast-jev-compaction/result-toolu_7.txt"
+ARCHIVE = "/home/u/.claude/plugins/data/fast-jev-compaction/archive/0123456789abcdef0123456789abcdef.txt"
 
 EXPECTED_CONTEXT = (
     "A coding assistant conversation is being compacted to free context. `history` is the "
     "conversation so far, oldest first; each tool output is shown as a short `result` note and "
     "long texts may be abridged. Each question asks whether one tool call, or the full output of "
     "that call, still needs to stay in the history verbatim. A call that is not kept leaves the "
-    "history together with its output; an output that is not kept is cut to its opening lines. "
-    "Files can be read again and read-only commands re-run; the output of a command with side "
-    "effects (a deploy, a push, a one-time code) exists only in the history."
+    "history together with its output, and a one-line marker says that it ran; an output that is "
+    "not kept is cut to its opening, closing and key lines. Either way the full output is saved "
+    "to a file the assistant can read. The output of a command with side effects (a deploy, a "
+    "push, a one-time code) cannot be produced again by re-running it."
 )
 EXPECTED_CALL_QUESTION = (
     "Tool call t7 (Bash) should stay in the history: knowing this call was made, with its input, "
@@ -34,36 +36,44 @@ EXPECTED_RESULT_QUESTION = (
     "The full output of tool call t7 (Bash, 1234 chars) should stay in the history verbatim: the "
     "assistant still needs its contents and re-running the tool would not do"
 )
-EXPECTED_NOTE = "[fast-jev-compaction truncated 1700 chars of this tool result; re-run the tool if needed]"
-EXPECTED_ARCHIVED_NOTE = (
-    "[fast-jev-compaction truncated 1700 chars of this tool result; the full output is saved at "
+EXPECTED_NOTE = (
+    "[fast-jev-compaction kept 1,500 of 25,617 chars of this output (its opening, closing and key "
+    f"lines); the full output is saved at {ARCHIVE}; Read it if needed]"
+)
+EXPECTED_UNSAVED_NOTE = (
+    "[fast-jev-compaction kept 1,500 of 25,617 chars of this error output (its opening, closing and "
+    "key lines); re-run the tool if needed]"
+)
+EXPECTED_DROP = (
+    "[fast-jev-compaction: the Read call (src/app.py) ran here; its 12,345-char output is saved at "
     f"{ARCHIVE}; Read it if needed]"
+)
+EXPECTED_UNSAVED_DROP = (
+    "[fast-jev-compaction: the Bash call (pytest -q) ran here; its 980-char error output was left out; "
+    "re-run it if needed]"
 )
 
 # Shouting and command words that steer a model by alarm rather than by information.
 FORBIDDEN = ["BLOCKED", "MANDATORY", "Do NOT", "NEVER"]
-FORBIDDEN_ANY_CASE = ["must not", "for efficiency"]
+FORBIDDEN_ANY_CASE = ["must not", "for efficiency", "do not"]
 
 
-def note(archived_at=None, is_error=False):
-    return truncated_result_text("x" * 2000, is_error, 300, archived_at)[301:]
-
-
-def model_facing_texts():
+def model_facing_texts() -> dict[str, str]:
     questions = questions_for(CALL)
     return {
         "context": STATE_CONTEXT,
         "call question": questions["call_t7"]["instructions"],
         "result question": questions["result_t7"]["instructions"],
-        "note": note(),
-        "error note": note(is_error=True),
-        "archived note": note(ARCHIVE),
+        "note": truncation_note(25617, 1500, False, ARCHIVE),
+        "unsaved error note": truncation_note(25617, 1500, True, None),
+        "drop marker": drop_marker("Read", "src/app.py", 12345, False, ARCHIVE),
+        "unsaved drop marker": drop_marker("Bash", "pytest -q", 980, True, None),
+        "gap": gap(24396),
     }
 
 
 def test_context_is_pinned():
-    """Deliberate difference (c): this is our wording, not upstream's, which claimed every tool
-    could always be re-run (§9.2-9.3)."""
+    """Our wording: upstream's claimed every tool could always be re-run, which biased drops."""
     assert STATE_CONTEXT == EXPECTED_CONTEXT
     assert "`history`" in STATE_CONTEXT and "`result`" in STATE_CONTEXT
 
@@ -76,10 +86,13 @@ def test_questions_are_pinned():
     }
 
 
-def test_truncation_notes_are_pinned():
-    assert note() == EXPECTED_NOTE
-    assert note(ARCHIVE) == EXPECTED_ARCHIVED_NOTE
-    assert note(is_error=True) == EXPECTED_NOTE.replace("tool result;", "tool result (error);")
+def test_markers_are_pinned():
+    texts = model_facing_texts()
+    assert texts["note"] == EXPECTED_NOTE
+    assert texts["unsaved error note"] == EXPECTED_UNSAVED_NOTE
+    assert texts["drop marker"] == EXPECTED_DROP
+    assert texts["unsaved drop marker"] == EXPECTED_UNSAVED_DROP
+    assert texts["gap"] == "[… 24,396 chars …]"
 
 
 @pytest.mark.parametrize("name", list(model_facing_texts()))
@@ -91,8 +104,29 @@ def test_no_alarm_words(name):
         assert phrase not in text.lower(), (name, phrase)
 
 
-def test_notes_say_how_to_get_the_content_back():
-    assert "re-run the tool if needed" in note()
-    archived = note(ARCHIVE)
-    assert re.search(rf"{re.escape(ARCHIVE)}; Read it if needed\]$", archived)
-    assert "re-run" not in archived  # with a saved copy the agent is pointed at the file instead
+@pytest.mark.parametrize("name", ["note", "drop marker"])
+def test_markers_say_where_the_content_is_and_how_to_get_it(name):
+    text = model_facing_texts()[name]
+    assert re.search(rf"saved at {re.escape(ARCHIVE)}; Read it if needed\]$", text)
+    assert "re-run" not in text  # with a saved copy the agent is pointed at the file instead
+    assert saved_path(text) == ARCHIVE
+
+
+@pytest.mark.parametrize("name", ["note", "unsaved error note", "drop marker", "unsaved drop marker"])
+def test_a_later_pass_recognises_every_marker(name):
+    assert carries_mark("some output\n" + model_facing_texts()[name])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[fast-jev-compaction truncated 1700 chars of this tool result; re-run the tool if needed]",
+        "x\n[fast-jev-compaction truncated 9 chars of this tool result; the full output is saved at /a.txt; Read it if needed]",
+    ],
+)
+def test_markers_of_earlier_releases_are_recognised(text):
+    assert carries_mark(text)
+
+
+def test_ordinary_text_is_not_a_marker():
+    assert not carries_mark("grep output mentioning [fast-jev-compaction] in a README")

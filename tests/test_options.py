@@ -16,8 +16,11 @@ def test_defaults_match_upstream():
     assert opts.preserve_recent_messages == 6
     assert opts.max_state_tokens == 25_000
     assert opts.max_request_tokens == 30_000
-    assert opts.truncate_head_chars == 300
+    # Ours: a cut keeps a digest whose opening is 500 chars (upstream kept a 300-char head only).
+    assert opts.truncate_head_chars == 500
     assert opts.max_concurrent_requests == 4
+    assert (opts.digest_chars, opts.policy, opts.target_reduction, opts.keep_floor) == (1600, "budget", 0.7, 0.8)
+    assert (opts.archive_dir, opts.use_rules) == (None, True)
     # The dataclass defaults are the same resolved values, so CompactOptions() is safe to use.
     assert CompactOptions() == opts
 
@@ -48,7 +51,7 @@ def test_non_finite_or_non_numeric_values_fall_back_to_defaults(value):
         max_concurrent_requests=value,
     )
     assert (opts.preserve_recent_messages, opts.max_state_tokens, opts.max_request_tokens) == (6, 25_000, 30_000)
-    assert (opts.truncate_head_chars, opts.max_concurrent_requests) == (300, 4)
+    assert (opts.truncate_head_chars, opts.max_concurrent_requests) == (500, 4)
 
 
 def test_token_budgets_are_at_least_one_but_not_floored():
@@ -71,3 +74,15 @@ def test_threshold_outside_unit_interval_is_rejected(value):
 @pytest.mark.parametrize("value", [0, 1, 0.25])
 def test_threshold_bounds_are_accepted(value):
     assert resolve_options(keep_threshold=value).keep_threshold == value
+
+
+@pytest.mark.parametrize("name", ["target_reduction", "keep_floor"])
+def test_shares_are_checked_not_clamped(name):
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        resolve_options(**{name: 1.5})
+    assert getattr(resolve_options(**{name: 0.25}), name) == 0.25
+
+
+def test_an_unknown_policy_takes_the_default():
+    assert resolve_options(policy="cliff").policy == "budget"
+    assert resolve_options(policy="threshold").policy == "threshold"

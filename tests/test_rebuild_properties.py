@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fast_jev_compaction.compaction import compact
+from fast_jev_compaction.markers import carries_mark, saved_path
 from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
 from fast_jev_compaction.options import resolve_options
 from fast_jev_compaction.pairing import pair_tool_calls
@@ -33,6 +34,7 @@ _outputs = st.one_of(
         st.integers(min_value=0, max_value=1500),
         st.integers(min_value=121, max_value=260),
         st.integers(min_value=421, max_value=560),
+        st.integers(min_value=1500, max_value=4000),
     ).map(lambda n: ("line of output\n" * (n // 15 + 1))[:n]),
 )
 _probability = st.one_of(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]), st.floats(min_value=0, max_value=1))
@@ -72,6 +74,13 @@ def conversations(draw):
     return messages
 
 
+DROP_MARK = "[fast-jev-compaction: the "
+
+
+def strip_markers(text: str) -> str:
+    return "\n".join(line for line in text.split("\n") if not line.startswith(DROP_MARK))
+
+
 def is_subsequence(needles, haystack) -> bool:
     it = iter(haystack)
     return all(any(needle == item for item in it) for needle in needles)
@@ -88,15 +97,18 @@ def test_compaction_invariants(messages, data):
     for candidate in pairing.candidates:
         answers[f"call_{candidate.id}"] = data.draw(_probability, label=f"call_{candidate.id}")
         answers[f"result_{candidate.id}"] = data.draw(_probability, label=f"result_{candidate.id}")
-    archive = {
-        c.tool_use_id: "arch/" + "p" * data.draw(st.integers(min_value=0, max_value=120), label="path")
-        for c in pairing.calls
-        if data.draw(st.booleans(), label="archived")
-    }
+    archive_dir = data.draw(st.sampled_from([None, "arch", "/a/very/long/archive/folder/" + "p" * 80]), label="archive")
+    policy = data.draw(st.sampled_from(["budget", "threshold"]), label="policy")
+    use_rules = data.draw(st.booleans(), label="rules")
     before = dump(messages)
     asker = ScriptedAsker(answers)
-    options = resolve_options(keep_threshold=threshold, preserve_recent_messages=preserve, truncate_head_chars=head)
-    result = asyncio.run(compact(messages, asker, options, archive))
+    options = resolve_options(
+        keep_threshold=threshold, preserve_recent_messages=preserve, truncate_head_chars=head,
+        digest_chars=data.draw(st.sampled_from([0, 300, 1600]), label="digest"), archive_dir=archive_dir,
+        policy=policy, use_rules=use_rules, target_reduction=data.draw(_probability, label="target"),
+        keep_floor=data.draw(_probability, label="floor"),
+    )
+    result = asyncio.run(compact(messages, asker, options))
     out, stats, decisions = result.messages, result.stats, result.decisions
 
     # The input is never mutated.
@@ -119,8 +131,15 @@ def test_compaction_invariants(messages, data):
     assert {r for r in in_result_ids if r not in in_use_ids} <= out_result_ids
     assert {p.tool_use_id for p in pairing.pending} <= out_use_ids
 
-    # Texts are never edited: the output's (role, text) pairs are an ordered subsequence.
-    assert is_subsequence([(m.role, m.text) for m in out], [(m.role, m.text) for m in messages])
+    # Texts are never edited: once the marker lines of dropped calls are set aside, the output's
+    # (role, text) pairs are an ordered subsequence of the input's.
+    prose = [(m.role, strip_markers(m.text)) for m in out]
+    assert is_subsequence(prose, [(m.role, m.text) for m in messages])
+    # Every dropped call left exactly one marker line, in an assistant message.
+    dropped_calls = [d for d in decisions if d.action == "drop"]
+    marker_lines = [line for m in out for line in m.text.split("\n") if line.startswith(DROP_MARK)]
+    assert len(marker_lines) == len(dropped_calls)
+    assert all(m.role == "assistant" for m in out if DROP_MARK in m.text and m.text not in {t for _, t in prose})
 
     # Identity: the first message, the preserved window and every untouched message.
     if messages:
@@ -145,33 +164,43 @@ def test_compaction_invariants(messages, data):
 
     # Counts.
     assert len(decisions) == stats.calls == len(pairing.calls)
-    assert stats.kept + stats.results_dropped + stats.calls_dropped + stats.pinned == stats.calls
+    assert stats.kept + stats.truncated + stats.dropped + stats.pinned == stats.calls
     assert stats.pinned == len(pinned_ids)
-    assert sorted(asker.asked_names) == sorted(answers)
+    ruled = {d.id for d in decisions if d.reason not in ("threshold", "budget", "pinned")}
+    assert sorted(asker.asked_names) == sorted(k for k in answers if k.split("_", 1)[1] not in ruled)
     assert stats.requests == len(asker.requests)
+    assert use_rules or not ruled
 
-    # Sizes. A message is removed exactly when its text is blank, it had tool blocks, and every
-    # one of them belonged to a dropped call; its (whitespace) text then leaves with it, which is
-    # the only change not counted in chars_freed.
-    dropped = {d.tool_use_id for d in decisions if d.action == "drop_call" and d.tool_use_id not in pinned_ids}
+    # Sizes. A message is removed exactly when its text is blank, it had no tool_use, and every
+    # result it held belonged to a dropped call (a dropped call's own message keeps its marker);
+    # its (whitespace) text then leaves with it, which is the only change not counted in chars_freed.
+    dropped = {d.tool_use_id for d in decisions if d.action == "drop" and d.tool_use_id not in pinned_ids}
     removed = [
         m
         for m in messages
         if not m.text.strip()
-        and (m.toolUses or m.toolResults)
-        and all(b.tool_use_id in dropped for b in [*m.toolUses, *(m.toolResults or ())])
+        and m.toolResults
+        and not m.toolUses
+        and all(b.tool_use_id in dropped for b in m.toolResults)
     ]
     assert stats.messages_after == len(out) == len(messages) - len(removed)
     assert stats.chars_before == sum(message_chars(m) for m in messages)
     assert stats.chars_after == sum(message_chars(m) for m in out)
-    assert stats.chars_after <= stats.chars_before
-    assert all(d.chars_freed >= 0 for d in decisions)
-    assert stats.chars_before - stats.chars_after == sum(d.chars_freed for d in decisions) + sum(len(m.text) for m in removed)
+    assert all(d.chars_freed >= 0 or d.action == "drop" for d in decisions)
+    # Each marker line counts its separating newline; the first line of an empty text has none.
+    freed = stats.chars_before - stats.chars_after - sum(len(m.text) for m in removed)
+    assert 0 <= freed - sum(d.chars_freed for d in decisions) <= len(dropped_calls)
 
-    # A cut result is shorter than the original and keeps its head.
+    # A cut output is shorter than the original, keeps its opening, and says where the rest is.
     originals = {r.tool_use_id: r.text for m in messages for r in m.toolResults or ()}
+    paths = {d.tool_use_id: d.archive_path for d in decisions}
     for block in out_results:
         original = originals[block.tool_use_id]
         if block.text != original:
-            assert len(block.text) < len(original) and block.text.startswith(original[:head])
-            assert "[fast-jev-compaction truncated " in block.text
+            assert len(block.text) < len(original)
+            assert block.text.startswith(original[: min(head, 1)]) or head == 0
+            assert carries_mark(block.text)
+            assert (saved_path(block.text) is not None) == (archive_dir is not None)
+            if archive_dir is not None:
+                assert saved_path(block.text) == paths[block.tool_use_id]
+                assert result.archive[paths[block.tool_use_id]] == original

@@ -38,6 +38,8 @@ from scripted_asker import (
 
 
 def run(messages, asker, options: CompactOptions | None = None, **kwargs):
+    kwargs.setdefault("policy", "threshold")
+    kwargs.setdefault("use_rules", False)
     return asyncio.run(compact(messages, asker, options or resolve_options(**kwargs)))
 
 
@@ -68,10 +70,10 @@ class TestInvariants:
             messages += pair(f"id{k}", "o" * 600, file_path=f"f{k}")
         messages.append(user("end"))
         out = run(messages, ScriptedAsker(per_call(matrix)), preserve_recent_messages=1)
-        assert [d.action for d in out.decisions] == ["drop_call", "drop_result", "keep", "drop_result", "keep"]
+        assert [d.action for d in out.decisions] == ["drop", "truncate", "keep", "truncate", "keep"]
 
     def test_identity_handles_and_no_mutation(self):
-        messages = with_handles([user("go"), *pair("a", "x" * 800, file_path="a"), *pair("b", "ok", file_path="b"), user("end")])
+        messages = with_handles([user("go"), *pair("a", "x" * 8000, file_path="a"), *pair("b", "ok", file_path="b"), user("end")])
         before_dump, before_wire = dump(messages), wire(messages)
         out = run(messages, ScriptedAsker(per_call({"t1": (1, 0), "t2": (1, 0)})), preserve_recent_messages=1, truncate_head_chars=12)
         assert dump(messages) == before_dump and wire(messages) == before_wire
@@ -161,7 +163,7 @@ class TestResponseValidation:
         with pytest.raises(JevResponseError, match="Jev response is missing answers"):
             run([user("go"), *pair("a", "x" * 900, file_path="a"), user("end")], Odd(0.0), preserve_recent_messages=1)
 
-    @pytest.mark.parametrize("good, action", [(noul(0), "drop_call"), ({"noul": 0}, "drop_call"), (noul(1), "keep"), ({"noul": 1}, "keep"), ({"noul": 1, "type": "noul", "extra": "x"}, "keep")])
+    @pytest.mark.parametrize("good, action", [(noul(0), "drop"), ({"noul": 0}, "drop"), (noul(1), "keep"), ({"noul": 1}, "keep"), ({"noul": 1, "type": "noul", "extra": "x"}, "keep")])
     def test_boundaries_are_accepted_with_or_without_type(self, good, action):
         messages = [user("go"), *pair("a", "x" * 900, file_path="a"), user("end")]
         out = run(messages, ScriptedAsker(0.0, raw={"call_t1": good, "result_t1": good}), preserve_recent_messages=1)
@@ -191,7 +193,7 @@ class TestThresholdRange:
         messages = [user("go"), *pair("a", "x" * 900, file_path="a"), user("end")]
         assert resolve_options(keep_threshold=math.nan).keep_threshold == 0.5
         assert run(messages, ScriptedAsker(0.0), keep_threshold=0, preserve_recent_messages=1).decisions[0].action == "keep"
-        assert run(messages, ScriptedAsker(0.99), keep_threshold=1, preserve_recent_messages=1).decisions[0].action == "drop_call"
+        assert run(messages, ScriptedAsker(0.99), keep_threshold=1, preserve_recent_messages=1).decisions[0].action == "drop"
         assert run(messages, ScriptedAsker(0.5), keep_threshold=math.nan, preserve_recent_messages=1).decisions[0].action == "keep"
 
 
@@ -218,7 +220,7 @@ class TestPairIntegrity:
         messages = [user("go"), *pair("a", "x" * 900, file_path="a"), user("end")]
         calls = pair_tool_calls(messages, 6).calls
         forged = decide_call(dataclasses.replace(calls[0], pinned=False), (0, 0), 0.5)
-        for decision in (forged, dataclasses.replace(forged, action="drop_result", reason="result_dropped")):
+        for decision in (forged, dataclasses.replace(forged, action="truncate", reason="threshold")):
             out = apply_decisions(messages, [decision], calls, 300)
             assert len(out) == len(messages) and all(a is b for a, b in zip(out, messages))
 
@@ -256,7 +258,8 @@ class TestPendingState:
         messages = _with_pending()
         pairing = pair_tool_calls(messages, 2)
         full = fit_state(messages, pairing, "g", 2, 10**9)
-        limit = full.tokens * 0.6
+        # Upstream's case uses 60 %; our judge context is ~50 tokens longer, so 65 % is as deep here.
+        limit = full.tokens * 0.65
         fitted = fit_state(messages, pairing, "g", 2, limit)
         assert fitted.stage != "full" and fitted.tokens <= limit
         pending = [e for e in fitted.state["history"] if "pending_calls" in e]
@@ -267,7 +270,7 @@ class TestPendingState:
     def test_pending_calls_can_make_a_history_fail_instead_of_vanishing(self):
         messages = _with_pending()
         pairing = pair_tool_calls(messages, 2)
-        deepest = fit_state(messages, pairing, "g", 2, fit_state(messages, pairing, "g", 2, 10**9).tokens * 0.6)
+        deepest = fit_state(messages, pairing, "g", 2, fit_state(messages, pairing, "g", 2, 10**9).tokens * 0.65)
         with pytest.raises(FittingError, match="too large"):
             fit_state(messages, pairing, "g", 2, deepest.tokens - 1)
 

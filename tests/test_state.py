@@ -8,7 +8,7 @@ import pytest
 from fast_jev_compaction.errors import FittingError
 from fast_jev_compaction.fitting import fit_state
 from fast_jev_compaction.goal import goal_from_messages, goal_with_instructions
-from fast_jev_compaction.history import history_entries, one_line_call, one_line_input
+from fast_jev_compaction.history import DIGEST_CHARS, history_entries, one_line_call, one_line_input, output_digest
 from fast_jev_compaction.pairing import pair_tool_calls
 from fast_jev_compaction.questions import STATE_CONTEXT
 from fast_jev_compaction.textutil import abridge, js_json, truncate
@@ -61,12 +61,17 @@ class TestHistory:
         assert state["context"] == STATE_CONTEXT
         history = state["history"]
         assert [e["i"] for e in history] == [0, 1, 3, 4, 6, 8, 9]
-        wire = js_json(state)
-        for body in ("FILE_A_BODY", "FILE_B_BODY", "BASH_OUTPUT_BODY"):
-            assert body not in wire  # results are only ever described by their note
+        # Ours: besides its note, each output shows the judge a bounded digest (upstream showed
+        # only the note, so the judge could not read what an output held).
+        for entry, body in ((history[1], FILE_A), (history[3], FILE_B), (history[4], BASH_OUT)):
+            digest = entry["tool_calls"][0]["digest"]
+            assert digest == output_digest(body, DIGEST_CHARS[1000]) and len(digest.split(" [terms: ")[0]) <= 303
         assert history[0]["text"] == FIRST_PROMPT and history[-1]["text"] == LAST_PROMPT
         assert history[1]["tool_calls"] == [
-            {"id": "t1", "tool": "Read", "input": '{"file_path":"src/a.ts"}', "result": f"ok, {len(FILE_A)} chars (omitted)"}
+            {
+                "id": "t1", "tool": "Read", "input": '{"file_path":"src/a.ts"}',
+                "result": f"ok, {len(FILE_A)} chars (omitted)", "digest": output_digest(FILE_A, 300),
+            }
         ]
         assert history[3]["tool_calls"][0]["result"] == f"ok, {len(FILE_B)} chars (omitted)"
         assert history[4]["tool_calls"][0]["result"] == f"error, {len(BASH_OUT)} chars (omitted)"
@@ -209,7 +214,10 @@ class TestFitting:
         inputs are cut too."""
         messages = _write_fixture()
         base = spec_tokens("start", [])
-        limit = 300 + (base - UPSTREAM_EMPTY_STATE_TOKENS)
+        # Plus the Write output's digest at this stage, which upstream's state did not carry.
+        written = next(r.text for m in messages for r in m.toolResults or ())
+        digest = estimate_tokens(js_json({"digest": output_digest(written, DIGEST_CHARS[200])})) - 1
+        limit = 300 + (base - UPSTREAM_EMPTY_STATE_TOKENS) + digest
         fitted = fit(messages, limit=limit, preserve=3, goal="start")
         assert fitted.stage == "inputs<=200"
         assert fitted.tokens <= limit

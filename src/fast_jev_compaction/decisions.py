@@ -1,16 +1,45 @@
-"""The three-way decision per call (upstream §6.2): keep, truncate the result, or drop the call."""
+"""The three outcomes of a call, one vocabulary everywhere: keep, truncate, drop.
+
+- ``keep``: the call and its output stay verbatim.
+- ``truncate``: the call stays; its output is cut to a digest (head, tail and key lines) plus a
+  marker saying where the full output was saved.
+- ``drop``: the call and its output leave the conversation; a one-line marker in the assistant
+  message that held the call says what it was and where its output was saved.
+
+A decision's ``reason`` names what settled it: ``pinned``, a deterministic rule (``rules.py``,
+e.g. ``superseded-reread``), ``small`` (redundant, but smaller than its marker would be),
+``threshold`` (a probability compared with ``keepThreshold``) or ``budget`` (ranked against the
+others to reach the reduction target).
+"""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from .options import validate_threshold
 from .pairing import ToolCall
 
-Action = Literal["keep", "drop_result", "drop_call"]
-Reason = Literal["pinned", "kept", "result_dropped", "call_dropped"]
+Action = Literal["keep", "truncate", "drop"]
+KEEP: Final = "keep"
+TRUNCATE: Final = "truncate"
+DROP: Final = "drop"
+ACTIONS: tuple[Action, ...] = (KEEP, TRUNCATE, DROP)
+
+# Spellings of the first releases (and of the upstream system), still found in old decision logs.
+LEGACY_ACTIONS: Final = {"drop_result": TRUNCATE, "drop_call": DROP}
+
+PINNED: Final = "pinned"
+# A call a rule found redundant but whose output is smaller than the marker that would replace it.
+SMALL: Final = "small"
+THRESHOLD: Final = "threshold"
+BUDGET: Final = "budget"
+
+
+def action_name(value: str) -> str:
+    """The current spelling of an action read from anywhere (old logs included)."""
+    return LEGACY_ACTIONS.get(value, value)
 
 
 @dataclass(frozen=True)
@@ -21,28 +50,40 @@ class CallDecision:
     keep_call: float
     keep_result: float
     action: Action
-    reason: Reason
+    reason: str
     chars_freed: int = 0
+    # Where the full output was saved when the call was cut (None when kept, or not saved).
+    archive_path: str | None = None
+
+
+def valid_probability(value: object) -> bool:
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float))
+        and math.isfinite(value)
+        and 0 <= value <= 1
+    )
 
 
 def decide_call(call: ToolCall, answer: tuple[float, float] | None, keep_threshold: float) -> CallDecision:
-    """Decide one call; a call without an answer (pinned, or never asked) is kept whole.
+    """The threshold policy for one call; a call without an answer is kept whole.
 
-    The result dominates: a result worth keeping keeps its call. Equality counts as keep.
+    The output dominates: an output worth keeping keeps its call. Equality counts as keep.
     """
     validate_threshold(keep_threshold)
     keep_call, keep_result = answer if answer is not None else (1.0, 1.0)
-    for value in (keep_call, keep_result):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= 1:
-            raise ValueError("Invalid keep probabilities")
+    if not (valid_probability(keep_call) and valid_probability(keep_result)):
+        raise ValueError("Invalid keep probabilities")
 
-    def made(action: Action, reason: Reason) -> CallDecision:
-        return CallDecision(call.id, call.tool_use_id, call.tool, float(keep_call), float(keep_result), action, reason)
+    def made(action: Action) -> CallDecision:
+        return CallDecision(
+            call.id, call.tool_use_id, call.tool, float(keep_call), float(keep_result), action, THRESHOLD
+        )
 
     if call.pinned:
-        return CallDecision(call.id, call.tool_use_id, call.tool, 1.0, 1.0, "keep", "pinned")
+        return CallDecision(call.id, call.tool_use_id, call.tool, 1.0, 1.0, KEEP, PINNED)
     if keep_result >= keep_threshold:
-        return made("keep", "kept")
+        return made(KEEP)
     if keep_call >= keep_threshold:
-        return made("drop_result", "result_dropped")
-    return made("drop_call", "call_dropped")
+        return made(TRUNCATE)
+    return made(DROP)

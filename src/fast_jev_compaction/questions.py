@@ -9,16 +9,17 @@ from .pairing import ToolCall
 from .textutil import format_number, js_json
 from .tokens import estimate_tokens
 
-# Upstream's context asserted that every tool can be re-run, which biases the judge towards
-# dropping (§9.2); this one states what is and is not recoverable.
+# Upstream's context asserted that every tool can be re-run, which biased the judge towards
+# dropping; this one states what is and is not recoverable, and how.
 STATE_CONTEXT = (
     "A coding assistant conversation is being compacted to free context. `history` is the "
     "conversation so far, oldest first; each tool output is shown as a short `result` note and "
     "long texts may be abridged. Each question asks whether one tool call, or the full output of "
     "that call, still needs to stay in the history verbatim. A call that is not kept leaves the "
-    "history together with its output; an output that is not kept is cut to its opening lines. "
-    "Files can be read again and read-only commands re-run; the output of a command with side "
-    "effects (a deploy, a push, a one-time code) exists only in the history."
+    "history together with its output, and a one-line marker says that it ran; an output that is "
+    "not kept is cut to its opening, closing and key lines. Either way the full output is saved "
+    "to a file the assistant can read. The output of a command with side effects (a deploy, a "
+    "push, a one-time code) cannot be produced again by re-running it."
 )
 
 # Room for "model" and the top-level key names of a request.

@@ -1,118 +1,124 @@
-"""Apply decisions to the messages (upstream §6.3-6.4).
+"""Apply decisions to the messages.
 
 Invariants: untouched messages are returned as the same objects; the input is never mutated;
-user and assistant text is never changed; a result never outlives its call; a message left
-with nothing is removed.
+the user's and the assistant's own text is never changed (a dropped call adds a marker line
+after it, nothing else); a result never outlives its call; a message left with nothing is
+removed; every cut leaves a marker saying where the full output is.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence, TypeVar
+from typing import Mapping, Sequence
 
-from .decisions import CallDecision
+from .decisions import DROP, TRUNCATE, CallDecision
+from .digest import DigestShape, digest
+from .markers import drop_marker, truncation_note
 from .messages import SessionMessage, ToolResult, ToolUse
 from .pairing import ToolCall
+from .lexicon import call_target
+from .stats import input_chars
 
-# A cut must save more than its own note; short results stay identical.
-TRUNCATION_MARGIN = 120
-B = TypeVar("B", ToolUse, ToolResult)
+# A cut must free at least this many characters, marker included, or the output stays whole.
+MIN_SAVING = 400
 _RECORD_IDS = frozenset({"uuid", "handle"})
 
 
-def truncated_result_text(
-    text: str, is_error: bool, head_chars: int, archived_at: str | None = None
-) -> str:
-    """The head of a long result plus a note on how to see the rest again."""
-    if len(text) <= head_chars + TRUNCATION_MARGIN:
-        return text
-    head = f"{text[:head_chars]}\n" if head_chars > 0 else ""
-    error = " (error)" if is_error else ""
-    if archived_at:
-        how = f"the full output is saved at {archived_at}; Read it if needed"
-    else:
-        how = "re-run the tool if needed"
-    cut = f"{head}[fast-jev-compaction truncated {len(text) - head_chars} chars of this tool result{error}; {how}]"
-    # The margin covers the plain note, not a long archive path: a cut must never grow the text.
-    return cut if len(cut) < len(text) else text
+def cut_output(text: str, is_error: bool, shape: DigestShape, archive_path: str | None) -> str | None:
+    """The digest of a long output plus its note, or None when cutting would not pay."""
+    if len(text) <= shape.budget + MIN_SAVING:
+        return None
+    body, kept = digest(text, shape)
+    note = truncation_note(len(text), kept, is_error, archive_path)
+    cut = f"{body}\n{note}" if body else note
+    return cut if len(text) - len(cut) >= MIN_SAVING else None
 
 
 def apply_decisions(
     messages: Sequence[SessionMessage],
     decisions: Sequence[CallDecision],
     calls: Sequence[ToolCall],
-    head_chars: int,
-    archive: Mapping[str, str] | None = None,
+    shape: DigestShape,
 ) -> list[SessionMessage]:
-    """Rebuild the transcript; ``archive`` maps a tool_use_id to where its full result is saved."""
+    """Rebuild the transcript; each cut decision's ``archive_path`` goes into its marker."""
     pinned = {call.tool_use_id for call in calls if call.pinned}
+    by_id = {call.tool_use_id: call for call in calls}
     # A forged or stale decision cannot touch a pinned call.
-    actions = {
-        d.tool_use_id: d.action for d in decisions if d.action != "keep" and d.tool_use_id not in pinned
+    cuts = {
+        d.tool_use_id: d for d in decisions if d.action in (TRUNCATE, DROP) and d.tool_use_id not in pinned
     }
-    archive = archive or {}
     out: list[SessionMessage] = []
     for message in messages:
         results = message.toolResults or []
-        if not any(u.tool_use_id in actions for u in message.toolUses) and not any(
-            r.tool_use_id in actions for r in results
+        if not any(u.tool_use_id in cuts for u in message.toolUses) and not any(
+            r.tool_use_id in cuts for r in results
         ):
             out.append(message)
             continue
 
-        uses, uses_changed = _apply(
-            message.toolUses, actions, lambda u: _truncated_use(u, head_chars, archive.get(u.tool_use_id))
-        )
-        kept_results, results_changed = _apply(
-            results, actions, lambda r: _truncated_result(r, head_chars, archive.get(r.tool_use_id))
-        )
-        if not uses_changed and not results_changed:
+        uses: list[ToolUse] = []
+        marks: list[str] = []
+        changed = False
+        for use in message.toolUses:
+            decision = cuts.get(use.tool_use_id)
+            if decision is None:
+                uses.append(use)
+            elif decision.action == DROP:
+                call = by_id[use.tool_use_id]
+                marks.append(
+                    drop_marker(
+                        call.tool, call_target(call.tool, call.input), call.result_chars, call.is_error,
+                        decision.archive_path,
+                    )
+                )
+                changed = True
+            else:
+                new = _truncated_use(use, shape, decision.archive_path)
+                changed = changed or new is not use
+                uses.append(new)
+
+        kept_results: list[ToolResult] = []
+        for result in results:
+            decision = cuts.get(result.tool_use_id)
+            if decision is None:
+                kept_results.append(result)
+            elif decision.action == DROP:
+                changed = True
+            else:
+                new_result = _truncated_result(result, shape, decision.archive_path)
+                changed = changed or new_result is not result
+                kept_results.append(new_result)
+
+        if not changed:
             out.append(message)
-        elif not message.text.strip() and not uses and not kept_results:
             continue
-        else:
-            out.append(_rebuilt(message, uses, kept_results))
+        text = "\n".join([message.text, *marks]) if message.text else "\n".join(marks)
+        if not text.strip() and not uses and not kept_results:
+            continue
+        out.append(_rebuilt(message, text, uses, kept_results))
     return out
 
 
-def _apply(blocks: Sequence[B], actions: Mapping[str, str], cut: Callable[[B], B]) -> tuple[list[B], bool]:
-    """Drop or cut the blocks the decisions name; say whether anything differs from the input."""
-    kept: list[B] = []
-    changed = False
-    for block in blocks:
-        action = actions.get(block.tool_use_id)  # type: ignore[attr-defined]
-        if action == "drop_call":
-            changed = True
-            continue
-        if action == "drop_result":
-            new = cut(block)
-            changed = changed or new is not block
-            block = new
-        kept.append(block)
-    return kept, changed
-
-
-def _truncated_use(use: ToolUse, head_chars: int, archived_at: str | None) -> ToolUse:
-    original = use.text or ""
-    text = truncated_result_text(original, bool(use.isError), head_chars, archived_at)
-    if text == original:
+def _truncated_use(use: ToolUse, shape: DigestShape, archive_path: str | None) -> ToolUse:
+    cut = cut_output(use.text or "", bool(use.isError), shape, archive_path)
+    if cut is None:
         return use
     return ToolUse(
         tool_use_id=use.tool_use_id,
         tool=use.tool,
         input=use.input,
-        text=text,
+        text=cut,
         isError=True if use.isError else None,
     )
 
 
-def _truncated_result(result: ToolResult, head_chars: int, archived_at: str | None) -> ToolResult:
-    text = truncated_result_text(result.text, bool(result.isError), head_chars, archived_at)
-    if text == result.text:
+def _truncated_result(result: ToolResult, shape: DigestShape, archive_path: str | None) -> ToolResult:
+    cut = cut_output(result.text, bool(result.isError), shape, archive_path)
+    if cut is None:
         return result
-    return ToolResult(tool_use_id=result.tool_use_id, text=text, isError=bool(result.isError))
+    return ToolResult(tool_use_id=result.tool_use_id, text=cut, isError=bool(result.isError))
 
 
-def _rebuilt(message: SessionMessage, uses: list[ToolUse], results: list[ToolResult]) -> SessionMessage:
+def _rebuilt(message: SessionMessage, text: str, uses: list[ToolUse], results: list[ToolResult]) -> SessionMessage:
     """A handle-less copy: the engine rebuilds it from role, text and tool blocks.
 
     Other blocks the reader kept (thinking, images) ride along as extras rather than vanish;
@@ -121,8 +127,24 @@ def _rebuilt(message: SessionMessage, uses: list[ToolUse], results: list[ToolRes
     extras = {k: v for k, v in (message.model_extra or {}).items() if k not in _RECORD_IDS}
     return SessionMessage(
         role=message.role,
-        text=message.text,
+        text=text,
         toolUses=uses,
         toolResults=results or None,
         **extras,
     )
+
+
+def freed_chars(
+    message_by_result: Mapping[str, ToolResult], call: ToolCall, decision: CallDecision, shape: DigestShape
+) -> int:
+    """Characters of context a decision removes, as ``message_chars`` counts them (marker included)."""
+    if decision.action not in (TRUNCATE, DROP) or call.pinned:
+        return 0
+    result = message_by_result[call.tool_use_id]
+    if decision.action == DROP:
+        marker = drop_marker(
+            call.tool, call_target(call.tool, call.input), call.result_chars, call.is_error, decision.archive_path
+        )
+        return call.result_chars + input_chars(call.input) - len(marker) - 1
+    cut = cut_output(result.text, call.is_error, shape, decision.archive_path)
+    return 0 if cut is None else len(result.text) - len(cut)

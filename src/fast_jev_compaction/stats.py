@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Sequence
 
-from .decisions import CallDecision
+from .decisions import BUDGET, PINNED, THRESHOLD, CallDecision
 from .messages import SessionMessage
 from .textutil import js_json
 
@@ -36,9 +36,11 @@ class CompactStats:
     chars_after: int = 0
     calls: int = 0
     kept: int = 0
-    results_dropped: int = 0
-    calls_dropped: int = 0
+    truncated: int = 0
+    dropped: int = 0
     pinned: int = 0
+    # Calls a deterministic rule settled (kept or cut) without asking the judge.
+    settled_by_rules: int = 0
     state_tokens: int = 0
     state_stage: str = ""
     requests: int = 0
@@ -64,17 +66,19 @@ def percent(ratio: float) -> str:
 
 
 def summarize(stats: CompactStats) -> str:
-    """``87.3% reduction; 3 kept, 5 results truncated, ...; state ~N tokens (stage) in K request(s)``."""
+    """``87.3% reduction; 3 kept, 5 truncated, 2 dropped, 4 pinned (6 by rules); state ~N tokens (stage) in K request(s)``."""
     parts = [
         f"{count} {label}"
         for count, label in (
             (stats.kept, "kept"),
-            (stats.results_dropped, "results truncated"),
-            (stats.calls_dropped, "call_dropped"),
+            (stats.truncated, "truncated"),
+            (stats.dropped, "dropped"),
             (stats.pinned, "pinned"),
         )
         if count
     ]
+    if parts and stats.settled_by_rules:
+        parts[-1] += f" ({stats.settled_by_rules} by rules)"
     tail = f"in {stats.requests} request(s)"
     if stats.retries:
         tail += f", {stats.retries} retried"
@@ -94,15 +98,16 @@ def _fixed2(value: float) -> str:
 
 
 def decision_entry(decision: CallDecision) -> str:
-    return (
-        f"{decision.id}:{decision.tool}:{decision.action}"
-        f"/call={_fixed2(decision.keep_call)}/result={_fixed2(decision.keep_result)}"
-    )
+    """``t1:Read:drop/superseded-reread`` for a rule, ``t2:Bash:keep/call=0.90/result=0.90`` for a judge."""
+    head = f"{decision.id}:{decision.tool}:{decision.action}"
+    if decision.reason not in (THRESHOLD, BUDGET):
+        return f"{head}/{decision.reason}"
+    return f"{head}/call={_fixed2(decision.keep_call)}/result={_fixed2(decision.keep_result)}"
 
 
 def decision_log_lines(decisions: Sequence[CallDecision], max_chars: int = UI_LOG_MAX_CHARS) -> list[str]:
     """Non-pinned decisions packed into log lines of at most ``max_chars``."""
-    entries = [decision_entry(d) for d in decisions if d.reason != "pinned"]
+    entries = [decision_entry(d) for d in decisions if d.reason != PINNED]
     if not entries:
         return ["decisions: (none)"]
     room = max_chars - _CHUNK_PREFIX_ROOM

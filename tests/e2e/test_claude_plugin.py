@@ -19,7 +19,11 @@ import pytest
 
 from claude_harness import RUN_TIMEOUT, Claude
 from fake_anthropic import FINAL_TEXT, conversation
-from fast_jev_compaction.rebuild import truncated_result_text
+from fast_jev_compaction.archive import archive_name
+from fast_jev_compaction.compaction import shape_of
+from fast_jev_compaction.markers import saved_path
+from fast_jev_compaction.options import CompactOptions
+from fast_jev_compaction.rebuild import cut_output
 
 pytestmark = pytest.mark.e2e
 
@@ -123,27 +127,38 @@ def test_manual_compact_replaces_the_history_with_the_pruned_verbatim_one(claude
     kept_results = [
         b for r in kept for b in _blocks(r["message"]) if b.get("type") == "tool_result"
     ]
-    assert {b["tool_use_id"] for b in kept_results} == {i for i, a in actions.items() if a != "drop_call"}
+    assert {b["tool_use_id"] for b in kept_results} == {i for i, a in actions.items() if a != "drop"}
     for block in kept_results:
-        marked = "[fast-jev-compaction truncated" in _result_text(block)
-        assert marked == (actions[block["tool_use_id"]] == "drop_result")
+        marked = "[fast-jev-compaction kept" in _result_text(block)
+        assert marked == (actions[block["tool_use_id"]] == "truncate")
 
-    # The next turn sends exactly the pruned history: decisions applied, prose verbatim.
+    # The next turn sends exactly the pruned history: decisions applied, prose verbatim, a
+    # marker line where each dropped call was, and every cut output saved whole where it says.
     follow = claude.run("what now?", resume=sid)
     assert follow.returncode == 0
     sent = items(claude.api.message_requests()[-1])
     assert sent[-1] == ("user_text", "what now?")
+    shape = shape_of(CompactOptions())
     expected: list[tuple[str, ...]] = []
+    originals = {item[1]: item[2] for item in before if item[0] == "tool_result"}
     for item in before:
-        if item[0] in ("tool_use", "tool_result") and actions[item[1]] == "drop_call":
+        if item[0] in ("tool_use", "tool_result") and actions[item[1]] == "drop":
             continue
-        if item[0] == "tool_result" and actions[item[1]] == "drop_result":
-            saved = claude.data_dir / "archive" / sid / f"{item[1]}.txt"
-            # The cut output is on disk, whole, and the note points at it.
+        if item[0] == "tool_result" and actions[item[1]] == "truncate":
+            saved = claude.data_dir / "archive" / archive_name(item[2])
             assert saved.read_text(encoding="utf-8") == item[2]
-            item = (item[0], item[1], truncated_result_text(item[2], False, 300, str(saved)))
+            item = (item[0], item[1], cut_output(item[2], False, shape, str(saved)))
         expected.append(item)
-    assert sent[:-1] == expected
+    prose = [
+        (kind, "\n".join(line for line in text[0].split("\n") if not line.startswith("[fast-jev-compaction: ")), *text[1:])
+        if kind == "assistant_text" else (kind, *text)
+        for kind, *text in sent[:-1]
+    ]
+    assert [i for i in prose if i != ("assistant_text", "")] == expected
+    markers = [line for kind, *text in sent if kind == "assistant_text" for line in text[0].split("\n") if line.startswith("[fast-jev-compaction: ")]
+    assert len(markers) == sum(a == "drop" for a in actions.values())
+    for marker in markers:
+        assert Path(saved_path(marker) or "").read_text(encoding="utf-8") in originals.values()
 
     # The slash command reads the same decision log through the plugin's environment.
     claude.run("/fast-jev-compaction:fast-jev-log")

@@ -22,7 +22,8 @@ from typing import TypeVar
 
 from .redact import PREVIEW_LIMIT, clip, redact_text
 
-SCHEMA_VERSION = 1
+# 2: decisions.result_chars (the call's result size, for `fast-jev report`).
+SCHEMA_VERSION = 2
 DEFAULT_BUSY_TIMEOUT_MS = 2000
 DEFAULT_RETRY_DELAYS_S: tuple[float, ...] = (0.05, 0.2, 0.8)
 # Busy waits + sleeps of one write never exceed this, far below the hook's ~60 s timeout.
@@ -83,12 +84,13 @@ class DecisionRow:
     tool_use_id: str
     call_id: str  # the short id the judge saw, e.g. "t3"
     tool: str
-    action: str  # "keep" | "drop_result" | "drop_call"
+    action: str  # "keep" | "truncate" | "drop" (logs written before 0.2: "drop_result" | "drop_call")
     reason: str = ""  # "kept" | "pinned" | "result_dropped" | "call_dropped" | ...
     keep_call: float | None = None
     keep_result: float | None = None
     input_preview: str = ""  # redacted, at most PREVIEW_LIMIT chars
     chars_freed: int = 0
+    result_chars: int | None = None  # the result's size; None in logs written before schema 2
     compaction_id: int | None = None  # set when read back
 
 
@@ -159,6 +161,7 @@ _DECISION_COLUMNS: tuple[tuple[str, str], ...] = (
     ("action", "TEXT NOT NULL DEFAULT ''"),
     ("reason", "TEXT NOT NULL DEFAULT ''"),
     ("chars_freed", "INTEGER NOT NULL DEFAULT 0"),
+    ("result_chars", "INTEGER"),
 )
 _INDEXES = (
     "CREATE INDEX IF NOT EXISTS compactions_session ON compactions(session_id, id)",
@@ -448,8 +451,8 @@ class DecisionLog:
         actions = self._rows(
             "SELECT "
             "COALESCE(SUM(d.action = 'keep' AND d.reason != 'pinned'), 0), "
-            "COALESCE(SUM(d.action = 'drop_result'), 0), "
-            "COALESCE(SUM(d.action = 'drop_call'), 0), "
+            "COALESCE(SUM(d.action IN ('truncate', 'drop_result')), 0), "
+            "COALESCE(SUM(d.action IN ('drop', 'drop_call')), 0), "
             "COALESCE(SUM(d.reason = 'pinned'), 0) "
             "FROM decisions d JOIN compactions c ON c.id = d.compaction_id "
             f"WHERE c.outcome = 'replaced' {d_where}",
@@ -532,6 +535,8 @@ def _compaction_values(row: CompactionRow) -> tuple[object, ...]:
 
 def _decision_values(row: DecisionRow) -> tuple[object, ...]:
     _count("chars_freed", row.chars_freed)
+    if row.result_chars is not None:
+        _count("result_chars", row.result_chars)
     # Defence in depth: the preview is meant to arrive redacted, but the file must never hold
     # a secret or an unbounded blob even when a caller forgot.
     values = {name: getattr(row, name) for name in _DECISION_FIELDS}

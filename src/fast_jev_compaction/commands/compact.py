@@ -31,15 +31,25 @@ def add_parser(subparsers: Any) -> None:
                    help="deadline per Jev request, body included (default: 15)")
     p.add_argument("--goal", default="", help="what the session is working towards (default: the last 3 user prompts)")
     p.add_argument("--instructions", default="", help="extra focus, as in /compact <instructions>")
-    p.add_argument("--keep-threshold", type=float, default=0.5, metavar="P",
-                   help="keep when a probability reaches P, in [0,1] (default: 0.5)")
+    p.add_argument("--keep-threshold", type=float, default=None, metavar="P",
+                   help="use the threshold policy: keep when a probability reaches P, in [0,1]")
+    p.add_argument("--target-reduction", type=float, default=None, metavar="SHARE",
+                   help="budget policy: cut the least valuable outputs until this share of the candidates' output is freed (default: 0.7)")
+    p.add_argument("--keep-floor", type=float, default=None, metavar="P",
+                   help="budget policy: never cut an output the judge values at P or more (default: 0.8)")
+    p.add_argument("--no-rules", action="store_true", help="ask the judge about every call, even those a rule settles")
+    p.add_argument("--archive", metavar="DIR",
+                   help="save every cut output here, content-addressed (default: FILE.archive beside --out)")
+    p.add_argument("--no-archive", action="store_true", help="save nothing; markers then say to re-run the tool")
     p.add_argument("--preserve-recent", type=int, default=6, metavar="N",
                    help="the last N messages (and the first) are never touched (default: 6)")
     p.add_argument("--max-state-tokens", type=int, default=25000, metavar="N", help="state budget (default: 25000)")
     p.add_argument("--max-request-tokens", type=int, default=30000, metavar="N",
                    help="request budget, state plus questions (default: 30000)")
-    p.add_argument("--truncate-head-chars", type=int, default=300, metavar="N",
-                   help="characters kept at the head of a truncated result (default: 300)")
+    p.add_argument("--truncate-head-chars", type=int, default=500, metavar="N",
+                   help="characters of its opening a truncated output keeps (default: 500)")
+    p.add_argument("--digest-chars", type=int, default=1600, metavar="N",
+                   help="characters a truncated output keeps in all: opening, closing and key lines (default: 1600)")
     p.add_argument("--max-concurrent-requests", type=int, default=4, metavar="N",
                    help="judge requests in flight at once (default: 4)")
     p.add_argument("--decisions", action="store_true", help="also print one line per decided call to stderr")
@@ -86,9 +96,16 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"cannot read {args.file}: {exc}", 2)
     try:
         messages = load_messages(text, source)
+        archive_dir = None if args.no_archive else (args.archive or (f"{args.out}.archive" if args.out else None))
         options = resolve_options(
             goal=goal_with_instructions(args.goal, args.instructions),
             keep_threshold=args.keep_threshold,
+            policy="threshold" if args.keep_threshold is not None else "budget",
+            target_reduction=args.target_reduction,
+            keep_floor=args.keep_floor,
+            use_rules=not args.no_rules,
+            digest_chars=args.digest_chars,
+            archive_dir=os.path.abspath(archive_dir) if archive_dir else None,
             preserve_recent_messages=args.preserve_recent,
             max_state_tokens=args.max_state_tokens,
             max_request_tokens=args.max_request_tokens,
@@ -111,6 +128,14 @@ def run(args: argparse.Namespace) -> int:
         result = asyncio.run(go())
     except (CompactionError, ValueError) as exc:
         return _fail(f"{exc}; the transcript was left as it was", 1)
+
+    if result.archive:
+        from ..archive import write_archive
+
+        try:
+            write_archive(result.archive)
+        except OSError as exc:
+            return _fail(f"cannot save the cut outputs under {options.archive_dir}: {exc} (use --archive DIR or --no-archive)", 2)
 
     wire = [m.to_wire() for m in result.messages]
     if args.format == "jsonl":

@@ -1,51 +1,39 @@
-"""Cut tool output is saved under the plugin data folder, and the truncation note points there.
+"""Save the cut outputs of a compaction; when that fails, rebuild the markers without a path.
 
-Paths are decided before the compaction (a pure mapping the core puts into its notes); the
-files are written after it, only for the results that were actually cut. If a write fails the
-notes are rebuilt without paths, so a note never points at a file that is not there.
+A marker must never point at a file that is not there: if the archive cannot be written, the
+decisions stay and their markers say to re-run the tool instead.
 """
 
 from __future__ import annotations
 
-import os
-import re
-from pathlib import Path
-from typing import Sequence
+from dataclasses import replace
+from typing import Callable, Sequence
 
+from ..archive import write_archive
+from ..compaction import CompactResult, shape_of
 from ..messages import SessionMessage
-from .private_files import FILE_MODE, make_private_dirs
+from ..options import CompactOptions
+from ..rebuild import apply_decisions
+from ..stats import message_chars
 
 ARCHIVE_DIR = "archive"
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+# Bounds of the plugin's archive folder; the oldest files go first.
+MAX_ARCHIVE_BYTES = 512 * 1024 * 1024
+MAX_ARCHIVE_AGE_DAYS = 30.0
 
 
-def _safe(name: str) -> str:
-    return _UNSAFE.sub("_", name)[:128] or "unknown"
-
-
-def archive_paths(data: Path, session_id: str | None, messages: Sequence[SessionMessage]) -> dict[str, str]:
-    """Where each call's full result would be saved: ``<data>/archive/<session>/<tool_use_id>.txt``."""
-    folder = data / ARCHIVE_DIR / _safe(session_id or "unknown-session")
-    return {
-        result.tool_use_id: str(folder / f"{_safe(result.tool_use_id)}.txt")
-        for message in messages
-        for result in message.toolResults or ()
-    }
-
-
-def save_results(
-    messages: Sequence[SessionMessage], cut_ids: set[str], paths: dict[str, str]
-) -> None:
-    """Write the full text of every cut result (atomically, readable by the user only)."""
-    for message in messages:
-        for result in message.toolResults or ():
-            if result.tool_use_id not in cut_ids:
-                continue
-            target = Path(paths[result.tool_use_id])
-            make_private_dirs(target.parent)
-            temporary = target.with_suffix(f".{os.getpid()}.tmp")
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
-            # A lone surrogate (output cut mid-emoji) has no UTF-8 bytes: it is saved as \udXXX.
-            with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:
-                handle.write(result.text)
-            os.replace(temporary, target)
+def saved_or_unpointed(
+    result: CompactResult,
+    messages: Sequence[SessionMessage],
+    options: CompactOptions,
+    report_error: Callable[[str], None],
+) -> CompactResult:
+    try:
+        write_archive(result.archive, max_bytes=MAX_ARCHIVE_BYTES, max_age_days=MAX_ARCHIVE_AGE_DAYS)
+        return result
+    except (OSError, ValueError) as exc:  # ValueError: a NUL or unencodable surrogate in the path
+        report_error(f"cut outputs not archived ({exc}); markers say to re-run the tool instead")
+    decisions = [replace(d, archive_path=None) for d in result.decisions]
+    rebuilt = apply_decisions(messages, decisions, result.calls, shape_of(options))
+    stats = replace(result.stats, chars_after=sum(message_chars(m) for m in rebuilt))
+    return CompactResult(rebuilt, decisions, result.calls, stats, {})

@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping, Sequence, TextIO
 from ..messages import SessionMessage
 from ..redaction import redact_text
 from ..textutil import escape_unwritable, js_json
-from .archive import archive_paths, save_results
+from .archive import ARCHIVE_DIR, saved_or_unpointed
 from .config import DEFAULT_TIMEOUT_SECONDS, HookConfig, resolve_hook_config
 from .deadline import Deadline, DeadlineError
 from .event import HookEvent, read_event
@@ -232,37 +232,17 @@ def build_asker(config: HookConfig, log: HookLog) -> tuple[Any, Callable[[], Any
     return LocalJudge(), None, "local"
 
 
-async def _compact(
-    messages: list[SessionMessage], asker: Any, options: Any, closer: Any, archive: Any, deadline: Deadline
-) -> Any:
+async def _compact(messages: list[SessionMessage], asker: Any, options: Any, closer: Any, deadline: Deadline) -> Any:
     from ..compaction import compact
 
     try:
         async with asyncio.timeout(deadline.compaction_budget_s()):
-            return await compact(messages, asker, options, archive)
+            return await compact(messages, asker, options)
     except TimeoutError:
         raise deadline.error() from None
     finally:
         if closer is not None:
             await closer()
-
-
-def _saved_or_unpointed(result: Any, messages: list[SessionMessage], paths: dict[str, str], head: int, log: HookLog) -> Any:
-    """Save the cut results; if that fails, rebuild the notes without a path to a missing file."""
-    from ..compaction import CompactResult
-    from ..rebuild import apply_decisions
-    from ..stats import message_chars
-
-    # Without a data folder nothing has a path: the notes already say to re-run the tool.
-    cut = {d.tool_use_id for d in result.decisions if d.action == "drop_result" and d.chars_freed > 0 and d.tool_use_id in paths}
-    try:
-        save_results(messages, cut, paths)
-        return result
-    except (OSError, ValueError) as exc:  # ValueError: a NUL or surrogate in the folder's name
-        log.error(f"cut results not archived ({exc}); notes say to re-run the tool instead")
-    rebuilt = apply_decisions(messages, result.decisions, result.calls, head)
-    stats = replace(result.stats, chars_after=sum(message_chars(m) for m in rebuilt))
-    return CompactResult(rebuilt, result.decisions, result.calls, stats)
 
 
 def keeps_handle(message: SessionMessage) -> bool:
@@ -331,9 +311,10 @@ def run_compaction(event: HookEvent, log: HookLog, deadline: Deadline | None = N
     if preserve != options.preserve_recent_messages:
         options = replace(options, preserve_recent_messages=preserve)
     asker, closer, judge = build_asker(config, log)
-    paths = archive_paths(log.directory, event.sessionId, messages) if log.directory is not None else {}
-    result = asyncio.run(_compact(messages, asker, options, closer, paths, deadline))
-    result = _saved_or_unpointed(result, messages, paths, options.truncate_head_chars, log)
+    if log.directory is not None:  # without a data folder nothing is archived: markers say to re-run
+        options = replace(options, archive_dir=str(log.directory / ARCHIVE_DIR))
+    result = asyncio.run(_compact(messages, asker, options, closer, deadline))
+    result = saved_or_unpointed(result, messages, options, log.error)
 
     lines.extend(decision_log_lines(result.decisions))
     summary = summarize(result.stats)

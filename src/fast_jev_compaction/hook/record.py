@@ -58,8 +58,9 @@ def rows_for(event: "HookEvent | None", outcome: "Outcome") -> tuple[CompactionR
         # A fallback leaves the conversation as it was: nothing was freed.
         row.messages_after = stats.messages_before
         row.chars_after = stats.chars_before
-    inputs = {call.tool_use_id: call.input for call in result.calls}
+    calls = {call.tool_use_id: call for call in result.calls}
     for decision in result.decisions:
+        call = calls.get(decision.tool_use_id)
         decisions.append(
             DecisionRow(
                 tool_use_id=_text(decision.tool_use_id),
@@ -69,8 +70,9 @@ def rows_for(event: "HookEvent | None", outcome: "Outcome") -> tuple[CompactionR
                 reason=decision.reason,
                 keep_call=decision.keep_call,
                 keep_result=decision.keep_result,
-                input_preview=_text(preview(inputs.get(decision.tool_use_id, {}))),
+                input_preview=_text(preview(call.input if call else {})),
                 chars_freed=decision.chars_freed if outcome.action == "replaced" else 0,
+                result_chars=call.result_chars if call else None,
             )
         )
     return row, decisions

@@ -1,0 +1,100 @@
+"""Where cut outputs are saved: a content-addressed folder of plain text files.
+
+A file's name is a hash of the output it holds, so identical outputs are stored once, a name
+cannot collide with another output or escape the folder, and a file is written once and never
+overwritten: whatever later passes do, every marker's path still holds its original.
+
+``archive_path`` is pure (the core puts the path into its markers); ``write_archive`` is the
+I/O edge that the hook and the CLI call after a compaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+SUFFIX = ".txt"
+# Enough of a SHA-256 to make an accidental collision impossible in practice, short enough to read.
+NAME_HEX = 32
+
+
+def encoded(text: str) -> bytes:
+    # Lone surrogates (an output cut mid-emoji) have no UTF-8 form; replacing them keeps the file
+    # readable by the Read tool, and the hash is taken over exactly the bytes written.
+    return text.encode("utf-8", errors="replace")
+
+
+def archive_name(text: str) -> str:
+    return hashlib.sha256(encoded(text)).hexdigest()[:NAME_HEX] + SUFFIX
+
+
+def archive_path(directory: str, text: str) -> str:
+    return os.path.join(directory, archive_name(text))
+
+
+@dataclass
+class ArchiveReport:
+    written: int = 0
+    reused: int = 0
+    removed: int = 0
+
+
+def write_archive(files: Mapping[str, str], *, max_bytes: int | None = None, max_age_days: float | None = None) -> ArchiveReport:
+    """Write each ``path -> text`` not already there (private, atomic); then bound the folder(s).
+
+    Raises OSError when a file cannot be written, so the caller can fall back to notes without
+    a path; a folder that cannot be pruned is left as it is.
+    """
+    report = ArchiveReport()
+    folders: set[Path] = set()
+    for path, text in files.items():
+        target = Path(path)
+        folders.add(target.parent)
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if target.exists():
+            # Same name, same content: refresh its age so pruning keeps what is still pointed at.
+            os.utime(target)
+            report.reused += 1
+            continue
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(encoded(text))
+        os.replace(temporary, target)
+        report.written += 1
+    if max_bytes is not None or max_age_days is not None:
+        for folder in folders:
+            report.removed += prune(folder, max_bytes=max_bytes, max_age_days=max_age_days, keep=set(files))
+    return report
+
+
+def prune(folder: Path, *, max_bytes: int | None, max_age_days: float | None, keep: set[str] = frozenset()) -> int:  # type: ignore[assignment]
+    """Remove archived files past an age, then the oldest ones past a total size; never ``keep``."""
+    try:
+        entries = []
+        for entry in os.scandir(folder):
+            if entry.is_file(follow_symlinks=False) and entry.name.endswith(SUFFIX):
+                info = entry.stat(follow_symlinks=False)
+                entries.append((info.st_mtime, info.st_size, entry.path))
+    except OSError:
+        return 0
+    entries.sort()
+    removed = 0
+    now = time.time()
+    total = sum(size for _, size, _ in entries)
+    for mtime, size, path in entries:
+        too_old = max_age_days is not None and now - mtime > max_age_days * 86400
+        too_big = max_bytes is not None and total > max_bytes
+        if not (too_old or too_big) or path in keep:
+            continue
+        try:
+            os.unlink(path)
+        except OSError:
+            continue
+        total -= size
+        removed += 1
+    return removed

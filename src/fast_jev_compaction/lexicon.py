@@ -1,0 +1,265 @@
+"""What a tool call is, read from its tool name and input: its kind, its target, its command.
+
+Pure and table-driven: the rules (``rules.py``), the markers and the judges all read calls
+through this one lexicon, so "a Read of src/app.py" or "a side-effecting git push" means the
+same thing everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Final, Mapping
+
+READ: Final = "read"
+SEARCH: Final = "search"
+FETCH: Final = "fetch"
+EDIT: Final = "edit"
+DECISION: Final = "decision"
+AGENT: Final = "agent"
+TODO: Final = "todo"
+SIDE_EFFECT: Final = "side_effect"
+TEST_BUILD: Final = "test_build"
+INSPECT: Final = "inspect"
+SHELL: Final = "shell"
+OTHER: Final = "other"
+
+KIND_BY_TOOL: Mapping[str, str] = {
+    "read": READ,
+    "notebookread": READ,
+    "view": READ,
+    "read_file": READ,
+    "grep": SEARCH,
+    "glob": SEARCH,
+    "ls": SEARCH,
+    "websearch": SEARCH,
+    "toolsearch": SEARCH,
+    "listmcpresourcestool": SEARCH,
+    "readmcpresourcetool": SEARCH,
+    "webfetch": FETCH,
+    "edit": EDIT,
+    "write": EDIT,
+    "multiedit": EDIT,
+    "notebookedit": EDIT,
+    "str_replace_based_edit_tool": EDIT,
+    "apply_patch": EDIT,
+    "askuserquestion": DECISION,
+    "exitplanmode": DECISION,
+    "enterplanmode": DECISION,
+    "task": AGENT,
+    "agent": AGENT,
+    "taskoutput": AGENT,
+    "todowrite": TODO,
+    "todoread": TODO,
+    "taskcreate": TODO,
+    "taskupdate": TODO,
+    "tasklist": TODO,
+    "taskget": TODO,
+    "killshell": SIDE_EFFECT,
+    "killbash": SIDE_EFFECT,
+}
+SHELL_TOOLS: Final = frozenset({"bash", "shell", "powershell", "exec_command", "run_command", "local_shell"})
+
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# MCP and other unknown tools: the verb in the name says whether a call mutates.
+_MUTATING_VERB = re.compile(
+    r"(?:^|[_\-.])(create|update|delete|remove|send|post|push|merge|write|comment|publish|deploy|"
+    r"close|set|add|edit|upload|move|rename|approve|assign|trigger|run|execute|insert|patch|put)"
+    r"(?:$|[_\-.])"
+)
+_READING_VERB = re.compile(
+    r"(?:^|[_\-.])(get|list|search|fetch|read|view|find|query|describe|show|lookup|browse|"
+    r"status|info)(?:$|[_\-.])"
+)
+_SIDE_EFFECT_PATTERNS = (
+    r"\bgit\s+(?:-[a-z]\s+\S+\s+)*(?:commit|push|merge|rebase|reset|revert|cherry-pick|tag|am|apply|"
+    r"stash|checkout|switch|rm|mv|clean|pull|fetch|clone|init|restore|add|submodule|worktree)\b",
+    r"\b(?:npm|pnpm|yarn|bun|pip3?|uv|poetry|cargo|gem|brew|apt-get|apt|yum|dnf|apk|conda|composer|go)\b"
+    r"[^|;&\n]*?\b(?:install|add|remove|uninstall|publish|upgrade|i|ci|get)\b",
+    r"(?:^|[\s;&|(])(?:rm|rmdir|mv|cp|mkdir|touch|chmod|chown|ln|kill|pkill|killall|dd|truncate|"
+    r"shred|tee|unlink|install)\s",
+    r"\bsed\s+(?:-[a-z]*i|--in-place)",
+    r"\bcurl\b.*(?:-x\s*(?:post|put|patch|delete)|--request\s*=?\s*(?:post|put|patch|delete)|\s-d\s|"
+    r"--data|\s-f\s|--form|--upload-file)",
+    r"\bwget\b.*--post",
+    r"\b(?:deploy|publish)\b",
+    r"\b(?:kubectl|helm)\s+(?:apply|delete|create|install|upgrade|uninstall|rollout|scale|patch|replace)\b",
+    r"\bterraform\s+(?:apply|destroy|import)\b",
+    r"\bdocker(?:\s+compose|-compose)?\s+(?:push|run|rm|rmi|build|up|down|stop|kill|exec|tag)\b",
+    r"\bgh\s+(?:pr|issue|release|repo|workflow|run)\s+(?:create|merge|close|comment|edit|delete|"
+    r"run|review|rerun|cancel)\b",
+    r"\b(?:systemctl|service)\b.*\b(?:start|stop|restart|enable|disable|reload)\b",
+    r"\b(?:psql|mysql|sqlite3)\b.*\b(?:insert|update|delete|drop|create|alter)\b",
+    r"\b(?:migrate|alembic\s+upgrade)\b",
+    r"\b(?:ssh|scp|rsync)\s",
+    r"(?:^|[^0-9&>\-=])>>?\s*(?!&|/dev/null)[^\s&|;>]",  # redirection into a file
+)
+_SIDE_EFFECT = re.compile("|".join(f"(?:{p})" for p in _SIDE_EFFECT_PATTERNS))
+_TEST_BUILD = re.compile(
+    r"\b(?:pytest|py\.test|tox|nox|jest|vitest|mocha|rspec|phpunit|ctest|tsc|mypy|pyright|ruff|"
+    r"flake8|pylint|eslint|clippy|unittest)\b"
+    r"|\b(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:test|build|lint|check|typecheck|compile)\b"
+    r"|\bcargo\s+(?:test|build|check|clippy|run|bench)\b"
+    r"|\bgo\s+(?:test|build|vet|run)\b"
+    r"|\b(?:make|cmake|ninja|gradle|gradlew|mvn|bazel)\b"
+    r"|\bdotnet\s+(?:build|test)\b"
+)
+_INSPECT_PROGRAMS = frozenset(
+    """ls cat head tail grep rg ag find fd wc tree pwd echo printf which whereis file stat du df env
+    printenv whoami date type less more sort uniq cut awk sed jq yq diff cd true test nl realpath
+    basename dirname uname id hostname ps top""".split()
+)
+_INSPECT_GIT = frozenset({"status", "diff", "log", "show", "branch", "remote", "rev-parse", "blame", "ls-files", "grep"})
+_COMMAND_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
+_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
+_WRAPPERS = frozenset({"sudo", "time", "nice", "nohup", "exec", "command", "npx", "bunx", "pnpx"})
+_TWO_WORD_PROGRAMS = frozenset(
+    {"git", "npm", "pnpm", "yarn", "bun", "cargo", "go", "docker", "kubectl", "gh", "pip", "pip3",
+     "uv", "poetry", "make", "terraform", "helm", "dotnet", "brew"}
+)
+_PYTHON = re.compile(r"python3?(\.\d+)?")
+_SPACES = re.compile(r"\s+")
+# The input key that names a call's target, by preference.
+_TARGET_KEYS = ("file_path", "notebook_path", "command", "url", "pattern", "query", "path", "description", "prompt")
+TARGET_CHARS = 100
+
+
+def basename(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1].rsplit("\\", 1)[-1]
+
+
+def as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = _SPACES.sub(" ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def program_words(segment: str) -> list[str]:
+    """The words of one command segment, without env assignments and wrappers (sudo, uv run…)."""
+    words = segment.split()
+    while words and (_ENV_ASSIGN.match(words[0]) or words[0] in _WRAPPERS):
+        words.pop(0)
+    if len(words) >= 2 and words[0] == "timeout":
+        words = words[2:]
+    if len(words) >= 3 and words[0] in ("uv", "poetry", "pdm", "pipenv") and words[1] == "run":
+        words = words[2:]
+    if len(words) >= 3 and _PYTHON.fullmatch(words[0]) and words[1] == "-m":
+        words = words[2:]
+    return words
+
+
+def shell_kind(command: str) -> str:
+    lowered = command.lower()
+    if _SIDE_EFFECT.search(lowered):
+        return SIDE_EFFECT
+    if _TEST_BUILD.search(lowered):
+        return TEST_BUILD
+    segments = [s for s in _COMMAND_SPLIT.split(lowered) if s.strip()]
+    if segments and all(_is_inspect(s) for s in segments):
+        return INSPECT
+    return SHELL
+
+
+def _is_inspect(segment: str) -> bool:
+    words = program_words(segment)
+    if not words:
+        return True
+    program = basename(words[0])
+    if program == "git":
+        return len(words) > 1 and words[1] in _INSPECT_GIT
+    return program in _INSPECT_PROGRAMS
+
+
+def command_head(command: str) -> str:
+    """The part of a command that names what ran: ``pytest``, ``npm test``, ``git push``."""
+    segments = [s for s in _COMMAND_SPLIT.split(command.strip()) if s.strip()]
+    chosen = ""
+    for segment in segments:  # `cd dir && make` is about make, not cd
+        words = program_words(segment)
+        if words and basename(words[0]) != "cd":
+            chosen = segment
+            break
+    words = program_words(chosen)
+    if not words:
+        return ""
+    program = basename(words[0]).lower()
+    if program in _TWO_WORD_PROGRAMS and len(words) > 1 and not words[1].startswith("-"):
+        if words[1] == "run" and len(words) > 2 and program in ("npm", "pnpm", "yarn", "bun"):
+            return f"{program} run {words[2].lower()}"
+        return f"{program} {words[1].lower()}"
+    return program
+
+
+def tool_kind(tool: str, fields: Mapping[str, Any]) -> str:
+    name = tool.strip().lower()
+    kind = KIND_BY_TOOL.get(name)
+    if kind is not None:
+        return kind
+    if name in SHELL_TOOLS:
+        return shell_kind(as_text(fields.get("command", fields.get("cmd", ""))))
+    # mcp__server__verb_noun, or CamelCase (SendMessage, TeamCreate): look at the words
+    short = _CAMEL_BOUNDARY.sub("_", tool.strip().rsplit("__", 1)[-1]).lower()
+    if _MUTATING_VERB.search(short):
+        return SIDE_EFFECT
+    if _READING_VERB.search(short):
+        return SEARCH
+    return OTHER
+
+
+@dataclass(frozen=True)
+class CallShape:
+    """What one call is: its kind and the keys that say when two calls did the same thing."""
+
+    kind: str
+    file: str = ""  # the file a read or an edit targets
+    span: str = ""  # offset:limit of a partial read; "" for the whole file
+    command: str = ""  # the whitespace-normalised command of a shell call
+    head: str = ""  # the command's program (pytest, npm test), for test/build runs
+    rerun_key: str = ""  # two calls with the same key produce the same output
+
+
+def call_shape(tool: str, fields: Mapping[str, Any]) -> CallShape:
+    kind = tool_kind(tool, fields)
+    path = next(
+        (v for k in ("file_path", "notebook_path", "path") if isinstance(v := fields.get(k), str) and v.strip()),
+        "",
+    )
+    if kind in (READ, EDIT) and path:
+        offset, limit = fields.get("offset"), fields.get("limit")
+        span = "" if offset in (None, "", 0, 1) and limit in (None, "") else f"{as_text(offset)}:{as_text(limit)}"
+        return CallShape(kind, file=path, span=span, rerun_key=f"read:{path}:{span}" if kind == READ else "")
+    command = fields.get("command", fields.get("cmd"))
+    if tool.strip().lower() in SHELL_TOOLS and command is not None:
+        normalized = " ".join(as_text(command).split())
+        head = command_head(normalized)
+        return CallShape(kind, command=normalized, head=head, rerun_key=f"cmd:{normalized}" if normalized else "")
+    if kind == TODO and tool.strip().lower() == "todowrite":
+        return CallShape(kind, rerun_key="todo")
+    if kind in (SEARCH, FETCH):
+        return CallShape(kind, rerun_key=f"{tool.strip().lower()}:{as_text(dict(fields))}")
+    return CallShape(kind)
+
+
+def call_target(tool: str, fields: Mapping[str, Any]) -> str:
+    """A short, readable name for what a call targeted: a path, a command, a URL, a query."""
+    for key in _TARGET_KEYS:
+        value = fields.get(key)
+        if isinstance(value, str) and value.strip():
+            target = _clip(value, TARGET_CHARS)
+            if key in ("file_path", "notebook_path") and (fields.get("offset") or fields.get("limit")):
+                target += f" (lines from {as_text(fields.get('offset') or 1)}, limit {as_text(fields.get('limit'))})"
+            return target
+    if not fields:
+        return ""
+    return _clip(" ".join(f"{k}={as_text(v)}" for k, v in fields.items()), TARGET_CHARS)

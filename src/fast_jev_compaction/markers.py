@@ -1,0 +1,58 @@
+"""Every text the compaction puts in front of the model, in one place (pinned by contract tests).
+
+The wording follows two rules: it states what happened affirmatively, and it says how to get
+the content back (the archive path and "Read it if needed"). A call that leaves the
+conversation always leaves a marker behind, so the model can see that the work was done.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+PREFIX: Final = "[fast-jev-compaction"
+
+# Recognises our own marks, current and earlier spellings, so a later pass never cuts a cut.
+_OWN_MARK = re.compile(r"\[fast-jev-compaction (?:kept |truncated |removed |moved |ran |trimmed )|\[fast-jev-compaction: ")
+_SAVED_AT = re.compile(r"(?:saved at|full output:) (\S+?)(?:;|\s|\])")
+
+
+def carries_mark(text: str) -> bool:
+    """Whether ``text`` already holds one of our markers (it was cut by an earlier pass)."""
+    return PREFIX in text and _OWN_MARK.search(text) is not None
+
+
+def saved_path(text: str) -> str | None:
+    """The archive path a marker in ``text`` names, if any."""
+    match = _SAVED_AT.search(text)
+    return match.group(1) if match else None
+
+
+def _recovery(archive_path: str | None, what: str) -> str:
+    if archive_path:
+        return f"the full {what} is saved at {archive_path}; Read it if needed"
+    return "re-run the tool if needed"
+
+
+def truncation_note(total_chars: int, kept_chars: int, is_error: bool, archive_path: str | None) -> str:
+    """The line that closes a truncated output's digest."""
+    what = "error output" if is_error else "output"
+    shown = f"kept {kept_chars:,} of {total_chars:,} chars of this {what} (its opening, closing and key lines)"
+    return f"{PREFIX} {shown}; {_recovery(archive_path, what)}]"
+
+
+def drop_marker(tool: str, target: str, output_chars: int, is_error: bool, archive_path: str | None) -> str:
+    """The line that stands, in the assistant message, where a dropped call was."""
+    called = f"{tool} call ({target})" if target else f"{tool} call"
+    what = "error output" if is_error else "output"
+    if archive_path:
+        return (
+            f"{PREFIX}: the {called} ran here; its {output_chars:,}-char {what} is saved at "
+            f"{archive_path}; Read it if needed]"
+        )
+    return f"{PREFIX}: the {called} ran here; its {output_chars:,}-char {what} was left out; re-run it if needed]"
+
+
+def gap(omitted_chars: int) -> str:
+    """Stands inside a digest where lines were left out."""
+    return f"[… {omitted_chars:,} chars …]"

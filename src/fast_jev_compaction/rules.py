@@ -1,0 +1,144 @@
+"""Deterministic rules that settle calls before any judge is asked.
+
+They cover what does not depend on age or taste: what must stay (a user's answer, the output
+of a call with side effects, the latest run of a test, an error not yet fixed, our own earlier
+cuts) and what another call has made redundant (an identical re-run, a re-read of the same
+file, an older run of the same command, a replaced TODO list). A later edit alone never makes a
+read redundant: the read's lines come back as the edit's ``old_string``.
+
+The rules are a table, checked in order; the first that applies settles the call and names
+itself as the decision's reason.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Callable, Final, Mapping, Sequence
+
+from .decisions import DROP, KEEP, Action
+from .lexicon import DECISION, EDIT, READ, SIDE_EFFECT, TEST_BUILD, TODO, CallShape, call_shape
+from .markers import carries_mark
+from .pairing import ToolCall
+
+
+@dataclass
+class CallFacts:
+    """One call as the rules see it, with what the rest of the conversation says about it."""
+
+    call: ToolCall
+    shape: CallShape
+    already_cut: bool
+    # Filled by ``_link``: the later calls that make this one redundant or settle its error.
+    rerun_later: bool = False
+    reread_later: bool = False
+    newer_run_later: bool = False
+    todo_replaced: bool = False
+    fixed_later: bool = False
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    action: Action
+    applies: Callable[[CallFacts], bool]
+    why: str
+
+
+RULES: Final[tuple[Rule, ...]] = (
+    Rule("already-cut", KEEP, lambda f: f.already_cut,
+         "an output an earlier pass cut already points at its saved original; it is never cut twice"),
+    Rule("protect-decision", KEEP, lambda f: f.shape.kind == DECISION,
+         "the user's answers and plan approvals are quoted later far above the base rate"),
+    Rule("protect-edit", KEEP, lambda f: f.shape.kind == EDIT,
+         "the input of an edit is the record of the change"),
+    Rule("protect-side-effect", KEEP, lambda f: f.shape.kind == SIDE_EFFECT,
+         "a call with side effects cannot be re-run to see its output again (ids, URLs, commits)"),
+    Rule("superseded-reread", DROP, lambda f: f.shape.kind == READ and f.reread_later,
+         "the same file (and range) is read again later"),
+    Rule("superseded-older-run", DROP, lambda f: f.shape.kind == TEST_BUILD and f.newer_run_later,
+         "the same test, build or lint command runs again later"),
+    Rule("superseded-todo", DROP, lambda f: f.todo_replaced,
+         "a later TODO list replaces this one"),
+    Rule("open-error", KEEP, lambda f: f.call.is_error and not f.fixed_later,
+         "an error not yet followed by a success of the same call"),
+    Rule("latest-run", KEEP, lambda f: f.shape.kind == TEST_BUILD and not f.newer_run_later,
+         "the latest run of a test, build or lint command"),
+    Rule("superseded-rerun", DROP, lambda f: f.rerun_later,
+         "an identical call runs again later"),
+)
+RULE_NAMES: Final = tuple(rule.name for rule in RULES)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    rule: str
+    action: Action
+
+
+@dataclass
+class _Seen:
+    """What calls later than the one being looked at did, walking the calls newest first."""
+
+    rerun_keys: set[str] = field(default_factory=set)
+    ok_rerun_keys: set[str] = field(default_factory=set)
+    reads: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    heads: set[str] = field(default_factory=set)
+    ok_heads: set[str] = field(default_factory=set)
+    todo: bool = False
+
+
+def _link(facts: list[CallFacts]) -> None:
+    seen = _Seen()
+    for fact in reversed(facts):
+        shape = fact.shape
+        if shape.rerun_key:
+            fact.rerun_later = shape.rerun_key in seen.rerun_keys
+        if shape.kind == READ and shape.file:
+            later = seen.reads.get(shape.file, set())
+            # A later read of the whole file, or of the very same range, shows the same lines.
+            fact.reread_later = "" in later or shape.span in later
+        if shape.kind == TEST_BUILD and shape.head:
+            fact.newer_run_later = shape.head in seen.heads
+        if shape.kind == TODO and shape.rerun_key == "todo":
+            fact.todo_replaced = seen.todo
+        if fact.call.is_error:
+            fact.fixed_later = bool(shape.rerun_key) and shape.rerun_key in seen.ok_rerun_keys or (
+                bool(shape.head) and shape.head in seen.ok_heads
+            )
+
+        if shape.rerun_key:
+            seen.rerun_keys.add(shape.rerun_key)
+            if not fact.call.is_error:
+                seen.ok_rerun_keys.add(shape.rerun_key)
+        if shape.kind == READ and shape.file and not fact.call.is_error:
+            seen.reads[shape.file].add(shape.span)
+        if shape.kind == TEST_BUILD and shape.head:
+            seen.heads.add(shape.head)
+            if not fact.call.is_error:
+                seen.ok_heads.add(shape.head)
+        if shape.kind == TODO and shape.rerun_key == "todo":
+            seen.todo = True
+
+
+def call_facts(calls: Sequence[ToolCall], result_texts: Mapping[str, str]) -> list[CallFacts]:
+    """Facts for every completed call, in call order (pinned ones included: they supersede too)."""
+    facts = [
+        CallFacts(call, call_shape(call.tool, call.input), carries_mark(result_texts.get(call.tool_use_id, "")))
+        for call in calls
+    ]
+    _link(facts)
+    return facts
+
+
+def settle(facts: Sequence[CallFacts]) -> dict[str, Verdict]:
+    """The verdict of the first applying rule, for every unpinned call some rule settles."""
+    verdicts: dict[str, Verdict] = {}
+    for fact in facts:
+        if fact.call.pinned:
+            continue
+        for rule in RULES:
+            if rule.applies(fact):
+                verdicts[fact.call.tool_use_id] = Verdict(rule.name, rule.action)
+                break
+    return verdicts

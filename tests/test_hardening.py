@@ -280,3 +280,20 @@ def test_a_relative_plugin_data_never_writes_into_the_project(tmp_path: Path) ->
     assert answer["action"] == "replace"
     assert list(project.iterdir()) == []
     assert (data / "hook.log").exists()  # CLAUDE_PLUGIN_DATA, the absolute one, is used instead
+
+
+def test_a_decision_log_locked_past_the_deadline_still_gets_the_answer_out_in_time(tmp_path: Path) -> None:
+    from fast_jev_compaction.audit.store import DecisionLog
+
+    data = tmp_path / "data"
+    data.mkdir()
+    DecisionLog(data / "decisions.sqlite").close()
+    holder = sqlite3.connect(data / "decisions.sqlite", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # held longer than the row's whole budget
+    try:
+        # The row's own budget (4.5 s of retries) outlasts this deadline (answer by 5 s).
+        answer = run_hook(event(tool_heavy_conversation(), data, options={"timeoutSeconds": 6}), data, timeout=6)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert answer["action"] == "replace"  # the compaction's own answer, not a fallback

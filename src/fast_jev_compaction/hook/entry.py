@@ -75,10 +75,6 @@ class HookLog:
     directory: Path | None
     pid: int = field(default_factory=os.getpid)
 
-    @property
-    def data_folder(self) -> Path | None:
-        return self.directory
-
     def write(self, level: str, message: str) -> None:
         try:
             stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
@@ -386,6 +382,8 @@ class AnswerGuard:
     def __init__(self, out: TextIO, deadline: Deadline) -> None:
         self.deadline = deadline
         self.event: HookEvent | None = None
+        # The main path's answer, known once the compaction is done and before its row is written.
+        self.pending: Answer | None = None
         self._out = out
         self._claim_lock = threading.Lock()
         self._claimed = False
@@ -417,7 +415,19 @@ class AnswerGuard:
             while (left := self.deadline.last_resort_at - time.monotonic()) > 0:
                 time.sleep(min(left, 0.05))
             if not self.claim():
-                return  # the main path is recording and answering
+                # The main path is recording and answering; if the row outlasts the answer's
+                # deadline (a long-locked database), the answer still goes out in time.
+                while (left := self.deadline.answer_at - time.monotonic()) > 0:
+                    if self._sent:
+                        return
+                    time.sleep(min(left, 0.05))
+                if not self._sent:
+                    log_holder[0].error("answering before the decision log row is written: out of time")
+                    try:
+                        self.send(self.pending or fallback_answer(str(self.deadline.error())))
+                    finally:
+                        os._exit(0)
+                return
             log = log_holder[0]
             reason = str(self.deadline.error())
             log.error(f"fallback: {reason}; the compaction was still running")
@@ -495,8 +505,10 @@ def main(
     started = time.monotonic() if started is None else started
     env = os.environ
     if stdout is None:
-        # Never the locale's codec: the answer is UTF-8 JSON whatever LANG says.
-        sys.stdout.reconfigure(encoding="utf-8", errors="strict")  # type: ignore[union-attr]
+        try:  # never the locale's codec: the answer is UTF-8 JSON whatever LANG says
+            sys.stdout.reconfigure(encoding="utf-8", errors="strict")  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            pass
     out = stdout if stdout is not None else sys.stdout
     log_holder = [HookLog(data_dir(None, env))]
     guard = AnswerGuard(out, Deadline(DEFAULT_TIMEOUT_SECONDS, started))
@@ -510,6 +522,7 @@ def main(
         answer, event, outcome = handle(reader, env, log_holder, started, guard)
         if not guard.claim():
             threading.Event().wait()  # the last resort is recording and answering; it ends the process
+        guard.pending = answer
         record_decisions(event, outcome, log_holder[0].directory, log_holder[0])
     except BaseException as exc:  # noqa: BLE001 - the last line of defence: still answer
         log_holder[0].error("hook failed outside the compaction", exc)

@@ -156,7 +156,6 @@ def _maybe_secret(name_class: str) -> str:
     return rf"(?=[{name_class}]{{0,64}}?(?i:pass|pwd|token|secret|key|auth|credential|cookie))"
 
 
-
 # NAME=value (shell, .env lines, query strings, --flag=value).
 _ASSIGN_NAME = re.compile(r"(?<![A-Za-z0-9_.\-])-{0,2}" + _maybe_secret(r"A-Za-z0-9_.\-") + r"([A-Za-z_][A-Za-z0-9_.\-]*+)[ \t]*+=(?!=)[ \t]*+")
 # Quotes may come escaped (\"): tool inputs often sit in the state as serialised JSON.

@@ -7,10 +7,13 @@ const TOAST_MS = 15000
 const BOOTSTRAP_TIMEOUT_MS = 20000
 const DEFAULT_TIMEOUT_SECONDS = 120
 const DEFAULT_COMPACT_AT_PERCENT = 60
+const REARM_POINTS = 10
 const READY_MARKER = 'venv/.fast-jev-ready'
 const PREPARING =
   'fast-jev-compaction is preparing its Python environment; this compaction uses the built-in summary'
 const INTERRUPTED = 'fast-jev-compaction: interrupted'
+// Beside decisions.sqlite: the Python side replays these into the decision log (audit/spill.py).
+const SPILL_PREFIX = 'decisions.sqlite.spill-'
 
 function numberOption(value, fallback, isValid) {
   return typeof value === 'number' && Number.isFinite(value) && isValid(value) ? value : fallback
@@ -83,6 +86,29 @@ async function startBootstrap($, env) {
   }
 }
 
+// Outcomes only the mod sees still leave a decision-log row: one small file per event, since
+// $.fs.write replaces a whole file. Best-effort: a failing write never changes the answer.
+async function spillRow($, pluginData, category, reason, e, sessionId, startedAt) {
+  if (!pluginData) return
+  const compaction = {
+    created_at: new Date().toISOString(),
+    session_id: typeof sessionId === 'string' ? sessionId : '',
+    agent_id: typeof e.agentId === 'string' ? e.agentId : null,
+    trigger: typeof e.trigger === 'string' ? e.trigger : '',
+    outcome: 'fallback',
+    reason: reason.slice(0, 300),
+    fallback_reason: category,
+    judge: 'none',
+    messages_before: Array.isArray(e.messages) ? e.messages.length : 0,
+    messages_after: Array.isArray(e.messages) ? e.messages.length : 0,
+    duration_ms: Math.max(0, Date.now() - startedAt),
+  }
+  const name = `${SPILL_PREFIX}${Date.now()}-${Math.random().toString(36).slice(2, 10)}.json`
+  try {
+    await $.fs.write(`${pluginData}/${name}`, JSON.stringify({ compaction, decisions: [] }))
+  } catch {}
+}
+
 // A replace answer refers to untouched messages by handle; those become the engine's own objects.
 function mapMessages(answered, input) {
   if (!Array.isArray(answered) || answered.length === 0) throw new Error('the answer has no messages')
@@ -104,21 +130,31 @@ function mapMessages(answered, input) {
 }
 
 async function askPython($, e, options, quiet) {
+  const startedAt = Date.now()
   const env = await hookEnvOf($)
   const pluginData = env.CLAUDE_PLUGIN_DATA
   const python = await pythonFor($, options, pluginData)
-  if (!python) {
-    notify($, PREPARING, quiet)
-    await startBootstrap($, env)
-    return { action: 'fallback', reason: 'Python environment not ready', toasted: true }
-  }
   let sessionId
   let cwd
   try {
     sessionId = await $.session.id()
   } catch {}
+  if (!python) {
+    notify($, PREPARING, quiet)
+    await startBootstrap($, env)
+    const reason = 'Python environment not ready'
+    await spillRow($, pluginData, 'python-not-ready', reason, e, sessionId, startedAt)
+    return { action: 'fallback', reason, toasted: true }
+  }
   try {
     cwd = await $.session.cwd()
+  } catch {}
+  // How full the window is: the Python side's gate speaks in points of it (absent right after a
+  // compaction, until the engine has measured again).
+  let context
+  try {
+    const usage = await $.session.usage()
+    if (usage && usage.context && typeof usage.context === 'object') context = usage.context
   } catch {}
   const document = {
     event: 'session.compact',
@@ -130,19 +166,26 @@ async function askPython($, e, options, quiet) {
     pluginData,
     cwd,
     options,
+    context,
     messages: e.messages,
   }
   const timeoutSeconds = numberOption(options.timeoutSeconds, DEFAULT_TIMEOUT_SECONDS, v => v >= 1 && v <= 600)
-  const run = await $.process.run([python, ISOLATED, `${$.plugin.root}/hooks/fast_jev_hook.py`], {
-    stdin: JSON.stringify(document),
-    timeoutMs: Math.round(timeoutSeconds * 1000),
-    env,
-  })
-  if (run.exitCode !== 0) throw new Error(`the Python hook exited with code ${run.exitCode}`)
-  if (run.isStdoutTruncated) throw new Error('the Python hook answer was cut short')
-  const answer = JSON.parse(run.stdout)
-  if (!answer || typeof answer !== 'object') throw new Error('the Python hook answered no object')
-  return answer
+  try {
+    const run = await $.process.run([python, ISOLATED, `${$.plugin.root}/hooks/fast_jev_hook.py`], {
+      stdin: JSON.stringify(document),
+      timeoutMs: Math.round(timeoutSeconds * 1000),
+      env,
+    })
+    if (run.exitCode !== 0) throw new Error(`the Python hook exited with code ${run.exitCode}`)
+    if (run.isStdoutTruncated) throw new Error('the Python hook answer was cut short')
+    const answer = JSON.parse(run.stdout)
+    if (!answer || typeof answer !== 'object') throw new Error('the Python hook answered no object')
+    return answer
+  } catch (error) {
+    // The interpreter exited, timed out or answered garbage: its own row was never written.
+    await spillRow($, pluginData, 'broken-interpreter', reasonOf(error), e, sessionId, startedAt)
+    throw error
+  }
 }
 
 export const register = (on, options) => {
@@ -180,14 +223,20 @@ export const register = (on, options) => {
     return next(e)
   }).catch(($, e, next) => next(e))
 
+  // The 60 % trigger fires when usage crosses compactAtPercent upward, once per crossing. While
+  // usage stays above (a pass that skipped or could not reach its target), it fires again only
+  // after usage grew by REARM_POINTS: never on every turn.
+  let firedAt
   on('turn.complete', async ($, e, next) => {
     // The guard is taken before the first await so two racing turns compact once.
     if (compacting || e.agentId !== undefined) return next(e)
     compacting = true
     try {
       const usage = await $.session.usage()
-      const percent = (usage && usage.context && usage.context.percent) || 0
-      if (percent >= compactAtPercent) {
+      const percent = usage && usage.context ? usage.context.percent : undefined
+      if (typeof percent === 'number' && percent < compactAtPercent) firedAt = undefined
+      if (typeof percent === 'number' && percent >= compactAtPercent && (firedAt === undefined || percent >= firedAt + REARM_POINTS)) {
+        firedAt = percent
         log($, `context at ${percent}% (threshold ${compactAtPercent}%): compacting`)
         await $.session.compact()
       }

@@ -24,10 +24,14 @@ type Run = { argv: readonly string[]; init: { stdin?: string; timeoutMs?: number
 
 // The world beneath the plugin: a python answer (or a failure), a recorded UI, a core summary.
 function world(on: any, answer: unknown, opts: { exitCode?: number; reject?: string; ready?: boolean; throwingUi?: boolean } = {}) {
-  const seen = { runs: [] as Run[], toasts: [] as string[], logs: [] as string[], core: 0 }
+  const seen = { runs: [] as Run[], toasts: [] as string[], logs: [] as string[], core: 0, spills: [] as { path: string; text: string }[] }
   mock.env(on, opts.ready === false ? {} : { FAST_JEV_PYTHON: '/usr/bin/python3' })
   on('process.hookEnv', async () => ({ value: { CLAUDE_PLUGIN_DATA: '/plugin-data', CLAUDE_PLUGIN_ROOT: '/root' } }))
   on('fs.exists', async () => ({ value: false }))
+  on('fs.write', async (_: unknown, e: { path: string; text: string }) => {
+    seen.spills.push(e)
+    return { value: undefined }
+  })
   on('process.run', async (_: unknown, e: Run) => {
     seen.runs.push(e)
     // A refused call rejects in the mod, as a timed-out child does in a session.
@@ -109,12 +113,24 @@ test('skip: the veto reaches the engine and nothing is summarised', async ($, on
   expect(seen.core).toBe(0)
 })
 
-for (const [name, answer, opts, why] of [
-  ['a non-zero exit', REPLACE, { exitCode: 1 }, 'the Python hook exited with code 1'],
-  ['output that is not JSON', 'Traceback (most recent call last):', {}, 'JSON'],
-  ['a timeout', REPLACE, { reject: 'process.run: timed out after 120000 ms' }, 'timed out'],
-  ['an unknown handle', { ...REPLACE, messages: [{ handle: 'h-404' }] }, {}, 'unknown handle h-404'],
-  ['an empty message list', { ...REPLACE, messages: [] }, {}, 'the answer has no messages'],
+// The decision-log row of an outcome only the mod sees, as spilled beside decisions.sqlite.
+function spilled(seen: { spills: { path: string; text: string }[] }) {
+  expect(seen.spills.length).toBe(1)
+  const [spill] = seen.spills
+  expect(/^\/plugin-data\/decisions\.sqlite\.spill-\d+-[a-z0-9]+\.json$/.test(spill.path)).toBe(true)
+  const entry = JSON.parse(spill.text)
+  expect(entry.decisions).toEqual([])
+  expect(entry.compaction.outcome).toBe('fallback')
+  expect(entry.compaction.messages_before).toBe(MESSAGES.length)
+  return entry.compaction
+}
+
+for (const [name, answer, opts, why, broken] of [
+  ['a non-zero exit', REPLACE, { exitCode: 1 }, 'the Python hook exited with code 1', true],
+  ['output that is not JSON', 'Traceback (most recent call last):', {}, 'JSON', true],
+  ['a timeout', REPLACE, { reject: 'process.run: timed out after 120000 ms' }, 'timed out', true],
+  ['an unknown handle', { ...REPLACE, messages: [{ handle: 'h-404' }] }, {}, 'unknown handle h-404', false],
+  ['an empty message list', { ...REPLACE, messages: [] }, {}, 'the answer has no messages', false],
 ] as const) {
   test(`any failure falls back exactly once: ${name}`, async ($, on) => {
     const seen = world(on, answer, opts)
@@ -124,6 +140,15 @@ for (const [name, answer, opts, why] of [
     expect(seen.toasts.length).toBe(1)
     expect(seen.toasts[0].startsWith('fallback to built-in summary (')).toBe(true)
     expect(seen.toasts[0].includes(why)).toBe(true)
+    // A broken interpreter wrote no row of its own, so the mod leaves one; a bad answer was logged by Python.
+    if (broken) {
+      const row = spilled(seen)
+      expect(row.fallback_reason).toBe('broken-interpreter')
+      expect(row.reason.includes(why)).toBe(true)
+      expect(row.trigger).toBe('manual')
+    } else {
+      expect(seen.spills).toEqual([])
+    }
   })
 }
 
@@ -153,6 +178,10 @@ test('without a Python environment: a clear toast, the bootstrap starts, the bui
   expect(seen.runs[0].argv[1]).toBe('-I')
   expect(seen.runs[0].argv[2].endsWith('/hooks/bootstrap.py')).toBe(true)
   expect(seen.runs[0].init.env?.CLAUDE_PLUGIN_DATA).toBe('/plugin-data')
+  const row = spilled(seen)
+  expect(row.fallback_reason).toBe('python-not-ready')
+  expect(row.reason).toBe('Python environment not ready')
+  expect(row.trigger).toBe('auto')
 })
 
 test('the python option wins over the environment', { options: { python: '/opt/venv/bin/python', timeoutSeconds: 5 } }, async ($, on) => {
@@ -166,11 +195,13 @@ test('the python option wins over the environment', { options: { python: '/opt/v
 
 const TURN = { answer: 'Done.', durationMs: 10, isAborted: false, turnId: 't-1', reason: 'answer' } as const
 
-function turnWorld(on: any, percent: number | undefined, compactFails = false) {
+function turnWorld(on: any, percent: number | undefined | (number | undefined)[], compactFails = false) {
   const seen = { usage: 0, compactions: 0, next: 0, logs: [] as string[] }
+  const percents = Array.isArray(percent) ? percent : undefined
   on('session.usage', async () => {
     seen.usage += 1
-    return { value: { startedAt: 0, context: { tokens: 1, window: 100, percent }, rateLimits: [] } }
+    const now = percents ? percents[Math.min(seen.usage - 1, percents.length - 1)] : percent
+    return { value: { startedAt: 0, context: { tokens: 1, window: 100, percent: now }, rateLimits: [] } }
   })
   on('session.compact', async () => {
     seen.compactions += 1
@@ -208,6 +239,15 @@ test('turn.complete honours compactAtPercent', { options: { compactAtPercent: 90
   const seen = turnWorld(on, 89)
   await $.turn.complete(TURN)
   expect(seen.compactions).toBe(0)
+})
+
+test('the trigger fires once per upward crossing, again only after usage grows 10 points', async ($, on) => {
+  // 75: crossing; 76, 77: still above, no re-fire; 86: grew 11 points; 50: back under; 65: new crossing.
+  const seen = turnWorld(on, [75, 76, 77, 86, 50, 65, undefined, 66])
+  for (let turn = 0; turn < 8; turn++) await $.turn.complete({ ...TURN, turnId: `t-${turn}` })
+  expect(seen.usage).toBe(8)
+  expect(seen.compactions).toBe(3)
+  expect(seen.next).toBe(8)
 })
 
 test('a subagent turn never compacts and never reads usage', async ($, on) => {

@@ -324,38 +324,46 @@ def test_readers_are_not_blocked_by_a_writer_holding_its_transaction(tmp_path: P
         writer.close()
 
 
+def _child(*args: object) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
+    return subprocess.Popen(
+        [sys.executable, str(HERE / "decision_log_writer.py"), *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def _start_together(procs: list[subprocess.Popen[str]], sync: Path, ready: int) -> list[tuple[str, str]]:
+    try:
+        give_up = time.monotonic() + 60
+        while len(list(sync.glob("ready-*"))) < ready:
+            if time.monotonic() > give_up or any(p.poll() is not None for p in procs):
+                break
+            time.sleep(0.01)
+        (sync / "go").touch()
+        return [p.communicate(timeout=300) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+
+
 def test_concurrent_processes_lose_no_row(tmp_path: Path) -> None:
     # Load-bearing (ADR-0001): real processes, a fresh file they all create at once, one
     # open+write per record like the hook. A swallowed error would show up as a missing row.
     db = tmp_path / "shared" / "decisions.sqlite"
     writers, per_writer = 4, 100
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(HERE / "decision_log_writer.py"), str(db), str(w), str(per_writer), str(tmp_path)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for w in range(writers)
-    ]
-    try:
-        give_up = time.monotonic() + 60
-        while len(list(tmp_path.glob("ready-*"))) < writers:
-            if time.monotonic() > give_up or any(p.poll() is not None for p in procs):
-                break
-            time.sleep(0.01)
-        (tmp_path / "go").touch()
-        results = [p.communicate(timeout=120) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
+    procs = [_child("write", db, w, per_writer, 2, tmp_path, store_module.DEFAULT_BUDGET_S) for w in range(writers)]
+    results = _start_together(procs, tmp_path, writers)
     for p, (out, err) in zip(procs, results):
-        assert (p.returncode, out.strip(), err) == (0, f"OK {per_writer}", "")
+        assert (p.returncode, err) == (0, "")
+        assert out.startswith("OK ") and sum(map(int, out.split()[1:])) == per_writer
 
-    with DecisionLog(db, create=False) as log:
+    log = store_module.open_log(db)
+    assert log is not None
+    with log:
         rows = log.compactions()
         assert len(rows) == writers * per_writer
         for w in range(writers):
@@ -363,8 +371,44 @@ def test_concurrent_processes_lose_no_row(tmp_path: Path) -> None:
         assert len({c.id for c in rows}) == len(rows)
         for w in range(writers):
             for i in (0, per_writer - 1):
-                assert len(log.why(f"toolu_{w}_{i}_b")) == 1
+                assert len(log.why(f"toolu_{w}_{i}_1")) == 1
     assert count_rows(db, "decisions") == 2 * writers * per_writer
+
+
+def test_sixteen_writers_and_a_lock_held_past_the_budget_lose_no_row(tmp_path: Path) -> None:
+    # 16 processes x 1,000 decision rows (50 compactions of 20), batched as the hook batches them,
+    # while another process holds the write lock three times the writers' budget: what cannot be
+    # written in time is spilled, and the next opening replays it. Not one row may be missing.
+    db = tmp_path / "decisions.sqlite"
+    writers, compactions_each, decisions_each, budget_s = 16, 50, 20, 0.5
+    holder = _child("hold", db, 3 * budget_s, tmp_path)
+    give_up = time.monotonic() + 60
+    while not (tmp_path / "held").exists():  # every writer starts while the lock is held
+        assert holder.poll() is None and time.monotonic() < give_up, holder.communicate()
+        time.sleep(0.01)
+    procs = [_child("write", db, w, compactions_each, decisions_each, tmp_path, budget_s) for w in range(writers)]
+    results = _start_together([*procs, holder], tmp_path, writers)
+    spilled = 0
+    for p, (out, err) in zip(procs, results):
+        assert (p.returncode, err) == (0, "")
+        written, spills = map(int, out.split()[1:])
+        assert written + spills == compactions_each
+        spilled += spills
+    assert holder.returncode == 0 and results[-1] == ("OK held\n", "")
+    assert spilled > 0  # the lock really outlasted the budget
+
+    log = store_module.open_log(db)
+    assert log is not None
+    with log:
+        for w in range(writers):
+            assert len(log.compactions(session_id=f"writer-{w}")) == compactions_each
+        assert len(log.compactions(session_id="holder")) == 1
+    assert not list(tmp_path.glob("decisions.sqlite.spill-*"))
+    assert count_rows(db, "compactions") == writers * compactions_each + 1
+    assert count_rows(db, "decisions") == writers * compactions_each * decisions_each
+    with sqlite3.connect(db) as conn:
+        distinct = conn.execute("SELECT COUNT(DISTINCT tool_use_id) FROM decisions").fetchone()[0]
+    assert distinct == writers * compactions_each * decisions_each  # none lost, none replayed twice
 
 
 def test_a_lock_held_past_the_budget_raises_busy_not_hang_nor_drop(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ JSON document on stdout, and a decision-log row (or a hook.log line for failures
 from __future__ import annotations
 
 import json
+import re
 import os
 import sqlite3
 import subprocess
@@ -19,9 +20,9 @@ from typing import Any, Iterator
 import pytest
 
 from fast_jev_compaction.archive import archive_name
-from fast_jev_compaction.audit.store import DecisionLog
+from fast_jev_compaction.audit.store import DecisionLog, open_log
 from fast_jev_compaction.hook.config import HookConfig, resolve_hook_config
-from fast_jev_compaction.hook.entry import in_flight_preserve, keeps_handle, pct, wire_messages
+from fast_jev_compaction.hook.entry import in_flight_preserve, keeps_handle, wire_messages
 from fast_jev_compaction.hook.stdin import StdinIdleError, StdinTooLargeError, read_stdin
 from fast_jev_compaction.messages import parse_messages
 
@@ -146,7 +147,7 @@ def test_replace_keeps_pairs_whole_prose_verbatim_and_logs_decisions(data_dir: P
 
     assert answer["action"] == "replace"
     out = answer["messages"]
-    assert answer["toast"].startswith(f"kept {len(out)}/{len(messages)} messages, no summary (")
+    assert re.fullmatch(r"\d+ of 2 tool outputs moved to the archive \(.*\), [\d.]+% of the conversation freed, no summary", answer["toast"])
     assert answer["log"][0].startswith("decisions: t1:Bash:")
 
     # Pairs stay whole: every call in the output has its result, and the other way round.
@@ -184,7 +185,7 @@ def test_fallback_below_the_minimum_reduction(data_dir: Path) -> None:
 
     assert answer["action"] == "fallback"
     assert "messages" not in answer
-    assert answer["reason"].startswith("below 99% minimum: ")
+    assert answer["reason"].startswith("below 99.0% minimum: ")
     assert "% reduction; " in answer["reason"]
     assert answer["toast"] == f"fallback to built-in summary ({answer['reason']})"
     [(row, decisions)] = compactions(data_dir)
@@ -199,7 +200,7 @@ def test_conversation_without_tool_calls_falls_back_with_the_default_minimum(dat
     ]
     answer, _ = run_hook(json.dumps(event(messages, data_dir)).encode(), data_dir)
     assert answer["action"] == "fallback"
-    assert answer["reason"].startswith("below 25% minimum: 0.0% reduction; no tool calls;")
+    assert answer["reason"].startswith("below 25.0% minimum: 0.0% reduction; no tool calls;")
     assert answer["log"] == ["decisions: (none)"]
 
 
@@ -347,7 +348,17 @@ def test_locked_decision_log_never_costs_the_compaction(data_dir: Path) -> None:
         holder.execute("ROLLBACK")
         holder.close()
     assert answer["action"] == "replace"
-    assert "decision log not written (DecisionLogBusy" in hook_log(data_dir)
+    assert "decision log busy past its budget; row kept in decisions.sqlite.spill-" in hook_log(data_dir)
+    (entry,) = data_dir.glob("decisions.sqlite.spill-*.json")
+    assert entry.stat().st_mode & 0o777 == 0o600
+    # The next opening replays it: the compaction is in the log after all, and the entry is gone.
+    log = open_log(data_dir / "decisions.sqlite")
+    assert log is not None
+    with log:
+        (row,) = log.compactions()
+        assert (row.outcome, row.trigger) == ("replaced", "manual")
+        assert log.decisions_for(row.id or 0)
+    assert not list(data_dir.glob("decisions.sqlite.spill-*"))
 
 
 def test_unwritable_data_folder_falls_back_to_a_temp_log(tmp_path: Path) -> None:
@@ -429,6 +440,43 @@ def test_env_key_and_a_refusing_jev_fall_back_with_an_actionable_reason(
     assert "sk-from-env" not in hook_log(data_dir)
 
 
+def test_a_failed_jev_run_is_logged_with_its_real_requests_retries_and_time(
+    data_dir: Path, jev_server: tuple[str, type[_Jev]]
+) -> None:
+    # Regression: failed Jev runs were logged as 0 requests / 0 retries / 0 ms.
+    url, handler = jev_server
+    handler.status = 503  # retried twice by the client, then given up
+    doc = event(tool_heavy_conversation(), data_dir, options={"apiKey": "sk-test-key", "baseUrl": url})
+    answer, _ = run_hook(json.dumps(doc).encode(), data_dir)
+
+    assert answer["action"] == "fallback"
+    assert len(handler.bodies) == 3
+    [(row, decisions)] = compactions(data_dir)
+    assert (row.outcome, row.fallback_reason, row.judge) == ("fallback", "judge-error", "none")
+    assert (row.requests, row.retries, row.failed_batches) == (1, 2, 1)
+    assert row.duration_ms >= 500  # at least the first back-off was spent
+    assert row.chars_before == row.chars_after > 0 and row.freed_chars == 0
+    assert decisions == []
+
+
+def test_every_outcome_leaves_a_row_with_its_category(data_dir: Path) -> None:
+    heavy = tool_heavy_conversation()
+    run_hook(json.dumps(event(heavy, data_dir, options={"minReductionRatio": 0.99})).encode(), data_dir)
+    run_hook(b"{not json", data_dir)
+    run_hook(json.dumps(event([], data_dir)).encode(), data_dir)
+    run_hook(json.dumps(event(heavy, data_dir)).encode(), data_dir)
+    rows = [row for row, _ in compactions(data_dir)]
+    assert [(r.outcome, r.fallback_reason) for r in rows] == [
+        ("fallback", "below-ratio"),
+        ("fallback", "bad-input"),
+        ("skipped", None),
+        ("replaced", None),
+    ]
+    assert rows[0].requests == 1 and rows[0].duration_ms >= 0
+    with DecisionLog(data_dir / "decisions.sqlite", create=False) as log:
+        assert dict(log.totals().fallback_reasons) == {"below-ratio": 1, "bad-input": 1}
+
+
 def test_judge_jev_without_a_key_says_how_to_fix_it(data_dir: Path) -> None:
     doc = event(tool_heavy_conversation(), data_dir, options={"judge": "jev"})
     answer, _ = run_hook(json.dumps(doc).encode(), data_dir)
@@ -483,10 +531,6 @@ def test_judge_choice_follows_the_key() -> None:
     assert HookConfig(api_key="x").use_jev({})
     assert not HookConfig(api_key="x", judge="local").use_jev({})
     assert HookConfig(judge="jev").use_jev({})
-
-
-def test_pct_rounds_like_math_round() -> None:
-    assert [pct(0.25), pct(0.125), pct(0.005), pct(0.994)] == ["25%", "13%", "1%", "99%"]
 
 
 def test_in_flight_window_covers_parallel_trailing_calls() -> None:

@@ -209,7 +209,7 @@ def test_the_rendered_dom_has_one_row_per_logged_decision(page: tuple[Path, Path
     assert dom.sections == ["replaced", "fallback"]
     text = " ".join(" ".join(dom.text).split())
     assert "Compactions 2 Replaced 1 Fallback 1 Skipped 0" in text
-    assert f"fallback ×1: {second.reason}" in text
+    assert f"fallback ×1: {second.fallback_reason}" in text and second.fallback_reason == "below-ratio"
     # The injected tool input is shown as text; no script element exists and none ran.
     assert "script" not in dom.tags
     assert json.dumps({"command": INJECTED}, separators=(",", ":")) in text

@@ -56,6 +56,7 @@ class Served:
 def _spawn(*extra: str, env: dict[str, str] | None = None) -> Served:
     environment = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     environment.pop("FAST_JEV_SERVE_KEY", None)
+    environment.pop("FAST_JEV_SERVE_TOKEN", None)
     environment.update(env or {})
     proc = subprocess.Popen(
         [sys.executable, "-m", "fast_jev_compaction.cli", "serve", "--host", "127.0.0.1", "--port", "0", *extra],
@@ -211,7 +212,7 @@ def test_body_over_8_mib_is_413(server: Served) -> None:
     parts = urlsplit(server.url)
     with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
         sock.sendall(
-            b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"POST /v1/systemone HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             + f"Content-Length: {8 * 1024 * 1024 + 1}\r\n\r\n".encode()
         )
         response = b""

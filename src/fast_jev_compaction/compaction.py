@@ -21,7 +21,7 @@ from .options import CompactOptions, validate_threshold
 from .pairing import Pairing, ToolCall, pair_tool_calls
 from .policy import Scored, budget_decisions, threshold_decisions
 from .questions import REQUEST_OVERHEAD_TOKENS, batch_calls, batch_questions, question_tokens
-from .rebuild import apply_decisions, cut_output, freed_chars
+from .rebuild import apply_decisions, freed_chars
 from .rules import Verdict, call_facts, settle
 from .stats import CompactStats, message_chars
 
@@ -69,9 +69,6 @@ async def compact(
         probe = CallDecision(call.id, call.tool_use_id, call.tool, 0.0, 0.0, action, "", 0, saved_at(call))
         return freed_chars(results, call, probe, shape)
 
-    def cut_form(call: ToolCall) -> Action:
-        return TRUNCATE if cut_output(results[call.tool_use_id].text, call.is_error, shape, None) else DROP
-
     by_id: dict[str, CallDecision] = {}
     for call in pairing.calls:
         verdict = verdicts.get(call.tool_use_id)
@@ -93,7 +90,6 @@ async def compact(
             target_chars=opts.target_reduction * sum(call.result_chars for call in pool),
             already_freed=sum(freed(call, d.action) for call in pool if (d := by_id.get(call.tool_use_id))),
             keep_floor=opts.keep_floor,
-            cut_form=cut_form,
             freed_by=freed,
         )
     by_id.update((d.tool_use_id, d) for d in judged)

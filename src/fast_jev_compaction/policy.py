@@ -1,10 +1,14 @@
 """Which judged calls to cut: rank by value and cut the least valuable first, up to a target.
 
 A single probability cliff flips a call between keep and drop on tiny score changes, and judges
-answer on their own scales; a ranking does not care about the scale. The budget policy cuts the
-calls with the lowest ``keep_result`` first until ``target_reduction`` of the candidate output
-is freed (rules' drops count towards it), never cutting a call whose value reaches
-``keep_floor`` or whose output is too small to be worth a marker. ``keep_threshold`` (the
+answer on their own scales; a ranking does not care about the scale. The budget policy
+truncates the outputs with the lowest ``keep_result`` first until ``target_reduction`` of the
+candidate output is freed (rules' drops count towards it), never one whose value reaches
+``keep_floor``. It only truncates: a judged call is never dropped whole (only a rule that finds
+it redundant drops a call), and an output too short to hold a digest stays as it is. Measured
+on the corpus, cutting outputs of 600 characters and up freed 72 % of the candidates' output and
+lost 5.8 % of the reused ones; 2,000 and up freed 66 % and lost 3.1 %: small outputs are a small
+share of the context and a large share of what gets quoted later. ``keep_threshold`` (the
 threshold policy) stays for those who want the old cliff.
 """
 
@@ -13,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from .decisions import BUDGET, DROP, KEEP, TRUNCATE, Action, CallDecision, decide_call
+from .decisions import BUDGET, KEEP, TRUNCATE, Action, CallDecision, decide_call
 from .pairing import ToolCall
 
-# Outputs up to this size stay: a marker and the lost detail cost more than they free.
-MIN_CUT_CHARS = 600
+# Outputs up to this size stay whole under the budget policy (see above).
+MIN_CUT_CHARS = 2000
 
 
 @dataclass(frozen=True)
@@ -37,10 +41,9 @@ def budget_decisions(
     target_chars: float,
     already_freed: float,
     keep_floor: float,
-    cut_form: Callable[[ToolCall], Action],
     freed_by: Callable[[ToolCall, Action], int],
 ) -> list[CallDecision]:
-    """Decide every scored call; ``cut_form`` says how a call is cut (truncate or drop)."""
+    """Decide every scored call: truncate the least valuable until the target is met."""
     order = sorted(scored, key=lambda s: (s.keep_result, s.keep_call, -s.call.result_chars, s.call.id))
     freed = already_freed
     actions: dict[str, Action] = {}
@@ -48,14 +51,10 @@ def budget_decisions(
         call = item.call
         action: Action = KEEP
         if freed < target_chars and item.keep_result < keep_floor and call.result_chars > MIN_CUT_CHARS:
-            action = cut_form(call)
-            gained = freed_by(call, action)
-            if gained <= 0 and action == TRUNCATE:
-                action, gained = DROP, freed_by(call, DROP)
+            gained = freed_by(call, TRUNCATE)
             if gained > 0:
+                action = TRUNCATE
                 freed += gained
-            else:
-                action = KEEP
         actions[call.tool_use_id] = action
     return [
         CallDecision(s.call.id, s.call.tool_use_id, s.call.tool, s.keep_call, s.keep_result, actions[s.call.tool_use_id], BUDGET)

@@ -3,25 +3,34 @@
 Any Jev client (this project's, upstream's, a fork's) can point its base URL here and work
 offline. The routes mirror the three hosted shapes: System One, OpenRouter Decisions and the two
 Cloudflare Workers AI forms. Standard library only: one request is a few milliseconds of CPU, so
-a threaded stdlib server is enough and adds no dependency.
+a stdlib server with a bounded pool of workers is enough and adds no dependency.
+
+Exposure: connections reach a worker only once their request head has arrived, and every read
+has a timeout (``gate.py``), so stalled clients cannot starve real ones. A ``Host`` header must
+name a loopback host or the bound address (or one allowed explicitly), which defeats DNS
+rebinding from a browser; an optional bearer token guards everything but ``/healthz``.
 """
 
 from __future__ import annotations
 
 import hmac
+import io
 import json
 import re
 import socket
 import sys
 import threading
+import time
+from collections.abc import Iterable
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Mapping
 
+from .gate import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS, GatedHTTPServer, HeadFirstReader
 from .judge.local import JudgeInputError, LocalJudge
 from .textutil import js_json
 
-__all__ = ["DEFAULT_MODEL", "MAX_BODY_BYTES", "JevServer", "start_server"]
+__all__ = ["DEFAULT_MODEL", "LOOPBACK_HOSTS", "MAX_BODY_BYTES", "JevServer", "is_loopback", "start_server"]
 
 DEFAULT_MODEL = "jev-latest"
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -30,6 +39,30 @@ _SYSTEM_ONE_PATHS = frozenset({"/v1/systemone", "/systemone", "/api/alpha/decisi
 _CF_CATALOG = re.compile(r"^/client/v4/accounts/[^/]+/ai/run/?$")
 _CF_CLASSIC = re.compile(r"^/client/v4/accounts/[^/]+/ai/run/(.+)$")
 _CF_PREFIX = "/client/v4/"
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+ANY_HOST = "*"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a bound address is reachable from this machine only."""
+    import ipaddress
+
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_name(header: str) -> str:
+    """``Host`` without its port, lower case: ``[::1]:8787`` -> ``::1``."""
+    value = header.strip().lower()
+    if value.startswith("["):
+        return value[1:].split("]", 1)[0]
+    if value.count(":") == 1:
+        value = value.split(":", 1)[0]
+    return value.rstrip(".")
 
 
 class _HttpError(Exception):
@@ -39,20 +72,24 @@ class _HttpError(Exception):
         self.message = message
 
 
-class JevServer(ThreadingHTTPServer):
-    """The HTTP server; carries the judge and the optional bearer key for its handlers."""
+class JevServer(GatedHTTPServer):
+    """The HTTP server; carries the judge, the optional bearer key and the allowed hosts."""
 
-    daemon_threads = True  # a stuck client must not keep the process alive on shutdown
     allow_reuse_address = True
 
     def __init__(self, address: tuple[str, int], api_key: str | None = None, judge: LocalJudge | None = None,
-                 access_log: bool = False) -> None:
+                 access_log: bool = False, *, allow_hosts: Iterable[str] = (), workers: int = DEFAULT_WORKERS,
+                 timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         self.api_key = api_key or None
         self.judge = judge or LocalJudge()
         self.access_log = access_log
-        super().__init__(address, _Handler)
+        super().__init__(address, _Handler, workers=workers, timeout_s=timeout_s)
+        bound = str(self.server_address[0])
+        self.allowed_hosts = frozenset(
+            {*LOOPBACK_HOSTS, _host_name(address[0]), _host_name(bound), *(_host_name(h) for h in allow_hosts)}
+        )
 
     @property
     def url(self) -> str:
@@ -68,6 +105,12 @@ class _Handler(BaseHTTPRequestHandler):
     server: JevServer
 
     # -- plumbing -------------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        super().setup()
+        head = self.server.take_head(self.connection)
+        if head:
+            self.rfile = io.BufferedReader(HeadFirstReader(head, self.rfile))
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         if self.server.access_log:
@@ -93,6 +136,16 @@ class _Handler(BaseHTTPRequestHandler):
                             "messages": []})
         self._send_json(status, payload, close=close)
 
+    def _host_allowed(self) -> bool:
+        header = self.headers.get("Host")
+        if header is None or ANY_HOST in self.server.allowed_hosts:
+            return True  # no browser omits Host, so a request without one is no rebinding attack
+        return _host_name(header) in self.server.allowed_hosts
+
+    def _refuse_host(self) -> str:
+        shown = (self.headers.get("Host") or "")[:100]
+        return f"Host {shown!r} is not allowed; start fast-jev serve with --allow-host to accept it"
+
     def _authorized(self) -> bool:
         key = self.server.api_key
         if key is None:
@@ -115,10 +168,23 @@ class _Handler(BaseHTTPRequestHandler):
             raise _HttpError(HTTPStatus.BAD_REQUEST, "invalid Content-Length")
         if length > MAX_BODY_BYTES:
             raise _HttpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {MAX_BODY_BYTES} bytes")
-        body = self.rfile.read(length)
-        if len(body) < length:
-            raise _HttpError(HTTPStatus.BAD_REQUEST, "body shorter than Content-Length")
-        return body
+        # Each read waits at most the connection timeout, and the whole body gets twice that, so
+        # a client dripping a byte at a time cannot hold a worker for long.
+        deadline = time.monotonic() + 2 * self.server.timeout_s
+        parts: list[bytes] = []
+        remaining = length
+        try:
+            while remaining > 0:
+                if time.monotonic() > deadline:
+                    raise _HttpError(HTTPStatus.REQUEST_TIMEOUT, "the body did not arrive in time")
+                chunk = self.rfile.read1(min(remaining, 1 << 16))
+                if not chunk:
+                    raise _HttpError(HTTPStatus.BAD_REQUEST, "body shorter than Content-Length")
+                parts.append(chunk)
+                remaining -= len(chunk)
+        except TimeoutError:
+            raise _HttpError(HTTPStatus.REQUEST_TIMEOUT, "the body did not arrive in time") from None
+        return b"".join(parts)
 
     @staticmethod
     def _parse_json(body: bytes) -> Any:
@@ -163,6 +229,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         path = self._route_path()
+        if not self._host_allowed():
+            self._send_error_json(HTTPStatus.FORBIDDEN, self._refuse_host())
+            return
         if path == "/healthz":
             self._send_json(HTTPStatus.OK, {"ok": True})
             return
@@ -181,6 +250,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         path = self._route_path()
         try:
+            if not self._host_allowed():
+                self._send_error_json(HTTPStatus.FORBIDDEN, self._refuse_host(), close=True)
+                return
             if not self._authorized():
                 self._send_error_json(HTTPStatus.UNAUTHORIZED, "missing or invalid bearer token",
                                       close=not self._discard_body())
@@ -254,12 +326,15 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def start_server(host: str = "127.0.0.1", port: int = 8787, api_key: str | None = None,
-                 access_log: bool = False) -> tuple[JevServer, threading.Thread, str]:
+                 access_log: bool = False, *, allow_hosts: Iterable[str] = (), workers: int = DEFAULT_WORKERS,
+                 timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[JevServer, threading.Thread, str]:
     """Bind and serve on a background thread; port 0 picks a free port (the URL has the real one).
 
-    Stop it with ``server.shutdown(); server.server_close()``.
+    ``allow_hosts`` adds ``Host`` names to the loopback ones and the bound address (``"*"``:
+    any). Stop it with ``server.shutdown(); server.server_close()``.
     """
-    server = JevServer((host, port), api_key=api_key, access_log=access_log)
+    server = JevServer((host, port), api_key=api_key, access_log=access_log, allow_hosts=allow_hosts,
+                       workers=workers, timeout_s=timeout_s)
     # a short poll keeps shutdown() (SIGTERM, tests) prompt; an idle wake-up costs nothing
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="fast-jev-serve",
                               daemon=True)

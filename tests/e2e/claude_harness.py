@@ -166,10 +166,10 @@ class Claude:
         return path.read_text(encoding="utf-8") if path.exists() else ""
 
     def decisions(self) -> list[tuple[Any, list[Any]]]:
-        from fast_jev_compaction.audit.store import DecisionLog
+        from fast_jev_compaction.audit.store import open_log
 
-        path = self.data_dir / "decisions.sqlite"
-        if not path.exists():
+        log = open_log(self.data_dir / "decisions.sqlite")  # replays the mod's spill entries
+        if log is None:
             return []
-        with DecisionLog(path, create=False) as log:
+        with log:
             return [(row, log.decisions_for(row.id or 0)) for row in log.compactions()]

@@ -196,7 +196,10 @@ def test_a_broken_python_falls_back_and_the_session_goes_on(claude: Claude, scri
     assert toast.startswith("fallback to built-in summary (") and reason in toast
     assert len(claude.api.summarizer_requests()) == 1
     assert [b["trigger"] for b in compacted.boundaries()] == ["manual"]
-    assert claude.decisions() == []  # the Python side never ran
+    # The Python side never answered; the mod left the row.
+    [(row, decisions)] = claude.decisions()
+    assert (row.outcome, row.fallback_reason, row.session_id, row.trigger) == ("fallback", "broken-interpreter", sid, "manual")
+    assert reason in row.reason and decisions == []
     follow = claude.run("what now?", resume=sid)
     assert follow.returncode == 0 and follow.result["is_error"] is False
 
@@ -211,10 +214,11 @@ def test_missing_environment_toasts_and_uses_the_built_in_summary(claude: Claude
     # No interpreter configured and no prepared venv: the mod says so and starts the bootstrap.
     claude.extra_env["FAST_JEV_PYTHON"] = ""
     claude.extra_env["FAST_JEV_BOOTSTRAP_SOURCE"] = str(claude.root / "no-such-package")
-    _sid, compacted = run_and_compact(claude)
+    sid, compacted = run_and_compact(claude)
     assert compacted.toasts() == [PREPARING]
     assert len(claude.api.summarizer_requests()) == 1
-    assert claude.decisions() == []
+    [(row, _decisions)] = claude.decisions()  # left by the mod, replayed by the reader
+    assert (row.outcome, row.fallback_reason, row.session_id) == ("fallback", "python-not-ready", sid)
     assert "worker started" in (claude.data_dir / "bootstrap.log").read_text()
 
 

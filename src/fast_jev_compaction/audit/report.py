@@ -68,6 +68,9 @@ def _section(totals: Totals) -> list[str]:
         f"  compactions: {totals.compactions:,} ({totals.replaced:,} replaced, "
         f"{totals.fallback:,} fallback, {totals.skipped:,} skipped)"
     )
+    if totals.fallback_reasons:
+        by_reason = ", ".join(f"{reason} {n:,}" for reason, n in totals.fallback_reasons)
+        lines.append(f"  fallbacks by reason: {by_reason}")
     for outcome, reason, count in totals.reasons:
         lines.append(f"    {outcome} ×{count:,}: {reason or '(no reason given)'}")
     lines.append(
@@ -108,6 +111,7 @@ def _totals_doc(totals: Totals) -> dict[str, Any]:
     doc = asdict(totals)
     doc["reasons"] = [{"outcome": o, "reason": r, "count": n} for o, r, n in totals.reasons]
     doc["judges"] = {name: n for name, n in totals.judges}
+    doc["fallback_reasons"] = {reason: n for reason, n in totals.fallback_reasons}
     tenths = kept_out_tenths(totals.freed_chars, totals.chars_before) if totals.replaced else None
     doc["kept_out_pct"] = None if tenths is None else tenths / 10
     doc["summary"] = kept_out_line(totals)

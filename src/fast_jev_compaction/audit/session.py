@@ -25,8 +25,6 @@ _KIND_OF_ACTION = {
 }
 # Reasons that only say "the judge's probabilities decided"; anything else names a rule.
 _JUDGE_REASONS = frozenset({"", "kept", "result_dropped", "call_dropped", "judge", "threshold", "budget"})
-# Where a compaction's reason category may live once the log records one, first match wins.
-_CATEGORY_FIELDS = ("reason_category", "category", "fallback_category", "reason_kind")
 
 
 def decision_kind(action: str) -> str:
@@ -36,24 +34,18 @@ def decision_kind(action: str) -> str:
 
 def decision_rule(decision: DecisionRow) -> str | None:
     """The rule that decided this call (``pinned``, ``superseded-reread``...), or None for the judge."""
-    rule = getattr(decision, "rule", None)
-    if isinstance(rule, str) and rule:
-        return rule
+    if decision.rule:
+        return decision.rule
     return None if decision.reason in _JUDGE_REASONS else decision.reason
 
 
 def archive_path(decision: DecisionRow) -> str | None:
-    path = getattr(decision, "archive_path", None)
-    return path if isinstance(path, str) and path else None
+    return decision.archive_path or None
 
 
 def reason_category(compaction: CompactionRow) -> str:
-    """The fallback/skip reason's category when recorded, else the reason itself."""
-    for name in _CATEGORY_FIELDS:
-        value = getattr(compaction, name, None)
-        if isinstance(value, str) and value:
-            return value
-    return compaction.reason or "(no reason given)"
+    """The fallback's category when recorded (logs from before migration 2 have none), else the reason."""
+    return compaction.fallback_reason or compaction.reason or "(no reason given)"
 
 
 @dataclass(frozen=True)

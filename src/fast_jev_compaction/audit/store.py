@@ -6,30 +6,48 @@ SQLITE_BUSY, and never an exclusive locking mode. Our caveat: the hook has a ~60
 busy wait is short (2 s) and the whole write, retries included, is capped at ``budget_s`` (4.5 s);
 past that we raise ``DecisionLogBusy`` rather than hang or silently drop the row.
 
+A row that still cannot be written goes to a spill entry beside the file (``audit.spill``,
+``record_or_spill``) and the next write replays it, so a long-held lock loses no row. The schema
+and its migrations are in ``audit.schema``.
+
 Stdlib only (sqlite3): the hook imports this on its hot path.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from . import spill
 from .redact import PREVIEW_LIMIT, clip, redact_text
+from .schema import MIGRATIONS, SCHEMA_VERSION, refusal, user_version
 
-# 2: decisions.result_chars (the call's result size, for `fast-jev report`).
-SCHEMA_VERSION = 2
 DEFAULT_BUSY_TIMEOUT_MS = 2000
 DEFAULT_RETRY_DELAYS_S: tuple[float, ...] = (0.05, 0.2, 0.8)
 # Busy waits + sleeps of one write never exceed this, far below the hook's ~60 s timeout.
 DEFAULT_BUDGET_S = 4.5
 
 OUTCOMES = ("replaced", "fallback", "skipped")
+# Why a compaction fell back, as counted by ``fast-jev stats``. "python-not-ready" and
+# "broken-interpreter" are seen only by the mod, which spills their rows (audit.spill).
+FALLBACK_REASONS = (
+    "below-ratio",
+    "below-target",
+    "judge-error",
+    "budget",
+    "deadline",
+    "python-not-ready",
+    "broken-interpreter",
+    "bad-input",
+    "internal",
+)
 
 T = TypeVar("T")
 
@@ -73,6 +91,7 @@ class CompactionRow:
     input_tokens: int = 0
     output_tokens: int = 0
     duration_ms: int = 0
+    fallback_reason: str | None = None  # one of FALLBACK_REASONS for a fallback; None otherwise
     created_at: str = ""  # ISO 8601 UTC; filled in by record() when empty
     id: int | None = None  # set when read back
 
@@ -90,7 +109,9 @@ class DecisionRow:
     keep_result: float | None = None
     input_preview: str = ""  # redacted, at most PREVIEW_LIMIT chars
     chars_freed: int = 0
-    result_chars: int | None = None  # the result's size; None in logs written before schema 2
+    result_chars: int | None = None  # the call's output size; None in logs from before migration 2
+    rule: str | None = None  # the deterministic rule that settled the call, if one did
+    archive_path: str | None = None  # where the call's full output was archived, if it was
     compaction_id: int | None = None  # set when read back
 
 
@@ -117,6 +138,7 @@ class Totals:
     dropped: int = 0
     pinned: int = 0
     reasons: tuple[tuple[str, str, int], ...] = ()  # (outcome, reason, count), not replaced
+    fallback_reasons: tuple[tuple[str, int], ...] = ()  # (FALLBACK_REASONS item or "unknown", count)
     judges: tuple[tuple[str, int], ...] = ()  # (judge, compactions)
     first_at: str | None = None
     last_at: str | None = None
@@ -136,37 +158,6 @@ _INT_FIELDS = (
     "input_tokens",
     "output_tokens",
     "duration_ms",
-)
-
-# Every column has a constant default so a missing one can be added with ALTER TABLE.
-_COMPACTION_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("created_at", "TEXT NOT NULL DEFAULT ''"),
-    ("session_id", "TEXT NOT NULL DEFAULT ''"),
-    ("agent_id", "TEXT"),
-    ("trigger", "TEXT NOT NULL DEFAULT ''"),
-    ("outcome", "TEXT NOT NULL DEFAULT ''"),
-    ("reason", "TEXT NOT NULL DEFAULT ''"),
-    ("judge", "TEXT NOT NULL DEFAULT ''"),
-    *((name, "INTEGER NOT NULL DEFAULT 0") for name in _INT_FIELDS[:5]),
-    ("stage", "TEXT NOT NULL DEFAULT ''"),
-    *((name, "INTEGER NOT NULL DEFAULT 0") for name in _INT_FIELDS[5:]),
-)
-_DECISION_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("tool_use_id", "TEXT NOT NULL DEFAULT ''"),
-    ("call_id", "TEXT NOT NULL DEFAULT ''"),
-    ("tool", "TEXT NOT NULL DEFAULT ''"),
-    ("input_preview", "TEXT NOT NULL DEFAULT ''"),
-    ("keep_call", "REAL"),
-    ("keep_result", "REAL"),
-    ("action", "TEXT NOT NULL DEFAULT ''"),
-    ("reason", "TEXT NOT NULL DEFAULT ''"),
-    ("chars_freed", "INTEGER NOT NULL DEFAULT 0"),
-    ("result_chars", "INTEGER"),
-)
-_INDEXES = (
-    "CREATE INDEX IF NOT EXISTS compactions_session ON compactions(session_id, id)",
-    "CREATE INDEX IF NOT EXISTS decisions_compaction ON decisions(compaction_id)",
-    "CREATE INDEX IF NOT EXISTS decisions_tool_use ON decisions(tool_use_id)",
 )
 
 
@@ -215,9 +206,11 @@ def default_db_path(env: Mapping[str, str] = os.environ) -> Path:
 class DecisionLog:
     """The decision log over one SQLite file. Use as a context manager, or call ``close()``.
 
-    ``create=False`` refuses to create a missing file (``FileNotFoundError``) and refuses a SQLite
-    file that holds other tables but no decision log (``DecisionLogError``), so a read-only command
-    pointed at the wrong file never writes our schema into it.
+    Opening looks at the file before changing anything (``schema.refusal``): a newer schema or a
+    foreign SQLite file raises ``DecisionLogError`` with one line and is left exactly as it was
+    (not even switched to WAL). ``create=False`` also refuses to create a missing file
+    (``FileNotFoundError``) or adopt a table-less one, so a read-only command pointed at the wrong
+    file never writes our schema into it.
     """
 
     def __init__(
@@ -240,23 +233,24 @@ class DecisionLog:
         if self.path.is_dir():
             raise DecisionLogError(f"{self.path} is a directory, not a decision log file")
         if create:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE) so none is left open by
         # the driver holding a lock between calls.
         self._conn = sqlite3.connect(
             str(self.path), timeout=self.busy_timeout_ms / 1000, isolation_level=None
         )
+        self._conn.row_factory = sqlite3.Row
         try:
+            self._set_busy_timeout(self.busy_timeout_ms)
+            self._refuse_if_foreign(create)
             self._configure()
-            self._retry(lambda: self._migrate(create))
+            self._migrate(create)
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise DecisionLogError(f"{self.path} is not a usable decision log: {exc}") from exc
         except BaseException:
             self._conn.close()
             raise
-
-    # -- lifecycle ---------------------------------------------------------------------------
 
     def __enter__(self) -> DecisionLog:
         return self
@@ -271,62 +265,48 @@ class DecisionLog:
             conn.close()
             self._conn = None  # type: ignore[assignment]
 
-    # -- setup -------------------------------------------------------------------------------
-
     def _set_busy_timeout(self, ms: int) -> None:
         self._conn.execute(f"PRAGMA busy_timeout = {max(0, int(ms))}")
 
+    def _refuse_if_foreign(self, create: bool) -> None:
+        problem = self._retry(lambda: refusal(self._conn, create=create))
+        if problem:
+            raise DecisionLogError(f"{self.path} {problem}; left unchanged")
+
     def _configure(self) -> None:
-        # Set explicitly as well as through connect(timeout=): the value must read back (a driver
-        # that dropped it once left busy_timeout at 0 upstream, #642).
-        self._set_busy_timeout(self.busy_timeout_ms)
+        # busy_timeout is set explicitly as well as through connect(timeout=): the value must
+        # read back (a driver that dropped it once left busy_timeout at 0 upstream, #642).
         self._retry(lambda: self._conn.execute("PRAGMA journal_mode = WAL").fetchone())
         self._conn.execute("PRAGMA synchronous = NORMAL")
         self._conn.execute("PRAGMA foreign_keys = ON")
 
     def _migrate(self, create: bool) -> None:
-        version = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
-        if version >= SCHEMA_VERSION:
+        """Apply each pending migration in its own transaction, together with its version bump."""
+        if self._retry(lambda: user_version(self._conn)) >= SCHEMA_VERSION:
             return  # the common path: no write lock taken just to open
-        tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if not create and tables and "compactions" not in tables:
-            raise DecisionLogError(f"{self.path} is a SQLite database but not a fast-jev decision log")
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            # Re-read under the write lock: another process may have migrated meanwhile.
-            version = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
-            if version < SCHEMA_VERSION:
-                self._create_schema()
-                self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            self._conn.execute("COMMIT")
-        except BaseException:
-            if self._conn.in_transaction:
-                self._conn.execute("ROLLBACK")
-            raise
 
-    def _create_schema(self) -> None:
-        conn = self._conn
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS compactions (id INTEGER PRIMARY KEY AUTOINCREMENT, "
-            + ", ".join(f"{name} {decl}" for name, decl in _COMPACTION_COLUMNS)
-            + ")"
-        )
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS decisions (id INTEGER PRIMARY KEY AUTOINCREMENT, "
-            "compaction_id INTEGER NOT NULL REFERENCES compactions(id) ON DELETE CASCADE, "
-            + ", ".join(f"{name} {decl}" for name, decl in _DECISION_COLUMNS)
-            + ")"
-        )
-        # Tables made by an earlier build may lack columns; add them rather than fail later.
-        for table, columns in (("compactions", _COMPACTION_COLUMNS), ("decisions", _DECISION_COLUMNS)):
-            have = {r[1] for r in conn.execute(f"PRAGMA table_xinfo({table})")}
-            for name, decl in columns:
-                if name not in have:
-                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
-        for statement in _INDEXES:
-            conn.execute(statement)
+        def step() -> bool:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                # Re-check under the write lock: another process (or a newer build) may have
+                # migrated meanwhile.
+                problem = refusal(conn, create=create)
+                if problem:
+                    raise DecisionLogError(f"{self.path} {problem}; left unchanged")
+                version = user_version(conn)
+                if version < SCHEMA_VERSION:
+                    MIGRATIONS[version](conn)
+                    conn.execute(f"PRAGMA user_version = {version + 1}")
+                conn.execute("COMMIT")
+                return version + 1 < SCHEMA_VERSION
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
 
-    # -- retry -------------------------------------------------------------------------------
+        while self._retry(step):
+            pass
 
     def _retry(self, op: Callable[[], T]) -> T:
         """Run ``op``; on SQLITE_BUSY sleep and retry, bounded by the delays and the budget."""
@@ -363,40 +343,117 @@ class DecisionLog:
         assert last is not None  # only reached after a busy failure
         raise DecisionLogBusy(self.path, attempts, last) from last
 
-    # -- writes ------------------------------------------------------------------------------
+    # Writes: every write also replays the spill entries waiting beside the file, in the same
+    # transaction, so they cost no extra lock and no extra budget.
 
     def record(self, compaction: CompactionRow, decisions: Sequence[DecisionRow] = ()) -> int:
         """Write a compaction and its decisions in one transaction; return the compaction id."""
-        values = _compaction_values(compaction)
-        decision_values = [_decision_values(d) for d in decisions]
-        columns = ", ".join(_COMPACTION_FIELDS)
-        marks = ", ".join("?" for _ in _COMPACTION_FIELDS)
-        d_columns = ", ".join(("compaction_id", *_DECISION_FIELDS))
-        d_marks = ", ".join("?" for _ in range(1 + len(_DECISION_FIELDS)))
+        row = (_compaction_values(compaction), [_decision_values(d) for d in decisions])
+        entries = self._spilled()
 
         def write() -> int:
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                cursor = conn.execute(f"INSERT INTO compactions ({columns}) VALUES ({marks})", values)
-                compaction_id = int(cursor.lastrowid or 0)
-                conn.executemany(
-                    f"INSERT INTO decisions ({d_columns}) VALUES ({d_marks})",
-                    [(compaction_id, *row) for row in decision_values],
-                )
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+            with self._transaction():
+                replayed = self._insert_spilled(entries)
+                compaction_id = self._insert(*row)
+            spill.remove(replayed)
             return compaction_id
 
         return self._retry(write)
 
-    # -- reads -------------------------------------------------------------------------------
+    def replay_spill(self) -> int:
+        """Write the spill entries waiting beside the file; return how many were taken in."""
+        entries = self._spilled()
+        if not entries:
+            return 0
 
-    def _rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
-        return self._retry(lambda: self._conn.execute(sql, tuple(params)).fetchall())
+        def write() -> int:
+            with self._transaction():
+                replayed = self._insert_spilled(entries)
+            spill.remove(replayed)
+            return len(replayed)
+
+        return self._retry(write)
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _insert(
+        self, values: dict[str, object], decisions: list[dict[str, object]], spill_id: str | None = None
+    ) -> int:
+        conn = self._conn
+        columns = {**values, "spill_id": spill_id}
+        names = ", ".join(columns)
+        marks = ", ".join(f":{name}" for name in columns)
+        cursor = conn.execute(f"INSERT INTO compactions ({names}) VALUES ({marks})", columns)
+        compaction_id = int(cursor.lastrowid or 0)
+        if decisions:
+            d_names = ", ".join(("compaction_id", *_DECISION_FIELDS))
+            d_marks = ", ".join(f":{name}" for name in ("compaction_id", *_DECISION_FIELDS))
+            conn.executemany(
+                f"INSERT INTO decisions ({d_names}) VALUES ({d_marks})",
+                [{**d, "compaction_id": compaction_id} for d in decisions],
+            )
+        return compaction_id
+
+    def _spilled(self) -> list[tuple[Path, str, dict[str, object], list[dict[str, object]]]]:
+        """Readable, valid spill entries; the others are set aside for a human."""
+        entries = []
+        for path in spill.pending(self.path):
+            doc = spill.load(path)
+            if doc is None:
+                spill.set_aside(path, only_if_older_than=spill.UNREADABLE_GRACE_S)
+                continue
+            try:
+                compaction = _known(CompactionRow, doc["compaction"], drop=("id",))
+                decisions = [_known(DecisionRow, d, drop=("compaction_id",)) for d in doc["decisions"]]
+                values = _compaction_values(compaction)
+                decision_values = [_decision_values(d) for d in decisions]
+            except (DecisionLogError, TypeError, ValueError):
+                spill.set_aside(path)
+                continue
+            entries.append((path, spill.entry_id(self.path, path), values, decision_values))
+        return entries
+
+    def _insert_spilled(
+        self, entries: list[tuple[Path, str, dict[str, object], list[dict[str, object]]]]
+    ) -> list[Path]:
+        done: list[Path] = []
+        for path, spill_id, values, decisions in entries:
+            conn = self._conn
+            if conn.execute("SELECT 1 FROM compactions WHERE spill_id = ?", (spill_id,)).fetchone():
+                done.append(path)  # a replay interrupted after its commit left the file behind
+                continue
+            # One entry that cannot be stored (text SQLite refuses) must not sink the others or
+            # the row being written with them.
+            conn.execute("SAVEPOINT spill_entry")
+            try:
+                self._insert(values, decisions, spill_id)
+            except sqlite3.OperationalError as exc:
+                if _is_busy(exc):
+                    raise
+                conn.execute("ROLLBACK TO spill_entry")
+                spill.set_aside(path)
+            except (sqlite3.Error, ValueError):  # UnicodeEncodeError is a ValueError
+                conn.execute("ROLLBACK TO spill_entry")
+                spill.set_aside(path)
+            else:
+                done.append(path)
+            conn.execute("RELEASE spill_entry")
+        return done
+
+    # Reads: rows come back as dicts keyed by column name.
+
+    def _rows(self, sql: str, params: Sequence[object] = ()) -> list[dict[str, Any]]:
+        return self._retry(lambda: [dict(row) for row in self._conn.execute(sql, tuple(params)).fetchall()])
 
     def compactions(self, session_id: str | None = None, last: int | None = None) -> list[CompactionRow]:
         """Compactions oldest first; ``last`` keeps only the newest N (still oldest first)."""
@@ -407,7 +464,7 @@ class DecisionLog:
         if last is not None:
             sql += " LIMIT ?"
             params.append(last)
-        return [_compaction_from(row) for row in reversed(self._rows(sql, params))]
+        return [CompactionRow(**row) for row in reversed(self._rows(sql, params))]
 
     def decisions_for(self, compaction_id: int) -> list[DecisionRow]:
         """The decisions of one compaction, in the order they were recorded."""
@@ -415,83 +472,105 @@ class DecisionLog:
             f"SELECT compaction_id, {', '.join(_DECISION_FIELDS)} FROM decisions "
             "WHERE compaction_id = ? ORDER BY id"
         )
-        return [_decision_from(row) for row in self._rows(sql, [compaction_id])]
+        return [DecisionRow(**row) for row in self._rows(sql, [compaction_id])]
 
     def why(self, tool_use_id: str) -> list[tuple[CompactionRow, DecisionRow]]:
         """Every decision ever taken about one tool call, newest first, with its compaction."""
-        c_cols = ", ".join(f"c.{name}" for name in ("id", *_COMPACTION_FIELDS))
-        d_cols = ", ".join(f"d.{name}" for name in ("compaction_id", *_DECISION_FIELDS))
+        c_cols = ", ".join(f"c.{name} AS c_{name}" for name in ("id", *_COMPACTION_FIELDS))
+        d_cols = ", ".join(f"d.{name} AS d_{name}" for name in ("compaction_id", *_DECISION_FIELDS))
         sql = (
             f"SELECT {c_cols}, {d_cols} FROM decisions d JOIN compactions c ON c.id = d.compaction_id "
             "WHERE d.tool_use_id = ? ORDER BY c.id DESC, d.id DESC"
         )
-        width = 1 + len(_COMPACTION_FIELDS)
         return [
-            (_compaction_from(row[:width]), _decision_from(row[width:]))
+            (CompactionRow(**_prefixed(row, "c_")), DecisionRow(**_prefixed(row, "d_")))
             for row in self._rows(sql, [tool_use_id])
         ]
 
     def totals(self, session_id: str | None = None) -> Totals:
         """Aggregates for one session, or over every session when ``session_id`` is None."""
         where, params = ("WHERE session_id = ?", [session_id]) if session_id is not None else ("", [])
-        replaced_sum = ", ".join(
-            f"COALESCE(SUM(CASE WHEN outcome = 'replaced' THEN {name} END), 0)"
+        replaced_sums = ", ".join(
+            f"COALESCE(SUM(CASE WHEN outcome = 'replaced' THEN {name} END), 0) AS {name}"
             for name in ("chars_before", "chars_after", "freed_chars")
         )
-        work_sum = ", ".join(f"COALESCE(SUM({name}), 0)" for name in _INT_FIELDS[5:])
+        work_sums = ", ".join(f"COALESCE(SUM({name}), 0) AS {name}" for name in _INT_FIELDS[5:])
         head = self._rows(
-            "SELECT COUNT(DISTINCT session_id), COUNT(*), "
-            "COALESCE(SUM(outcome = 'replaced'), 0), COALESCE(SUM(outcome = 'fallback'), 0), "
-            f"COALESCE(SUM(outcome = 'skipped'), 0), {replaced_sum}, {work_sum}, "
-            f"MIN(created_at), MAX(created_at) FROM compactions {where}",
+            "SELECT COUNT(DISTINCT session_id) AS sessions, COUNT(*) AS compactions, "
+            "COALESCE(SUM(outcome = 'replaced'), 0) AS replaced, "
+            "COALESCE(SUM(outcome = 'fallback'), 0) AS fallback, "
+            f"COALESCE(SUM(outcome = 'skipped'), 0) AS skipped, {replaced_sums}, {work_sums}, "
+            f"MIN(created_at) AS first_at, MAX(created_at) AS last_at FROM compactions {where}",
             params,
         )[0]
-        numbers = [_int(v) for v in head[:14]]
         d_where = "AND c.session_id = ?" if session_id is not None else ""
+        # Both spellings of the outcomes: old rows say drop_result/drop_call, new ones truncate/drop.
         actions = self._rows(
             "SELECT "
-            "COALESCE(SUM(d.action = 'keep' AND d.reason != 'pinned'), 0), "
-            "COALESCE(SUM(d.action IN ('truncate', 'drop_result')), 0), "
-            "COALESCE(SUM(d.action IN ('drop', 'drop_call')), 0), "
-            "COALESCE(SUM(d.reason = 'pinned'), 0) "
+            "COALESCE(SUM(d.action = 'keep' AND d.reason != 'pinned'), 0) AS kept, "
+            "COALESCE(SUM(d.action IN ('drop_result', 'truncate')), 0) AS truncated, "
+            "COALESCE(SUM(d.action IN ('drop_call', 'drop')), 0) AS dropped, "
+            "COALESCE(SUM(d.reason = 'pinned'), 0) AS pinned "
             "FROM decisions d JOIN compactions c ON c.id = d.compaction_id "
             f"WHERE c.outcome = 'replaced' {d_where}",
             params,
         )[0]
+        and_where = "AND" if where else "WHERE"
         reasons = self._rows(
-            f"SELECT outcome, reason, COUNT(*) FROM compactions {where} "
-            f"{'AND' if where else 'WHERE'} outcome != 'replaced' "
+            f"SELECT outcome, reason, COUNT(*) AS n FROM compactions {where} {and_where} outcome != 'replaced' "
             "GROUP BY outcome, reason ORDER BY COUNT(*) DESC, outcome, reason",
             params,
         )
-        judges = self._rows(
-            f"SELECT judge, COUNT(*) FROM compactions {where} GROUP BY judge ORDER BY COUNT(*) DESC, judge",
+        fallback_reasons = self._rows(
+            f"SELECT COALESCE(fallback_reason, 'unknown') AS category, COUNT(*) AS n FROM compactions {where} "
+            f"{and_where} outcome = 'fallback' GROUP BY category ORDER BY COUNT(*) DESC, category",
             params,
         )
-        return Totals(
-            sessions=numbers[0],
-            compactions=numbers[1],
-            replaced=numbers[2],
-            fallback=numbers[3],
-            skipped=numbers[4],
-            chars_before=numbers[5],
-            chars_after=numbers[6],
-            freed_chars=numbers[7],
-            requests=numbers[8],
-            retries=numbers[9],
-            failed_batches=numbers[10],
-            input_tokens=numbers[11],
-            output_tokens=numbers[12],
-            duration_ms=numbers[13],
-            kept=_int(actions[0]),
-            truncated=_int(actions[1]),
-            dropped=_int(actions[2]),
-            pinned=_int(actions[3]),
-            reasons=tuple((str(o), str(r), _int(n)) for o, r, n in reasons),
-            judges=tuple((str(j), _int(n)) for j, n in judges),
-            first_at=None if head[14] is None else str(head[14]),
-            last_at=None if head[15] is None else str(head[15]),
+        judges = self._rows(
+            f"SELECT judge, COUNT(*) AS n FROM compactions {where} GROUP BY judge ORDER BY COUNT(*) DESC, judge",
+            params,
         )
+        numbers = {name: _int(head[name]) for name in head if name not in ("first_at", "last_at")}
+        return Totals(
+            **numbers,
+            **{name: _int(value) for name, value in actions.items()},
+            reasons=tuple((str(r["outcome"]), str(r["reason"]), _int(r["n"])) for r in reasons),
+            fallback_reasons=tuple((str(r["category"]), _int(r["n"])) for r in fallback_reasons),
+            judges=tuple((str(r["judge"]), _int(r["n"])) for r in judges),
+            first_at=None if head["first_at"] is None else str(head["first_at"]),
+            last_at=None if head["last_at"] is None else str(head["last_at"]),
+        )
+
+
+def open_log(path: Path) -> DecisionLog | None:
+    """The log for a reading command (``fast-jev log``/``stats``), spill entries replayed.
+
+    None when there is nothing to show: no file and no spill entry. Spill entries without a file
+    (the mod could not start Python before the first compaction) create the log, so they show.
+    A lock held past the budget leaves them for later; the rows already written still show.
+    """
+    if not path.exists() and not spill.pending(path):
+        return None
+    log = DecisionLog(path, create=not path.exists())
+    try:
+        log.replay_spill()
+    except DecisionLogBusy:
+        pass
+    return log
+
+
+def record_or_spill(
+    path: Path, compaction: CompactionRow, decisions: Sequence[DecisionRow] = (), **options: Any
+) -> int | Path:
+    """Record, or when the lock is not had within the budget, spill; the compaction id or the
+    spill entry's path. Rows that would lie are refused (``DecisionLogError``) either way."""
+    values = _compaction_values(compaction)
+    decision_values = [_decision_values(d) for d in decisions]
+    try:
+        with DecisionLog(path, **options) as log:
+            return log.record(compaction, decisions)
+    except DecisionLogBusy:
+        return spill.write(path, values, decision_values)
 
 
 # -- row conversion ------------------------------------------------------------------------
@@ -516,7 +595,7 @@ def _score(name: str, value: object) -> float | None:
     return float(value)
 
 
-def _compaction_values(row: CompactionRow) -> tuple[object, ...]:
+def _compaction_values(row: CompactionRow) -> dict[str, object]:
     if row.outcome not in OUTCOMES:
         raise DecisionLogError(f"outcome must be one of {OUTCOMES}, got {row.outcome!r}")
     for name in _INT_FIELDS:
@@ -528,29 +607,50 @@ def _compaction_values(row: CompactionRow) -> tuple[object, ...]:
         raise DecisionLogError(
             f"freed_chars ({row.freed_chars}) cannot exceed chars_before ({row.chars_before})"
         )
+    if row.fallback_reason is not None and (
+        row.outcome != "fallback" or row.fallback_reason not in FALLBACK_REASONS
+    ):
+        raise DecisionLogError(
+            f"fallback_reason must be one of {FALLBACK_REASONS} on a fallback, got "
+            f"{row.fallback_reason!r} on a {row.outcome}"
+        )
+    for name in ("session_id", "trigger", "reason", "judge", "stage", "created_at"):
+        _text(name, getattr(row, name))
+    _text("agent_id", row.agent_id, optional=True)
     values = {name: getattr(row, name) for name in _COMPACTION_FIELDS}
     values["created_at"] = row.created_at or _now_iso()
-    return tuple(values[name] for name in _COMPACTION_FIELDS)
+    return values
 
 
-def _decision_values(row: DecisionRow) -> tuple[object, ...]:
+def _decision_values(row: DecisionRow) -> dict[str, object]:
     _count("chars_freed", row.chars_freed)
     if row.result_chars is not None:
         _count("result_chars", row.result_chars)
+    for name in ("tool_use_id", "call_id", "tool", "action", "reason", "input_preview"):
+        _text(name, getattr(row, name))
+    _text("rule", row.rule, optional=True)
+    _text("archive_path", row.archive_path, optional=True)
     # Defence in depth: the preview is meant to arrive redacted, but the file must never hold
     # a secret or an unbounded blob even when a caller forgot.
     values = {name: getattr(row, name) for name in _DECISION_FIELDS}
     values["input_preview"] = clip(redact_text(row.input_preview), PREVIEW_LIMIT)
     values["keep_call"] = _score("keep_call", row.keep_call)
     values["keep_result"] = _score("keep_result", row.keep_result)
-    return tuple(values[name] for name in _DECISION_FIELDS)
+    return values
 
 
-def _compaction_from(row: Sequence[object]) -> CompactionRow:
-    data = dict(zip(("id", *_COMPACTION_FIELDS), row))
-    return CompactionRow(**data)  # type: ignore[arg-type]
+def _text(name: str, value: object, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, str):
+        raise DecisionLogError(f"{name} must be text, got {value!r}")
 
 
-def _decision_from(row: Sequence[object]) -> DecisionRow:
-    data = dict(zip(("compaction_id", *_DECISION_FIELDS), row))
-    return DecisionRow(**data)  # type: ignore[arg-type]
+def _known(cls: Any, data: dict[str, Any], drop: tuple[str, ...]) -> Any:
+    """A row from a spill entry: unknown keys are ignored, missing ones take their defaults."""
+    names = {f.name for f in fields(cls)} - set(drop)
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def _prefixed(row: dict[str, Any], prefix: str) -> dict[str, Any]:
+    return {name[len(prefix) :]: value for name, value in row.items() if name.startswith(prefix)}

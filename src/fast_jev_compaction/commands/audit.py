@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..audit import report
-from ..audit.store import DecisionLog, DecisionLogBusy, DecisionLogError, Totals, default_db_path
+from ..audit.store import DecisionLog, DecisionLogBusy, DecisionLogError, Totals, default_db_path, open_log
 
 EXIT_OK = 0
 EXIT_BUSY = 1
@@ -68,10 +68,8 @@ def _fail(command: str, message: str, code: int = EXIT_USAGE) -> int:
 
 
 def _open(path: Path) -> DecisionLog | None:
-    """The log, or None when the file does not exist yet (the empty state)."""
-    if not path.exists():
-        return None
-    return DecisionLog(path, create=False)
+    """The log, or None when nothing was recorded yet (the empty state)."""
+    return open_log(path)
 
 
 def run_log(args: argparse.Namespace) -> int:

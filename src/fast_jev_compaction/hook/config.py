@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
+from .gate import DEFAULT_MIN_FREED_PERCENT, DEFAULT_TARGET_PERCENT
 from ..options import (
     DEFAULT_KEEP_THRESHOLD,
     DEFAULT_MAX_CONCURRENT_REQUESTS,
@@ -44,6 +45,8 @@ class HookConfig:
     preserve_recent_messages: int = DEFAULT_PRESERVE_RECENT_MESSAGES
     compact_at_percent: float = DEFAULT_COMPACT_AT_PERCENT
     min_reduction_ratio: float = DEFAULT_MIN_REDUCTION_RATIO
+    target_percent: float = DEFAULT_TARGET_PERCENT
+    min_freed_percent: float = DEFAULT_MIN_FREED_PERCENT
     max_state_tokens: float = DEFAULT_MAX_STATE_TOKENS
     max_request_tokens: float = DEFAULT_MAX_REQUEST_TOKENS
     truncate_head_chars: int = DEFAULT_TRUNCATE_HEAD_CHARS
@@ -125,6 +128,8 @@ def resolve_hook_config(options: Mapping[str, Any] | None) -> HookConfig:
         preserve_recent_messages=whole("preserveRecentMessages", base.preserve_recent_messages, 0),
         compact_at_percent=num("compactAtPercent", base.compact_at_percent, lambda v: 0 < v <= 100),
         min_reduction_ratio=num("minReductionRatio", base.min_reduction_ratio, lambda v: 0 <= v <= 1),
+        target_percent=num("targetPercent", base.target_percent, lambda v: 0 < v <= 100),
+        min_freed_percent=num("minFreedPercent", base.min_freed_percent, lambda v: 0 <= v <= 100),
         max_state_tokens=num("maxStateTokens", base.max_state_tokens, lambda v: v >= 1),
         max_request_tokens=num("maxRequestTokens", base.max_request_tokens, lambda v: v >= 1),
         truncate_head_chars=whole("truncateHeadChars", base.truncate_head_chars, 0),

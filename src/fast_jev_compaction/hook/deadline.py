@@ -15,11 +15,16 @@ MIN_MARGIN_S = 1.0
 MARGIN_SHARE = 0.10
 # Kept for the row, the log line and the answer once the compaction has stopped.
 MIN_RESERVE_S = 0.5
+RESERVE_SHARE = 0.20
 MAX_RESERVE_S = 5.0
+# The share of the reserve the main path has to claim the row before the last resort does.
+MAIN_PATH_SHARE = 0.2
 
 
 class DeadlineError(Exception):
     """The compaction would have run past the deadline; the hook falls back in time."""
+
+    fallback_reason = "deadline"  # the decision log's category (hook/category.py)
 
     def __init__(self, timeout_s: float, spent_s: float) -> None:
         self.timeout_s = timeout_s
@@ -43,14 +48,17 @@ class Deadline:
     @property
     def compaction_at(self) -> float:
         """The monotonic instant by which the compaction must have stopped."""
-        reserve = min(MAX_RESERVE_S, max(MIN_RESERVE_S, MARGIN_SHARE * self.timeout_s))
-        return self.answer_at - reserve
+        return self.answer_at - self.reserve_s
+
+    @property
+    def reserve_s(self) -> float:
+        return min(MAX_RESERVE_S, max(MIN_RESERVE_S, RESERVE_SHARE * self.timeout_s))
 
     @property
     def last_resort_at(self) -> float:
-        """When a compaction that never yielded is given up on: half the reserve is left to
-        write its row, the rest to answer."""
-        return (self.compaction_at + self.answer_at) / 2
+        """When a compaction that never yielded is given up on; most of the reserve is left to
+        write its row (the process competes with the stuck work for the GIL)."""
+        return self.compaction_at + MAIN_PATH_SHARE * self.reserve_s
 
     def compaction_budget_s(self) -> float:
         return max(0.0, self.compaction_at - time.monotonic())

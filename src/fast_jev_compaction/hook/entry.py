@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import json
-import math
 import os
 import sys
 import threading
@@ -30,8 +29,10 @@ from .archive import ARCHIVE_DIR, saved_or_unpointed
 from .config import DEFAULT_TIMEOUT_SECONDS, HookConfig, resolve_hook_config
 from .deadline import Deadline, DeadlineError
 from .event import HookEvent, read_event
+from .gate import after_pass, before_pass, window_of
 from .private_files import make_private_dirs, open_private_append, user_temp_dir
 from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_stdin
+from .tally import Tally
 
 PLUGIN = "fast-jev-compaction"
 HOOK_LOG = "hook.log"
@@ -109,11 +110,6 @@ class HookLog:
 # --------------------------------------------------------------------------- answers
 
 
-def pct(ratio: float) -> str:
-    """``Math.round(r * 100) + '%'`` (upstream's pct; JS rounds halves up)."""
-    return f"{math.floor(ratio * 100 + 0.5)}%"
-
-
 def fallback_answer(reason: str, log: Sequence[str] = ()) -> Answer:
     reason = redact_text(reason)  # it can quote an error body; the toast and the mod's log show it
     return {
@@ -180,6 +176,8 @@ def friendly_reason(exc: BaseException) -> str:
 
 class EmptyInputError(Exception):
     """Stdin closed or went quiet without a single byte."""
+
+    fallback_reason = "bad-input"
 
 
 # --------------------------------------------------------------------------- compaction
@@ -285,9 +283,14 @@ class Outcome:
     result: Any = None
     goal: str = ""
     judge: str = ""
+    category: str | None = None  # a fallback's FALLBACK_REASONS item
+    tally: Tally | None = None  # what the judge was asked, failed runs included
+    ms: int = 0  # the whole hook run, parse to answer
 
 
-def run_compaction(event: HookEvent, log: HookLog, deadline: Deadline | None = None) -> Outcome:
+def run_compaction(
+    event: HookEvent, log: HookLog, tally: Tally | None = None, deadline: Deadline | None = None
+) -> Outcome:
     from ..goal import goal_from_messages, goal_with_instructions
     from ..stats import decision_log_lines, summarize
 
@@ -301,12 +304,19 @@ def run_compaction(event: HookEvent, log: HookLog, deadline: Deadline | None = N
     if not messages:
         return Outcome(skip_answer("nothing to compact", lines), "skipped", "nothing to compact")
 
+    window = window_of(event.context)
+    early = before_pass(window, event.trigger, config.target_percent)
+    if early is not None:
+        return Outcome(skip_answer(early.reason, lines), "skipped", early.reason)
+
     goal = goal_with_instructions(config.goal or goal_from_messages(messages), event.instructions)
     options = config.compact_options(goal)
     preserve = in_flight_preserve(messages, options.preserve_recent_messages)
     if preserve != options.preserve_recent_messages:
         options = replace(options, preserve_recent_messages=preserve)
     asker, closer, judge = build_asker(config, log)
+    if tally is not None:
+        asker = tally.watch(asker)
     if log.directory is not None:  # without a data folder nothing is archived: markers say to re-run
         options = replace(options, archive_dir=str(log.directory / ARCHIVE_DIR))
     result = asyncio.run(_compact(messages, asker, options, closer, deadline))
@@ -314,25 +324,41 @@ def run_compaction(event: HookEvent, log: HookLog, deadline: Deadline | None = N
 
     lines.extend(decision_log_lines(result.decisions))
     summary = summarize(result.stats)
-    ratio = result.stats.reduction_ratio
-    if ratio < config.min_reduction_ratio:
-        reason = f"below {pct(config.min_reduction_ratio)} minimum: {summary}"
-        return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge)
+    gate = after_pass(
+        result.stats, window, target_percent=config.target_percent,
+        min_freed_percent=config.min_freed_percent, min_reduction_ratio=config.min_reduction_ratio,
+    )
+    if gate.verdict == "skip":
+        return Outcome(skip_answer(gate.reason, lines), "skipped", f"{gate.reason}: {summary}", result, goal, judge)
+    if gate.verdict == "fallback":
+        reason = f"{gate.reason}: {summary}"
+        return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, gate.category)
 
     out = result.messages
-    toast = f"kept {len(out)}/{len(messages)} messages, no summary ({summary})"
+    toast = toast_text(result.stats, gate.reason)
     answer: Answer = {"action": "replace", "messages": wire_messages(out), "toast": toast, "log": lines}
     if _size(answer) > STDOUT_SOFT_LIMIT:
         answer["messages"] = wire_messages(out, compact=True)
         if _size(answer) > STDOUT_SOFT_LIMIT:
             reason = f"the pruned history is too large to hand back ({_size(answer) // 1024} KiB): {summary}"
-            return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge)
+            return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, "budget")
     return Outcome(answer, "replaced", summary, result, goal, judge)
 
 
 def answer_text(answer: Answer) -> str:
     """The answer as one line of JSON that encodes as strict UTF-8 (lone surrogates escaped)."""
     return js_json(answer)
+
+
+def toast_text(stats: Any, how: str) -> str:
+    """``12 of 40 tool outputs moved to the archive (9 cut to digests, 3 dropped), context 61% → 23%, no summary``."""
+    unpinned = stats.calls - stats.pinned
+    cut = stats.truncated + stats.dropped
+    parts = [f"{stats.truncated} cut to digests"] if stats.truncated else []
+    if stats.dropped:
+        parts.append(f"{stats.dropped} dropped")
+    detail = f" ({', '.join(parts)})" if parts else ""
+    return f"{cut} of {unpinned} tool outputs moved to the archive{detail}, {how}, no summary"
 
 
 def _size(answer: Answer) -> int:
@@ -353,7 +379,9 @@ def record_decisions(event: HookEvent | None, outcome: Outcome, directory: Path 
         make_private_dirs(directory)
         # Created 0600 before SQLite opens it: its -wal and -shm files copy the database's mode.
         os.close(os.open(directory / DECISIONS_DB, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
-        record_outcome(directory / DECISIONS_DB, event, outcome)
+        written = record_outcome(directory / DECISIONS_DB, event, outcome)
+        if isinstance(written, Path):
+            log.info(f"decision log busy past its budget; row kept in {written.name} for the next write")
     except Exception as exc:  # a locked or broken database must not cost the compaction
         log.error(f"decision log not written ({type(exc).__name__}: {exc})")
 
@@ -431,7 +459,7 @@ class AnswerGuard:
             log = log_holder[0]
             reason = str(self.deadline.error())
             log.error(f"fallback: {reason}; the compaction was still running")
-            outcome = Outcome(fallback_answer(reason), "fallback", reason)
+            outcome = Outcome(fallback_answer(reason), "fallback", reason, category="deadline")
             recorder = threading.Thread(
                 target=record_decisions, args=(self.event, outcome, log.directory, log), daemon=True
             )
@@ -455,6 +483,7 @@ def handle(
     """Parse, compact, decide. Raises nothing: every failure is a fallback answer."""
     event: HookEvent | None = None
     started = time.monotonic() if started is None else started
+    tally = Tally()
     try:
         raw = raw_reader()
         if not raw.strip():
@@ -472,13 +501,16 @@ def handle(
         event = read_event(document)
         if guard is not None:
             guard.event = event
-        outcome = run_compaction(event, log_holder[0], deadline)
+        outcome = run_compaction(event, log_holder[0], tally, deadline)
     except Exception as exc:
+        from .category import fallback_category
+
         reason = friendly_reason(exc)
         log_holder[0].error(f"fallback: {reason}", exc)
-        outcome = Outcome(fallback_answer(reason), "fallback", reason)
+        outcome = Outcome(fallback_answer(reason), "fallback", reason, category=fallback_category(exc))
     log = log_holder[0]
     ms = round((time.monotonic() - started) * 1000)
+    outcome.tally, outcome.ms = tally, ms
     who = f" agent={event.agentId}" if event and event.agentId else ""
     trigger = event.trigger if event else "?"
     session = event.sessionId if event and event.sessionId else "?"

@@ -30,6 +30,8 @@ class HookEvent(BaseModel):
     pluginData: str | None = None
     cwd: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
+    # ``$.session.usage().context`` before the compaction: {tokens, window, percent}, when known.
+    context: dict[str, Any] | None = None
     messages: list[SessionMessage]
 
     @property

@@ -1,7 +1,9 @@
 """Turn one hook outcome into decision-log rows (``fast_jev_compaction.audit``).
 
 One compaction row per hook run, whatever the outcome, and one decision row per decided call,
-pinned ones included, so ``fast-jev log`` can say why any tool call stayed or went.
+pinned ones included, so ``fast-jev log`` can say why any tool call stayed or went. A run that
+failed has no pipeline stats; its row takes the judge figures from the outcome's tally and the
+time from the whole hook run, so a failed Jev run is not logged as free.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..audit.redact import preview
-from ..audit.store import CompactionRow, DecisionLog, DecisionRow
+from ..audit.store import CompactionRow, DecisionRow, record_or_spill
 from ..redaction import redact_text
+from ..rules import RULE_NAMES
 from ..textutil import escape_unwritable
 
 if TYPE_CHECKING:
@@ -34,11 +37,20 @@ def rows_for(event: "HookEvent | None", outcome: "Outcome") -> tuple[CompactionR
         reason=_text(redact_text(outcome.reason)),
         judge=outcome.judge or "none",
         agent_id=_text(event.agentId) if event and event.agentId else None,
+        fallback_reason=outcome.category if outcome.action == "fallback" else None,
     )
     decisions: list[DecisionRow] = []
     if result is None:
         if event is not None:
+            from ..stats import message_chars
+
             row.messages_before = row.messages_after = len(event.messages)
+            row.chars_before = row.chars_after = sum(message_chars(m) for m in event.messages)
+        tally = outcome.tally
+        if tally is not None:
+            row.requests, row.retries, row.failed_batches = tally.requests, tally.retries, tally.failed
+            row.input_tokens, row.output_tokens = tally.input_tokens, tally.output_tokens
+        row.duration_ms = outcome.ms
         return row, decisions
     stats = result.stats
     row.messages_before = stats.messages_before
@@ -73,12 +85,15 @@ def rows_for(event: "HookEvent | None", outcome: "Outcome") -> tuple[CompactionR
                 input_preview=_text(preview(call.input if call else {})),
                 chars_freed=decision.chars_freed if outcome.action == "replaced" else 0,
                 result_chars=call.result_chars if call else None,
+                rule=decision.reason if decision.reason in RULE_NAMES else None,
+                # A fallback changed nothing, so nothing it decided points at an archive.
+                archive_path=decision.archive_path if outcome.action == "replaced" else None,
             )
         )
     return row, decisions
 
 
-def record_outcome(path: Path, event: "HookEvent | None", outcome: "Outcome") -> int:
+def record_outcome(path: Path, event: "HookEvent | None", outcome: "Outcome") -> int | Path:
+    """The row's id, or the spill entry it went to when the log stayed locked past its budget."""
     row, decisions = rows_for(event, outcome)
-    with DecisionLog(path) as log:
-        return log.record(row, decisions)
+    return record_or_spill(path, row, decisions)

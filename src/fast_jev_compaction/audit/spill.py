@@ -1,0 +1,91 @@
+"""Spill entries: decision-log rows that could not be written in time, kept beside the database.
+
+One small private JSON file per row, ``<db name>.spill-<stamp>-<random>.json`` in the database's
+folder: ``{"compaction": {column: value}, "decisions": [{column: value}, ...]}``. One file per
+entry because the mod's ``$.fs.write`` can only write whole files, and because a file created
+under a temporary name and renamed appears whole or not at all. The next write to the log replays
+every entry in its own transaction, keyed by the file's name, then deletes the files, so a replay
+interrupted half-way never duplicates a row.
+
+Stdlib only: the hook imports this on its hot path.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+SUFFIX = ".json"
+# An entry the mod is still writing may not parse yet; past this age an unreadable one is set aside.
+UNREADABLE_GRACE_S = 60.0
+
+
+def _prefix(db: Path) -> str:
+    return f"{db.name}.spill-"
+
+
+def pending(db: Path) -> list[Path]:
+    """The spill entries beside ``db``, oldest first (names start with a time stamp in ms)."""
+    pattern = os.path.join(glob.escape(str(db.parent)), glob.escape(_prefix(db)) + "*" + SUFFIX)
+    return sorted((Path(p) for p in glob.glob(pattern)), key=lambda p: (len(p.name), p.name))
+
+
+def entry_id(db: Path, path: Path) -> str:
+    """The replay key: the file name without the database prefix and the suffix."""
+    return path.name[len(_prefix(db)) : -len(SUFFIX)]
+
+
+def write(db: Path, compaction: dict[str, Any], decisions: list[dict[str, Any]]) -> Path:
+    """Write one entry, private (0600), whole or not at all; return its path."""
+    db.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Milliseconds first, as the mod names its entries, so both kinds replay in time order.
+    name = f"{_prefix(db)}{time.time_ns() // 1_000_000}-{os.getpid()}-{secrets.token_hex(4)}{SUFFIX}"
+    final = db.parent / name
+    temporary = db.parent / f".{name}.tmp"
+    body = json.dumps({"compaction": compaction, "decisions": decisions}, ensure_ascii=True)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(body)
+        os.replace(temporary, final)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return final
+
+
+def load(path: Path) -> dict[str, Any] | None:
+    """The entry, or None when it cannot be read (yet)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("compaction"), dict):
+        return None
+    decisions = data.get("decisions", [])
+    if not isinstance(decisions, list) or not all(isinstance(d, dict) for d in decisions):
+        return None
+    return {"compaction": data["compaction"], "decisions": decisions}
+
+
+def set_aside(path: Path, *, only_if_older_than: float | None = None) -> None:
+    """Rename an entry that can never be replayed, so it is kept for a human and not retried."""
+    try:
+        if only_if_older_than is not None and time.time() - path.stat().st_mtime < only_if_older_than:
+            return
+        path.replace(path.with_name(path.name + ".bad"))
+    except OSError:
+        pass
+
+
+def remove(paths: list[Path]) -> None:
+    for path in paths:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass

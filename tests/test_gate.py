@@ -38,35 +38,37 @@ def test_under_the_target_an_automatic_pass_skips_before_any_work():
     result = before_pass(Window(230, 1000), "plugin", 40)
     assert result is not None and result.verdict == "skip" and result.reason == "context at 23% is under the 40% target"
     assert before_pass(Window(230, 1000), "manual", 40) is None  # /compact always runs the pass
-    assert before_pass(Window(610, 1000), "auto", 40) is None
+    assert before_pass(Window(230, 1000), "auto", 40) is None  # the engine needs room whatever the window says
+    assert before_pass(Window(610, 1000), "plugin", 40) is None
     assert before_pass(None, "auto", 40) is None
 
 
 def test_a_pass_that_frees_nothing_under_the_target_skips_and_over_it_falls_back():
     options = dict(target_percent=40, min_freed_percent=5, min_reduction_ratio=0.25)
-    assert after_pass(stats(1000, 1000), Window(100, 1000), **options).verdict == "skip"
-    over = after_pass(stats(1000, 1000), Window(700, 1000), **options)
+    assert after_pass(stats(1000, 1000), Window(100, 1000), "manual", **options).verdict == "skip"
+    over = after_pass(stats(1000, 1000), Window(700, 1000), "plugin", **options)
     assert (over.verdict, over.category) == ("fallback", "below-target")
 
 
 def test_replace_when_the_target_or_the_minimum_is_reached():
     options = dict(target_percent=40, min_freed_percent=5, min_reduction_ratio=0.25)
     freed_tokens = 400
-    result = after_pass(stats(10_000, 10_000 - int(freed_tokens * CHARS_PER_TOKEN)), Window(600, 1000), **options)
+    result = after_pass(stats(10_000, 10_000 - int(freed_tokens * CHARS_PER_TOKEN)), Window(600, 1000), "manual", **options)
     assert (result.verdict, result.reason) == ("replace", "context 60% → 20%")
     # Ten points freed, still over the target: the minimum is met.
-    result = after_pass(stats(10_000, 10_000 - int(100 * CHARS_PER_TOKEN)), Window(900, 1000), **options)
+    result = after_pass(stats(10_000, 10_000 - int(100 * CHARS_PER_TOKEN)), Window(900, 1000), "plugin", **options)
     assert result.verdict == "replace"
     # Two points freed and still over the target: the summary has to run.
-    result = after_pass(stats(10_000, 10_000 - int(20 * CHARS_PER_TOKEN)), Window(900, 1000), **options)
+    result = after_pass(stats(10_000, 10_000 - int(20 * CHARS_PER_TOKEN)), Window(900, 1000), "plugin", **options)
     assert (result.verdict, result.category) == ("fallback", "below-target")
     assert "frees only 2% of the window" in result.reason
 
 
-def test_without_a_window_the_ratio_decides():
+@pytest.mark.parametrize("window, trigger", [(None, "manual"), (Window(100, 1000), "auto"), (Window(900, 1000), "precompute")])
+def test_without_a_window_or_for_the_engine_s_own_trigger_the_ratio_decides(window, trigger):
     options = dict(target_percent=40, min_freed_percent=5, min_reduction_ratio=0.25)
-    assert after_pass(stats(1000, 800), None, **options).verdict == "fallback"
-    assert after_pass(stats(1000, 700), None, **options).verdict == "replace"
+    assert after_pass(stats(1000, 800), window, trigger, **options).verdict == "fallback"
+    assert after_pass(stats(1000, 700), window, trigger, **options).verdict == "replace"
 
 
 def test_second_pass_over_an_already_pruned_history_never_summarises(data_dir: Path) -> None:

@@ -23,6 +23,7 @@ from fast_jev_compaction.archive import archive_name
 from fast_jev_compaction.audit.store import DecisionLog, open_log
 from fast_jev_compaction.hook.config import HookConfig, resolve_hook_config
 from fast_jev_compaction.hook.entry import in_flight_preserve, keeps_handle, wire_messages
+from fast_jev_compaction.hook.turns import turn_problems
 from fast_jev_compaction.hook.stdin import StdinIdleError, StdinTooLargeError, read_stdin
 from fast_jev_compaction.messages import parse_messages
 
@@ -169,7 +170,11 @@ def test_replace_keeps_pairs_whole_prose_verbatim_and_logs_decisions(data_dir: P
 
     [(row, decisions)] = compactions(data_dir)
     assert (row.outcome, row.session_id, row.trigger, row.judge) == ("replaced", "session-1", "manual", "local")
-    assert row.messages_before == len(messages) and row.messages_after == len(out)
+    assert row.messages_before == len(messages)
+    # The toast counts calls; a turn's prose and calls go back as one message, so the answer may
+    # hold fewer messages than the decisions kept.
+    assert re.fullmatch(r"\d+ of 2 tool outputs moved to the archive \(.*\), [\d.]+% of the conversation freed, no summary", answer["toast"])
+    assert len(out) <= row.messages_after
     assert row.freed_chars > 0
     # One row per decided call, pinned ones included, matching the log line the mod prints.
     assert [d.call_id for d in decisions] == ["t1", "t2", "t3", "t4", "t5"]
@@ -177,6 +182,44 @@ def test_replace_keeps_pairs_whole_prose_verbatim_and_logs_decisions(data_dir: P
     assert {d.call_id: d.action for d in decisions if d.reason != "pinned"} == logged
     assert any(d.action != "keep" for d in decisions)
     assert "replaced session=session-1 trigger=manual" in hook_log(data_dir)
+
+
+def parallel_conversation() -> list[dict[str, Any]]:
+    """Claude Code's shape for turns with parallel calls: a fragment per call, a message per result."""
+    big = "\n".join(f"line {n} of a long output" for n in range(2000))
+    messages: list[dict[str, Any]] = [{"role": "user", "text": "look around", "toolUses": [], "handle": "h-prompt"}]
+    for turn, size in enumerate((3, 2, 4, 2)):
+        names = [f"toolu_{turn}{k}" for k in range(size)]
+        messages.append({"role": "assistant", "text": f"Turn {turn}.", "toolUses": [], "handle": f"h-text-{turn}"})
+        for name in names:
+            use = {"tool_use_id": name, "tool": "Bash", "input": {"command": f"run {name}"}}
+            messages.append({"role": "assistant", "text": "", "toolUses": [use], "handle": f"h-{name}"})
+        for name in reversed(names):  # the tools finish in another order
+            output = big if name.endswith(("0", "2")) else f"small {name}"
+            block = {"tool_use_id": name, "text": output, "isError": False}
+            messages.append({"role": "user", "text": "", "toolUses": [], "toolResults": [block], "handle": f"h-r-{name}"})
+    messages.append({"role": "assistant", "text": "All looked at.", "toolUses": [], "handle": "h-final"})
+    return messages
+
+
+def test_parallel_calls_go_back_one_turn_at_a_time_with_their_results_next(data_dir: Path) -> None:
+    messages = parallel_conversation()
+    answer, _ = run_hook(json.dumps(event(messages, data_dir, options={"preserveRecentMessages": 2})).encode(), data_dir)
+    assert answer["action"] == "replace", answer
+    out = answer["messages"]
+    assert turn_problems(out, parse_messages(messages)) == []
+    turns = [m for m in out if m["role"] == "assistant" and m["toolUses"]]
+    assert len(turns) == 4 and [m["text"] for m in turns] == ["Turn 0.", "Turn 1.", "Turn 2.", "Turn 3."]
+    for index, message in enumerate(out):
+        if message in turns:
+            results = out[index + 1]["toolResults"]
+            assert sorted(r["tool_use_id"] for r in results) == sorted(u["tool_use_id"] for u in message["toolUses"])
+    assert [m["role"] for m in out] == ["user", *["assistant", "user"] * 4, "assistant"]
+    # Something inside the turns was cut, and what was kept is verbatim.
+    original = {r["tool_use_id"]: r["text"] for m in messages for r in m.get("toolResults") or []}
+    now = {r["tool_use_id"]: r["text"] for m in out for r in m.get("toolResults") or []}
+    assert any(now.get(k) != v for k, v in original.items())
+    assert all(now[k] == original[k] or "[fast-jev-compaction kept " in now[k] for k in now)
 
 
 def test_fallback_below_the_minimum_reduction(data_dir: Path) -> None:
@@ -545,6 +588,18 @@ def test_in_flight_window_covers_parallel_trailing_calls() -> None:
     assert in_flight_preserve(messages, 6) == 6
     assert in_flight_preserve(messages[:1], 0) == 0
     assert in_flight_preserve(messages[:2], 0) == 1  # a pending call at the very end
+    # Claude Code's shape: one message per call and per result, results in finishing order.
+    fragments = parse_messages(
+        [
+            {"role": "user", "text": "go", "toolUses": []},
+            {"role": "assistant", "text": "", "toolUses": [{"tool_use_id": "a", "tool": "Read"}]},
+            {"role": "assistant", "text": "", "toolUses": [{"tool_use_id": "b", "tool": "Read"}]},
+            {"role": "user", "text": "", "toolUses": [], "toolResults": [{"tool_use_id": "a", "text": "x"}]},
+            {"role": "user", "text": "", "toolUses": [], "toolResults": [{"tool_use_id": "b", "text": "y"}]},
+        ]
+    )
+    assert in_flight_preserve(fragments, 0) == 4
+    assert in_flight_preserve(fragments[:3], 0) == 2
 
 
 def test_wire_messages_policy_and_compact_form() -> None:

@@ -67,7 +67,7 @@ class TestInvariants:
         matrix = {"t1": (0, 0), "t2": (1, 0), "t3": (0, 1), "t4": (0.5, 0), "t5": (0, 0.5)}
         messages = [user("go")]
         for k in range(5):
-            messages += pair(f"id{k}", "o" * 600, file_path=f"f{k}")
+            messages += pair(f"id{k}", "o" * 6000, file_path=f"f{k}")
         messages.append(user("end"))
         out = run(messages, ScriptedAsker(per_call(matrix)), preserve_recent_messages=1)
         assert [d.action for d in out.decisions] == ["drop", "truncate", "keep", "truncate", "keep"]

@@ -7,8 +7,8 @@ import importlib
 import sys
 
 # name -> module under fast_jev_compaction.commands exposing add_parser(subparsers)
-_COMMANDS = ("compact", "serve", "log", "stats", "report", "bench")
-_MODULES = {"compact": "compact", "serve": "serve", "log": "audit", "stats": "audit", "report": "report", "bench": "bench"}
+_COMMANDS = ("compact", "serve", "log", "stats", "report", "bench", "eval")
+_MODULES = {"compact": "compact", "serve": "serve", "log": "audit", "stats": "audit", "report": "report", "bench": "bench", "eval": "eval"}
 
 
 def build_parser() -> argparse.ArgumentParser:

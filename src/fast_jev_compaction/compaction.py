@@ -102,7 +102,11 @@ async def compact(
             path = saved_at(call)
             decision = replace(decision, archive_path=path)
             decision = replace(decision, chars_freed=freed_chars(results, call, decision, shape))
-            if path is not None:
+            if decision.chars_freed <= 0:
+                # Nothing to gain (an output shorter than its digest or its marker): it stays,
+                # and the counts say so.
+                decision = replace(decision, action=KEEP, reason=SMALL, archive_path=None, chars_freed=0)
+            elif path is not None:
                 archive[path] = results[call.tool_use_id].text
         decisions.append(decision)
     out = apply_decisions(messages, decisions, pairing.calls, shape)

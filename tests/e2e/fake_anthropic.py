@@ -31,9 +31,16 @@ FINAL_TEXT = "Done. All steps ran. FINAL ANSWER."
 
 @dataclass(frozen=True)
 class Step:
+    """One model response: a tool call, plus ``also`` more calls in the same response (parallel)."""
+
     tool: str
     input: dict[str, Any]
     text: str = ""
+    also: tuple[tuple[str, dict[str, Any]], ...] = ()
+
+    @property
+    def calls(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(self.tool, self.input), *self.also]
 
 
 # Large, low-value outputs first and a small one last: the early pairs are the ones a
@@ -48,6 +55,40 @@ SCENARIOS: dict[str, list[Step]] = {
     ],
     "do a small thing": [
         Step("Bash", {"command": "echo hello", "description": "Print hello"}),
+    ],
+    # Turns of 2, 3 and 4 calls at once, as current models make them; big and small outputs mixed
+    # inside each turn so a compaction keeps, truncates and drops calls of the same turn.
+    "do things at once": [
+        Step(
+            "Bash",
+            {"command": "seq 1 3000", "description": "List numbers"},
+            "Looking at two things at once.",
+            also=(("Read", {"file_path": "{cwd}/big.txt"}),),
+        ),
+        Step(
+            "Bash",
+            {"command": "yes 'filler line of build output' | head -n 600", "description": "Print filler"},
+            also=(
+                ("Bash", {"command": "echo small one", "description": "Print a word"}),
+                ("Bash", {"command": "seq 9000 11000", "description": "More numbers"}),
+            ),
+        ),
+        Step(
+            "Read",
+            {"file_path": "{cwd}/big.txt", "offset": 100, "limit": 400},
+            "Four reads together.",
+            also=(
+                ("Bash", {"command": "seq 20000 22000", "description": "Numbers again"}),
+                ("Bash", {"command": "echo tiny", "description": "Print tiny"}),
+                ("Bash", {"command": "yes 'noise' | head -n 900", "description": "Print noise"}),
+            ),
+        ),
+        Step(
+            "Bash",
+            {"command": "echo last", "description": "Print last"},
+            "Almost done.",
+            also=(("Bash", {"command": "echo really last", "description": "Print really last"}),),
+        ),
     ],
 }
 
@@ -105,6 +146,28 @@ def _tool_results_since_prompt(messages: list[dict[str, Any]], scenario: str) ->
     return count
 
 
+def _next_step(steps: list[Step], results: int) -> Step | None:
+    """The step that follows once ``results`` tool results came back (a step waits for all its calls)."""
+    for step in steps:
+        if results <= 0:
+            return step
+        results -= len(step.calls)
+    return None
+
+
+def _step_after_last_call(messages: list[dict[str, Any]], steps: list[Step], cwd: str) -> tuple[bool, Step | None]:
+    """Whether the last tool call belongs to a step, and the step after it (None after the last).
+
+    Counting results would replay a step once a compaction has dropped some of them.
+    """
+    calls = [b for m in messages[-2:-1] for b in m.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use"]
+    for index, step in enumerate(steps):
+        filled = _step_reply(step, cwd).tool
+        if filled is not None and any(c.get("input") in [values for _, values in filled.calls] for c in calls):
+            return True, steps[index + 1] if index + 1 < len(steps) else None
+    return False, None
+
+
 @dataclass
 class Reply:
     text: str = ""
@@ -122,10 +185,11 @@ def decide(body: dict[str, Any], cwd: str) -> Reply:
     has_tools = bool(body.get("tools"))
     if last.get("role") == "user" and _has_tool_result(last.get("content")):
         if scenario and has_tools:
-            done = _tool_results_since_prompt(messages, scenario)
-            steps = SCENARIOS[scenario]
-            if done < len(steps):
-                return _step_reply(steps[done], cwd)
+            known, step = _step_after_last_call(messages, SCENARIOS[scenario], cwd)
+            if not known:
+                step = _next_step(SCENARIOS[scenario], _tool_results_since_prompt(messages, scenario))
+            if step is not None:
+                return _step_reply(step, cwd)
         return Reply(text=FINAL_TEXT)
     text = _text_of(last.get("content"))
     for name in sorted(SCENARIOS, key=len, reverse=True):
@@ -135,8 +199,11 @@ def decide(body: dict[str, Any], cwd: str) -> Reply:
 
 
 def _step_reply(step: Step, cwd: str) -> Reply:
-    filled = {k: (v.replace("{cwd}", cwd) if isinstance(v, str) else v) for k, v in step.input.items()}
-    return Reply(text=step.text, tool=Step(step.tool, filled, step.text))
+    def filled(values: dict[str, Any]) -> dict[str, Any]:
+        return {k: (v.replace("{cwd}", cwd) if isinstance(v, str) else v) for k, v in values.items()}
+
+    also = tuple((tool, filled(values)) for tool, values in step.also)
+    return Reply(text=step.text, tool=Step(step.tool, filled(step.input), step.text, also))
 
 
 @dataclass
@@ -241,8 +308,8 @@ class FakeAnthropic:
         blocks: list[dict[str, Any]] = []
         if reply.text:
             blocks.append({"type": "text", "text": reply.text})
-        if reply.tool is not None:
-            blocks.append({"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:20]}", "name": reply.tool.tool, "input": reply.tool.input})
+        for tool, values in reply.tool.calls if reply.tool is not None else []:
+            blocks.append({"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:20]}", "name": tool, "input": values})
         return blocks
 
     def _usage(self, body: dict[str, Any]) -> dict[str, int]:

@@ -108,7 +108,7 @@ def test_manual_compact_replaces_the_history_with_the_pruned_verbatim_one(claude
     compacted = claude.run("/compact", resume=sid)
     assert compacted.returncode == 0, compacted.stderr[-2000:]
     [toast] = compacted.toasts()
-    assert toast.startswith("kept ") and ", no summary (" in toast
+    assert " tool outputs moved to the archive " in toast and toast.endswith(", no summary")
     assert any(line.startswith("decisions: t1:Bash:") for line in compacted.logs())
     [boundary] = compacted.boundaries()
     assert boundary["trigger"] == "manual" and boundary["post_tokens"] < boundary["pre_tokens"]
@@ -168,15 +168,26 @@ def test_manual_compact_replaces_the_history_with_the_pruned_verbatim_one(claude
     assert "compactions: 1 (1 replaced, 0 fallback, 0 skipped)" in json.dumps(claude.api.message_requests()[-1])
 
 
-def test_low_reduction_falls_back_to_one_built_in_summary(claude: Claude) -> None:
+def test_nothing_to_prune_under_the_target_skips_without_a_summary(claude: Claude) -> None:
+    """The seed system ran the lossy summary whenever a pass freed little; under the target
+    there is nothing to do, and the verbatim history stays."""
     sid, compacted = run_and_compact(claude, "do a small thing")
+    assert compacted.toasts() == []
+    assert compacted.result["result"].startswith("Not compacted")
+    assert claude.api.summarizer_requests() == [] and compacted.boundaries() == []
+    [(row, _decisions)] = claude.decisions()
+    assert (row.outcome, row.session_id) == ("skipped", sid)
+    assert row.reason.startswith("nothing left to prune; context ")
+
+
+def test_when_pruning_cannot_reach_the_target_one_built_in_summary_runs(claude: Claude) -> None:
+    sid, compacted = run_and_compact(claude, "do a small thing", targetPercent=0.01)
     [toast] = compacted.toasts()
-    assert toast.startswith("fallback to built-in summary (below 25% minimum: ")
+    assert toast.startswith("fallback to built-in summary (nothing left to prune and the context is at ")
     assert len(claude.api.summarizer_requests()) == 1
     assert [b["trigger"] for b in compacted.boundaries()] == ["manual"]
     [(row, _decisions)] = claude.decisions()
-    assert (row.outcome, row.session_id) == ("fallback", sid)
-    assert row.reason.startswith("below 25% minimum: ")
+    assert (row.outcome, row.session_id, row.fallback_reason) == ("fallback", sid, "below-target")
 
 
 @pytest.mark.parametrize(
@@ -206,7 +217,7 @@ def test_a_broken_python_falls_back_and_the_session_goes_on(claude: Claude, scri
 
 def test_compact_instructions_reach_the_goal(claude: Claude) -> None:
     _sid, compacted = run_and_compact(claude, command="/compact keep the numbers")
-    assert compacted.toasts()[0].startswith("kept ")
+    assert compacted.toasts()[0].endswith(", no summary")
     assert "goal: do the thing | Focus for this compaction: keep the numbers" in claude.hook_log()
 
 
@@ -234,7 +245,7 @@ def test_engine_auto_compaction_mid_turn_keeps_the_trailing_pair(claude: Claude)
     assert run.result["result"] == FINAL_TEXT
     [boundary] = run.boundaries()
     assert boundary["trigger"] == "auto"
-    assert run.toasts()[0].startswith("kept ")
+    assert run.toasts()[0].endswith(", no summary")
     assert claude.api.summarizer_requests() == []
 
     [(row, decisions)] = claude.decisions()
@@ -279,7 +290,9 @@ def test_turn_complete_compacts_past_compact_at_percent_interactively(claude: Cl
             }
         )
     )
-    settings = claude.settings(preserveRecentMessages=2)
+    # The fake reports 70 % of the window for a small conversation: any pass that frees
+    # something is worth it here, so the minimum share of the window is off.
+    settings = claude.settings(preserveRecentMessages=2, minFreedPercent=0)
     argv = [a for a in claude.argv("x", settings=settings) if a not in ("-p", "x", "--output-format", "stream-json", "--verbose")]
     socket = f"fjtest-{os.getpid()}"
     env = claude.env()

@@ -14,6 +14,7 @@ from typing import Any, Literal, Mapping
 
 from .gate import DEFAULT_MIN_FREED_PERCENT, DEFAULT_TARGET_PERCENT
 from ..options import (
+    POLICIES,
     DEFAULT_KEEP_THRESHOLD,
     DEFAULT_MAX_CONCURRENT_REQUESTS,
     DEFAULT_MAX_REQUEST_TOKENS,
@@ -45,6 +46,7 @@ class HookConfig:
     preserve_recent_messages: int = DEFAULT_PRESERVE_RECENT_MESSAGES
     compact_at_percent: float = DEFAULT_COMPACT_AT_PERCENT
     min_reduction_ratio: float = DEFAULT_MIN_REDUCTION_RATIO
+    policy: str = "budget"
     target_percent: float = DEFAULT_TARGET_PERCENT
     min_freed_percent: float = DEFAULT_MIN_FREED_PERCENT
     max_state_tokens: float = DEFAULT_MAX_STATE_TOKENS
@@ -75,6 +77,7 @@ class HookConfig:
             max_request_tokens=self.max_request_tokens,
             truncate_head_chars=self.truncate_head_chars,
             max_concurrent_requests=self.max_concurrent_requests,
+            policy=self.policy,
         )
 
     def key(self, env: Mapping[str, str] | None = None) -> str:
@@ -128,6 +131,7 @@ def resolve_hook_config(options: Mapping[str, Any] | None) -> HookConfig:
         preserve_recent_messages=whole("preserveRecentMessages", base.preserve_recent_messages, 0),
         compact_at_percent=num("compactAtPercent", base.compact_at_percent, lambda v: 0 < v <= 100),
         min_reduction_ratio=num("minReductionRatio", base.min_reduction_ratio, lambda v: 0 <= v <= 1),
+        policy=raw.get("policy") if raw.get("policy") in POLICIES else base.policy,
         target_percent=num("targetPercent", base.target_percent, lambda v: 0 < v <= 100),
         min_freed_percent=num("minFreedPercent", base.min_freed_percent, lambda v: 0 <= v <= 100),
         max_state_tokens=num("maxStateTokens", base.max_state_tokens, lambda v: v >= 1),

@@ -30,9 +30,11 @@ from .config import DEFAULT_TIMEOUT_SECONDS, HookConfig, resolve_hook_config
 from .deadline import Deadline, DeadlineError
 from .event import HookEvent, read_event
 from .gate import after_pass, before_pass, window_of
+from .meta import read_hung_texts, transcript_file
 from .private_files import make_private_dirs, open_private_append, user_temp_dir
 from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_stdin
 from .tally import Tally
+from .turns import carried_by, keeps_handle, regroup, turn_problems
 
 PLUGIN = "fast-jev-compaction"
 HOOK_LOG = "hook.log"
@@ -192,12 +194,14 @@ def in_flight_preserve(messages: Sequence[SessionMessage], preserve: int) -> int
     """
     if not messages:
         return preserve
-    last = messages[-1]
+    # Parallel calls come as one message per call and per result: the whole trailing run counts.
     trailing_ids: set[str] = set()
-    if last.role == "user" and last.toolResults:
-        trailing_ids = {r.tool_use_id for r in last.toolResults}
-    elif last.role == "assistant" and last.toolUses:
-        trailing_ids = {u.tool_use_id for u in last.toolUses}
+    role = messages[-1].role
+    for message in reversed(messages):
+        blocks = message.toolResults if role == "user" else message.toolUses
+        if message.role != role or not blocks:
+            break
+        trailing_ids.update(b.tool_use_id for b in blocks)
     if not trailing_ids:
         return preserve
     first = len(messages) - 1
@@ -239,17 +243,6 @@ async def _compact(messages: list[SessionMessage], asker: Any, options: Any, clo
             await closer()
 
 
-def keeps_handle(message: SessionMessage) -> bool:
-    """Whether an untouched message goes back with its engine handle.
-
-    Claude Code 2.1.332 copies a handle-bearing message after the compact boundary as-is: a
-    tool_result record keeps its parentUuid (the pre-boundary tool_use) and an assistant record
-    keeps its message id, so on ``--resume`` the chain walks back across the boundary and
-    same-id fragments merge, which silently restores the old history. Sent without a handle, the
-    engine rebuilds them from the very same role, text and tool blocks, with fresh ids and links.
-    Plain user prompts have neither problem and keep their handle.
-    """
-    return message.handle is not None and message.role == "user" and not message.toolResults
 
 
 def _without_bulk(block: dict[str, Any]) -> dict[str, Any]:
@@ -325,7 +318,7 @@ def run_compaction(
     lines.extend(decision_log_lines(result.decisions))
     summary = summarize(result.stats)
     gate = after_pass(
-        result.stats, window, target_percent=config.target_percent,
+        result.stats, window, event.trigger, target_percent=config.target_percent,
         min_freed_percent=config.min_freed_percent, min_reduction_ratio=config.min_reduction_ratio,
     )
     if gate.verdict == "skip":
@@ -334,7 +327,7 @@ def run_compaction(
         reason = f"{gate.reason}: {summary}"
         return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, gate.category)
 
-    out = result.messages
+    out = regroup(result.messages, carried_by(messages, _hung_texts(event, messages, log)))
     toast = toast_text(result.stats, gate.reason)
     answer: Answer = {"action": "replace", "messages": wire_messages(out), "toast": toast, "log": lines}
     if _size(answer) > STDOUT_SOFT_LIMIT:
@@ -342,6 +335,11 @@ def run_compaction(
         if _size(answer) > STDOUT_SOFT_LIMIT:
             reason = f"the pruned history is too large to hand back ({_size(answer) // 1024} KiB): {summary}"
             return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, "budget")
+    problems = turn_problems(answer["messages"], messages)
+    if problems:
+        log.error("tool results out of place: " + "; ".join(problems[:20]))
+        reason = f"the pruned history would separate tool results from their calls ({problems[0]})"
+        return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, "internal")
     return Outcome(answer, "replaced", summary, result, goal, judge)
 
 
@@ -359,6 +357,20 @@ def toast_text(stats: Any, how: str) -> str:
         parts.append(f"{stats.dropped} dropped")
     detail = f" ({', '.join(parts)})" if parts else ""
     return f"{cut} of {unpinned} tool outputs moved to the archive{detail}, {how}, no summary"
+
+
+def _hung_texts(event: HookEvent, messages: list[SessionMessage], log: HookLog) -> dict[str, str]:
+    """Engine text hung on the messages, by handle, from the session transcript; none for a subagent."""
+    if event.agentId:
+        return {}
+    try:
+        path = transcript_file(event.pluginData, event.sessionId, os.environ)
+        if path is None:
+            return {}
+        return read_hung_texts(path, [m.handle for m in messages if m.handle is not None])
+    except (OSError, ValueError) as exc:  # ValueError: a NUL or surrogate in a path or id
+        log.error(f"transcript not read ({exc}); text hung on rebuilt messages is left out")
+        return {}
 
 
 def _size(answer: Answer) -> int:

@@ -11,8 +11,11 @@ window instead, as the trigger does:
   ``minFreedPercent`` points of the window;
 - only when pruning cannot reach either does the built-in summary run.
 
-When the engine did not say how full the window is (right after a compaction it does not know
-yet), ``minReductionRatio`` decides, as it always did.
+This applies to the compactions the user or the plugin asks for (``manual``, ``plugin``). The
+engine's own (``auto``, ``precompute``) fire when the engine's limit is reached, which may be
+its ``--autocompact`` figure rather than a share of the window: the context must shrink, so
+``minReductionRatio`` decides there, as it always did, and so it does when the engine did not say
+how full the window is (right after a compaction it does not know yet).
 """
 
 from __future__ import annotations
@@ -67,9 +70,13 @@ def points(value: float) -> str:
     return f"{value:.1f}".rstrip("0").rstrip(".") + "%"
 
 
+# Compactions someone asked for; the engine's own triggers must free room whatever the window says.
+WINDOW_TRIGGERS = frozenset({"manual", "plugin"})
+
+
 def before_pass(window: Window | None, trigger: str, target_percent: float) -> GateResult | None:
-    """Skip at once when the window is under the target (a manual /compact still runs)."""
-    if window is None or trigger == "manual" or window.percent >= target_percent:
+    """Skip at once when the plugin's own trigger finds the window under the target."""
+    if window is None or trigger != "plugin" or window.percent >= target_percent:
         return None
     return GateResult("skip", f"context at {points(window.percent)} is under the {points(target_percent)} target")
 
@@ -77,13 +84,14 @@ def before_pass(window: Window | None, trigger: str, target_percent: float) -> G
 def after_pass(
     stats: CompactStats,
     window: Window | None,
+    trigger: str,
     *,
     target_percent: float,
     min_freed_percent: float,
     min_reduction_ratio: float,
 ) -> GateResult:
     freed = max(0, stats.chars_before - stats.chars_after)
-    if window is None:
+    if window is None or trigger not in WINDOW_TRIGGERS:
         if stats.reduction_ratio < min_reduction_ratio:
             return GateResult(
                 "fallback", f"below {percent(min_reduction_ratio)} minimum", "below-ratio"

@@ -1,0 +1,112 @@
+"""``fast-jev eval``: the quality evaluation over transcripts, and the judge's fit (``--fit``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "eval",
+        help="measure what compaction loses that the session reused later; fit the judge",
+        description="Cut each session at 40/60/80 % of its messages, compact the prefix at default "
+        "settings with the embedded judge, and report how many outputs reused after the cut are gone "
+        "from the compacted context, how many are recoverable through a marker's saved file, how much "
+        "tool output was removed, and how well each judge ranks the calls (AUC), beside fixed baselines. "
+        "With --fit, first fit the judge's weights on the same transcripts (leave-one-session-out AUC).",
+    )
+    p.add_argument(
+        "paths",
+        nargs="*",
+        help="transcript files or folders searched for *.jsonl (default: the shared corpus beside the repository)",
+    )
+    p.add_argument("--fit", action="store_true", help="fit the judge on these transcripts and write the weights")
+    p.add_argument(
+        "--weights",
+        metavar="FILE",
+        help="judge weights to score with, and to write with --fit (default: the shipped judge/weights.json)",
+    )
+    p.add_argument("--fit-report", metavar="FILE", help="with --fit, also write the fit's report (Markdown) here")
+    p.add_argument("--no-eval", action="store_true", help="with --fit, stop after fitting")
+    p.add_argument(
+        "--archive",
+        metavar="DIR",
+        help="save every output under DIR before compacting, so truncation notes name a file (as the plugin does)",
+    )
+    p.add_argument(
+        "--frontier",
+        action="store_true",
+        help="also measure cut policies (judge price or result length, two digests): the frontier",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+    p.add_argument("--markdown", metavar="FILE", help="also write the results page (docs/quality.md) to FILE")
+    p.set_defaults(run=run)
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)  # repository files (weights, docs), not user data
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from ..evaluation.corpus import default_corpus, load_sessions
+    from ..evaluation.fit import FIT_FIRE_POINTS, fit_report, fitted_model, session_rows
+    from ..evaluation.quality import evaluate
+    from ..evaluation.report import fit_markdown, markdown_report, text_report, to_json
+    from ..judge.features import FEATURE_NAMES
+    from ..judge.model import WEIGHTS_PATH, ModelError, load_model
+
+    paths = args.paths or [str(default_corpus())]
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        print(f"fast-jev eval: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    sessions, skipped = load_sessions(paths)
+    weights_path = Path(args.weights) if args.weights else WEIGHTS_PATH
+
+    if args.fit:
+        rows = [row for s in sessions for row in session_rows(s.messages, s.group, FIT_FIRE_POINTS)]
+        groups = {row.group for row in rows}
+        if len(groups) < 2 or not any(r.label for r in rows) or all(r.label for r in rows):
+            print("fast-jev eval --fit: needs reused and unreused outputs in at least two sessions", file=sys.stderr)
+            return 2
+        report = fit_report(rows)
+        model = fitted_model(report, files=len(sessions))
+        _write_text(weights_path, json.dumps(model.to_json(), indent=1, sort_keys=True) + "\n")
+        page = fit_markdown(report, FEATURE_NAMES, "src/fast_jev_compaction/judge/weights.json")
+        if args.fit_report:
+            _write_text(Path(args.fit_report), page)
+        if not args.json:
+            print(page)
+        if args.no_eval:
+            if args.json:
+                print(json.dumps({"fit": dict(model.fit)}, indent=1))
+            return 0
+
+    try:
+        model = load_model(weights_path if args.weights or args.fit else None)
+    except ModelError as exc:
+        print(f"fast-jev eval: {exc}", file=sys.stderr)
+        return 2
+    evaluation = evaluate(
+        sessions, model, archive=Path(args.archive) if args.archive else None, frontier=args.frontier
+    )
+    if args.markdown:
+        _write_text(Path(args.markdown), markdown_report(evaluation, model.fit))
+    if args.json:
+        document = to_json(evaluation, model.fit)
+        document["skipped"] = [{"file": str(s.path), "reason": s.reason} for s in skipped]
+        print(json.dumps(document, indent=1))
+    else:
+        print(text_report(evaluation, model.fit))
+        if skipped:
+            print(f"{len(skipped)} file(s) left out (unreadable, or no completed tool call); --json lists them")
+    return 0

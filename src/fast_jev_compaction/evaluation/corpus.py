@@ -1,0 +1,68 @@
+"""Finding and reading the transcripts an evaluation runs over (the I/O edge of this package)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from ..errors import CompactionError
+from ..messages import SessionMessage
+from ..pairing import pair_tool_calls
+from ..transcript import read_messages
+
+_REPO = Path(__file__).resolve().parents[3]
+
+
+def default_corpus() -> Path:
+    """``shared/corpus`` beside the repository, else ``/work/shared/corpus``."""
+    beside = _REPO.parent / "shared" / "corpus"
+    return beside if beside.is_dir() else Path("/work/shared/corpus")
+
+
+def transcript_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Every ``*.jsonl`` under the folders given, and the files given, sorted and once each."""
+    found: dict[Path, None] = {}
+    for raw in paths:
+        path = Path(raw)
+        for item in sorted(path.rglob("*.jsonl")) if path.is_dir() else [path]:
+            found.setdefault(item, None)
+    return list(found)
+
+
+def session_group(path: Path) -> str:
+    """A subagent transcript (``<session>/subagents/agent-*.jsonl``) belongs to its session."""
+    if path.parent.name == "subagents":
+        return str(path.parent.parent)
+    return str(path.with_suffix(""))
+
+
+@dataclass(frozen=True)
+class Session:
+    path: Path
+    group: str
+    messages: list[SessionMessage]
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: Path
+    reason: str
+
+
+def load_sessions(paths: Iterable[str | Path]) -> tuple[list[Session], list[Skipped]]:
+    """The readable sessions with at least one completed tool call, and why the others were left out."""
+    sessions: list[Session] = []
+    skipped: list[Skipped] = []
+    for path in transcript_files(paths):
+        try:
+            messages = read_messages(path)
+            calls = pair_tool_calls(messages, 0).calls
+        except (CompactionError, OSError, ValueError) as exc:
+            skipped.append(Skipped(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+            continue
+        if len(messages) < 2 or not calls:
+            skipped.append(Skipped(path, "no completed tool call"))
+            continue
+        sessions.append(Session(path, session_group(path), messages))
+    return sessions, skipped

@@ -1,0 +1,255 @@
+"""Fitting the judge's keep_result model on behavioural labels, and testing it leave-one-session-out.
+
+A row is one unpinned call present at a fire point of a session: its features are computed from
+the prefix alone (what the compaction would see), its label is whether the rest of the session
+reused its output. The model is an L2-regularised logistic regression fitted by Newton's method
+in plain Python; every held-out session is predicted by a model fitted without any of its rows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from ..goal import goal_from_messages
+from ..judge.features import FEATURE_NAMES, call_features, feature_vector
+from ..judge.model import JudgeModel
+from ..judge.reuse import build_reuse_index
+from ..messages import SessionMessage
+from ..options import CompactOptions
+from ..pairing import pair_tool_calls
+from .firepoints import fire_index
+from .labels import OutputLabel, label_outputs
+from .metrics import auc
+
+FIT_FIRE_POINTS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+L2 = 1.0
+_MAX_ITERATIONS = 100
+_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class Row:
+    group: str  # the session: rows of one group are held out together
+    fraction: float
+    tool_use_id: str
+    x: tuple[float, ...]  # in FEATURE_NAMES order
+    label: bool
+    result_chars: int
+    since: int  # messages between the result and the fire point
+
+
+def session_rows(
+    messages: Sequence[SessionMessage],
+    group: str,
+    fractions: Iterable[float],
+    labels: Mapping[str, OutputLabel] | None = None,
+) -> list[Row]:
+    """The rows of one session: its unpinned calls at each fire point, features from the prefix."""
+    if len(messages) < 2:
+        return []
+    labels = labels if labels is not None else label_outputs(messages)
+    preserve = CompactOptions().preserve_recent_messages
+    rows: list[Row] = []
+    for fraction in fractions:
+        fire = fire_index(len(messages), fraction)
+        head = list(messages[:fire])
+        pairing = pair_tool_calls(head, preserve)
+        if not pairing.candidates:
+            continue
+        features = call_features(head, pairing, goal_from_messages(head), build_reuse_index(head))
+        for call in pairing.candidates:
+            rows.append(
+                Row(
+                    group=group,
+                    fraction=fraction,
+                    tool_use_id=call.tool_use_id,
+                    x=tuple(feature_vector(features[call.tool_use_id])),
+                    label=labels[call.tool_use_id].needed_after(fire),
+                    result_chars=call.result_chars,
+                    since=fire - 1 - call.result_index,
+                )
+            )
+    return rows
+
+
+def sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+def _solve(matrix: list[list[float]], vector: list[float]) -> list[float]:
+    """Solve a symmetric positive-definite system by Cholesky decomposition."""
+    n = len(vector)
+    lower = [[0.0] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(i + 1):
+            total = matrix[i][j] - sum(lower[i][k] * lower[j][k] for k in range(j))
+            if i == j:
+                lower[i][i] = math.sqrt(max(total, 1e-12))
+            else:
+                lower[i][j] = total / lower[j][j]
+    y = [0.0] * n
+    for i in range(n):
+        y[i] = (vector[i] - sum(lower[i][k] * y[k] for k in range(i))) / lower[i][i]
+    x = [0.0] * n
+    for i in range(n - 1, -1, -1):
+        x[i] = (y[i] - sum(lower[k][i] * x[k] for k in range(i + 1, n))) / lower[i][i]
+    return x
+
+
+def _design(rows: Sequence[Row]) -> list[list[tuple[int, float]]]:
+    """Sparse rows with the bias as column 0."""
+    return [[(0, 1.0)] + [(j + 1, v) for j, v in enumerate(row.x) if v] for row in rows]
+
+
+def _hessian(design: Sequence[Sequence[tuple[int, float]]], w: Sequence[float], l2: float) -> list[list[float]]:
+    n = len(w)
+    h = [[0.0] * n for _ in range(n)]
+    for x in design:
+        p = sigmoid(sum(w[j] * v for j, v in x))
+        s = p * (1 - p)
+        for a, va in x:
+            row = h[a]
+            for b, vb in x:
+                if b <= a:
+                    row[b] += s * va * vb
+    for a in range(n):
+        for b in range(a):
+            h[b][a] = h[a][b]
+        h[a][a] += l2 if a else 1e-6
+    return h
+
+
+def _gradient(design: Sequence[Sequence[tuple[int, float]]], y: Sequence[bool], w: Sequence[float], l2: float) -> list[float]:
+    g = [l2 * w[j] if j else 0.0 for j in range(len(w))]
+    for x, label in zip(design, y):
+        r = sigmoid(sum(w[j] * v for j, v in x)) - (1.0 if label else 0.0)
+        for j, v in x:
+            g[j] += r * v
+    return g
+
+
+def fit_logistic(
+    rows: Sequence[Row],
+    l2: float = L2,
+    start: Sequence[float] | None = None,
+    hessian: list[list[float]] | None = None,
+) -> list[float]:
+    """Weights ``[bias, w_1, ...]`` minimising log loss + l2/2 |w|^2 (the bias is not penalised).
+
+    With ``hessian`` given the iteration keeps that matrix (a cheap, still exact fixed point:
+    the gradient is exact), which is how the leave-one-out folds reuse the full fit; should that
+    not settle, plain Newton steps finish from where it got, so the start point never decides
+    the answer (the objective is strictly convex: one optimum).
+    """
+    design = _design(rows)
+    y = [row.label for row in rows]
+    w = list(start) if start is not None else [0.0] * (len(FEATURE_NAMES) + 1)
+    for fixed in ((True, False) if hessian is not None else (False,)):
+        for _ in range(_MAX_ITERATIONS):
+            h = hessian if fixed and hessian is not None else _hessian(design, w, l2)
+            step = _solve(h, _gradient(design, y, w, l2))
+            w = [a - b for a, b in zip(w, step)]
+            if max(abs(s) for s in step) < _TOLERANCE:
+                return w
+    raise ArithmeticError("the logistic fit did not converge")
+
+
+def predict(w: Sequence[float], x: Sequence[float]) -> float:
+    return sigmoid(w[0] + sum(a * b for a, b in zip(w[1:], x)))
+
+
+def leave_one_session_out(rows: Sequence[Row], full: Sequence[float], l2: float = L2) -> list[float]:
+    """A prediction for every row from a model fitted without its session's rows."""
+    design = _design(rows)
+    full_hessian = _hessian(design, full, l2)
+    groups = sorted({row.group for row in rows})
+    predictions = [0.0] * len(rows)
+    for group in groups:
+        held = [i for i, row in enumerate(rows) if row.group == group]
+        train = [row for row in rows if row.group != group]
+        if not any(r.label for r in train) or all(r.label for r in train):
+            raise ValueError("a fold without both classes cannot be fitted")
+        # the full fit's curvature minus the held-out rows' share, as the fold's fixed Hessian
+        held_hessian = _hessian([design[i] for i in held], full, 0.0)
+        fold_hessian = [
+            [a - b for a, b in zip(row_full, row_held)] for row_full, row_held in zip(full_hessian, held_hessian)
+        ]
+        w = fit_logistic(train, l2, start=full, hessian=fold_hessian)
+        for i in held:
+            predictions[i] = predict(w, rows[i].x)
+    return predictions
+
+
+@dataclass(frozen=True)
+class FitReport:
+    weights: list[float]  # [bias, *FEATURE_NAMES]
+    rows: int
+    positives: int
+    sessions: int
+    loso_auc: float | None
+    size_auc: float | None
+    recency_auc: float | None
+    in_sample_auc: float | None
+    loso_by_fraction: dict[str, float | None]
+
+
+def fit_report(rows: Sequence[Row], l2: float = L2) -> FitReport:
+    labels = [row.label for row in rows]
+    weights = fit_logistic(rows, l2)
+    held_out = leave_one_session_out(rows, weights, l2)
+    by_fraction: dict[str, float | None] = {}
+    for fraction in sorted({row.fraction for row in rows}):
+        picked = [i for i, row in enumerate(rows) if row.fraction == fraction]
+        by_fraction[f"{fraction:.1f}"] = auc([held_out[i] for i in picked], [labels[i] for i in picked])
+    return FitReport(
+        weights=weights,
+        rows=len(rows),
+        positives=sum(labels),
+        sessions=len({row.group for row in rows}),
+        loso_auc=auc(held_out, labels),
+        size_auc=auc([float(row.result_chars) for row in rows], labels),
+        recency_auc=auc([-float(row.since) for row in rows], labels),
+        in_sample_auc=auc([predict(weights, row.x) for row in rows], labels),
+        loso_by_fraction=by_fraction,
+    )
+
+
+# keep_call is not fitted (see judge/model.py): the floor of each kind says what losing the record
+# of such a call costs. Changes, side effects and user answers cannot be had again; a sub-agent's
+# run is slow to repeat; a test or build run says what state the code was in.
+CALL_FLOORS = {"edit": 0.9, "side_effect": 0.9, "decision": 0.95, "agent": 0.6, "test_build": 0.3, "todo": 0.2}
+ERROR_FLOOR = 0.6
+
+
+def fitted_model(report: FitReport, files: int, l2: float = L2) -> JudgeModel:
+    """The model to ship: the weights (rounded so the file diffs well) and the fit's report."""
+    rounded = [round(w, 6) for w in report.weights]
+    return JudgeModel(
+        bias=rounded[0],
+        weights=dict(zip(FEATURE_NAMES, rounded[1:])),
+        call_floors=dict(CALL_FLOORS),
+        error_floor=ERROR_FLOOR,
+        fit={
+            "method": "L2 logistic regression, Newton, plain Python",
+            "l2": l2,
+            "fire_points": list(FIT_FIRE_POINTS),
+            "files": files,
+            "sessions": report.sessions,
+            "rows": report.rows,
+            "positives": report.positives,
+            "loso_auc": _rounded(report.loso_auc),
+            "size_auc": _rounded(report.size_auc),
+            "recency_auc": _rounded(report.recency_auc),
+            "in_sample_auc": _rounded(report.in_sample_auc),
+            "loso_auc_by_fire_point": {k: _rounded(v) for k, v in report.loso_by_fraction.items()},
+        },
+    )
+
+
+def _rounded(value: float | None) -> float | None:
+    return round(value, 4) if value is not None else None

@@ -1,0 +1,190 @@
+"""The quality evaluation: compact each session at its fire points and see what the rest reused.
+
+For every session and fire point the prefix is compacted by the pipeline at its defaults (the
+public ``compact()`` with ``LocalJudge``) and by the fixed baselines; each compacted prefix is
+then checked against the labels of the outputs the suffix reused (:mod:`.outcome`), and the
+unpinned calls are ranked by the judges and by size and recency (:mod:`.metrics`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..compaction import CompactResult, compact_sync
+from ..goal import goal_from_messages
+from ..judge.local import LocalJudge
+from ..judge.features import call_features, feature_vector
+from ..judge.model import JudgeModel
+from ..judge.reuse import build_reuse_index
+from ..messages import SessionMessage
+from ..options import CompactOptions
+from ..pairing import Pairing, ToolCall, pair_tool_calls
+from .corpus import Session
+from .firepoints import EVAL_FIRE_POINTS, fire_index
+from .fit import Row, fit_logistic, leave_one_session_out
+from .frontier import POLICIES as FRONTIER, cut_by_policy
+from .labels import OutputLabel, label_outputs
+from .metrics import auc
+from .outcome import BASELINES, Context, Outcome, Scores, measure, original_results, result_chars
+
+PIPELINE = "fast-jev (defaults)"
+HELD_OUT = "fitted judge, held out"
+SHIPPED = "fitted judge, shipped weights"
+RANKERS = (HELD_OUT, SHIPPED, "embedded judge", "size", "recency")
+
+Compactor = Callable[[list[SessionMessage], Path | None], tuple[CompactResult, dict[str, str]]]
+
+
+def save_outputs(messages: Sequence[SessionMessage], folder: Path) -> dict[str, str]:
+    """Save every tool result whole, content-addressed (identical outputs once), privately.
+
+    Returns tool_use_id -> path, the mapping ``compact()`` takes to point its notes at the files.
+    """
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+    paths: dict[str, str] = {}
+    for message in messages:
+        for result in message.toolResults or ():
+            digest = hashlib.sha256(result.text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+            path = folder / f"{digest}.txt"
+            if not path.exists():
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as handle:
+                    handle.write(result.text)
+            paths[result.tool_use_id] = str(path)
+    return paths
+
+
+def compact_at_defaults(messages: list[SessionMessage], archive: Path | None) -> tuple[CompactResult, dict[str, str]]:
+    """The pipeline as a user gets it: default options, the embedded judge."""
+    saved = save_outputs(messages, archive) if archive is not None else None
+    result = compact_sync(messages, LocalJudge(), CompactOptions(), saved)
+    return result, {}
+
+
+@dataclass(frozen=True)
+class _Point:
+    """One compacted prefix, kept for the frontier (which needs the held-out scores first)."""
+
+    group: str
+    fraction: float
+    fire: int
+    head: list[SessionMessage]
+    pairing: Pairing
+    originals: dict[str, str]
+    labels: dict[str, OutputLabel]
+    before: int
+
+
+@dataclass
+class Evaluation:
+    fractions: tuple[float, ...]
+    sessions: int = 0
+    outcomes: dict[str, Outcome] = field(default_factory=dict)  # policy -> totals
+    by_fraction: dict[str, dict[str, Outcome]] = field(default_factory=dict)  # "0.4" -> policy -> totals
+    scores: Scores = field(default_factory=Scores)
+    rows: list[Row] = field(default_factory=list)  # the ranked calls, in the order of ``scores``
+    lossless_points: int = 0  # (session, fire point) pairs where the pipeline lost nothing
+    points: int = 0
+    frontier: dict[str, Outcome] = field(default_factory=dict)  # rank-and-cut policy -> totals
+    frontier_ranker: str = ""  # which judge scores ranked the frontier's "judge" policies
+
+    def aucs(self) -> dict[str, float | None]:
+        return {name: auc(values, self.scores.labels) for name, values in self.scores.by_ranker.items()}
+
+
+def evaluate(
+    sessions: Sequence[Session],
+    model: JudgeModel,
+    fractions: Sequence[float] = EVAL_FIRE_POINTS,
+    compactor: Compactor = compact_at_defaults,
+    archive: Path | None = None,
+    frontier: bool = False,
+) -> Evaluation:
+    """Measure the pipeline and the baselines; with ``frontier``, the rank-and-cut policies too."""
+    report = Evaluation(fractions=tuple(fractions), sessions=len(sessions))
+    points: list[_Point] = []
+    policies = (PIPELINE, *BASELINES)
+    for policy in policies:
+        report.outcomes[policy] = Outcome()
+    preserve = CompactOptions().preserve_recent_messages
+    for number, session in enumerate(sessions):
+        messages = session.messages
+        labels = label_outputs(messages)
+        for fraction in fractions:
+            fire = fire_index(len(messages), fraction)
+            head = list(messages[:fire])
+            pairing = pair_tool_calls(head, preserve)
+            originals = original_results(head, pairing)
+            before = result_chars(head)
+            folder = archive / f"{number:03d}-{fraction:.1f}" if archive is not None else None
+            result, archived = compactor(head, folder)
+            contexts = {PIPELINE: result.messages}
+            contexts.update({name: rule(head, pairing) for name, rule in BASELINES.items()})
+            per_fraction = report.by_fraction.setdefault(f"{fraction:.1f}", {p: Outcome() for p in policies})
+            for policy, kept in contexts.items():
+                outcome = measure(pairing.calls, originals, labels, fire, Context.of(kept), before, archived)
+                report.outcomes[policy].add(outcome)
+                per_fraction[policy].add(outcome)
+                if policy == PIPELINE:
+                    report.points += 1
+                    report.lossless_points += 1 if outcome.gone == 0 else 0
+
+            if frontier:
+                points.append(_Point(session.group, fraction, fire, head, pairing, originals, labels, before))
+            judged = {d.tool_use_id: d.keep_result for d in result.decisions}
+            features = call_features(head, pairing, goal_from_messages(head), build_reuse_index(head))
+            for call in pairing.candidates:
+                values = features[call.tool_use_id]
+                needed = labels[call.tool_use_id].needed_after(fire)
+                since = fire - 1 - call.result_index
+                report.rows.append(
+                    Row(session.group, fraction, call.tool_use_id, tuple(feature_vector(values)), needed,
+                        call.result_chars, since)
+                )
+                report.scores.add(
+                    needed,
+                    {
+                        SHIPPED: model.keep_result(values),
+                        "embedded judge": judged.get(call.tool_use_id, 1.0),
+                        "size": float(call.result_chars),
+                        "recency": -float(since),
+                    },
+                )
+    held_out = held_out_scores(report.rows)
+    if held_out is not None:
+        report.scores.by_ranker[HELD_OUT] = held_out
+    if frontier:
+        report.frontier_ranker = HELD_OUT if held_out is not None else SHIPPED
+        judge = dict(
+            zip(((r.group, r.fraction, r.tool_use_id) for r in report.rows), report.scores.by_ranker[report.frontier_ranker])
+        )
+        for policy in FRONTIER:
+            report.frontier[policy.name] = total = Outcome()
+            for point in points:
+
+                def keep_result(call: ToolCall, p: _Point = point) -> float:
+                    return judge[(p.group, p.fraction, call.tool_use_id)]
+
+                kept = cut_by_policy(point.head, point.pairing, point.originals, keep_result, policy)
+                total.add(
+                    measure(point.pairing.calls, point.originals, point.labels, point.fire, Context.of(kept), point.before)
+                )
+    return report
+
+
+def held_out_scores(rows: Sequence[Row]) -> list[float] | None:
+    """Every row scored by a model fitted on the other sessions' rows (``None`` when no fold can
+    be fitted: fewer than three sessions, or a class missing once a session is left out)."""
+    groups = sorted({row.group for row in rows})
+    if len(groups) < 3:
+        return None
+    for group in groups:
+        rest = [row.label for row in rows if row.group != group]
+        if all(rest) or not any(rest):
+            return None
+    return leave_one_session_out(rows, fit_logistic(rows))

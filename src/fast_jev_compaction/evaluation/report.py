@@ -1,0 +1,271 @@
+"""The evaluation's results as a text table, a JSON document and the docs/quality.md page."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any, Mapping
+
+from ..stats import percent
+from .fit import FitReport
+from .metrics import ratio
+from .outcome import Outcome
+from .quality import HELD_OUT, PIPELINE, RANKERS, Evaluation
+
+REGENERATE = "fast-jev eval --markdown docs/quality.md"
+REGENERATE_FRONTIER = "fast-jev eval --frontier --markdown docs/quality.md"
+REFIT = "fast-jev eval --fit --fit-report docs/judge-fit.md"
+_EMPTY = "n/a"
+
+
+def _pct(value: float | None) -> str:
+    return percent(value) if value is not None else _EMPTY
+
+
+def _auc(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else _EMPTY
+
+
+def outcome_figures(outcome: Outcome) -> dict[str, Any]:
+    removed = outcome.result_chars_before - outcome.result_chars_after
+    return {
+        **asdict(outcome),
+        "gone_share": ratio(outcome.gone, outcome.reused),
+        "recoverable_share": ratio(outcome.recoverable, outcome.gone),
+        "whole_share": ratio(outcome.whole, outcome.reused),
+        "removed_share": ratio(removed, outcome.result_chars_before),
+        "unpinned_removed_share": ratio(
+            outcome.unpinned_chars_before - outcome.unpinned_chars_after, outcome.unpinned_chars_before
+        ),
+    }
+
+
+def loso_line(fit: Mapping[str, Any]) -> str:
+    if not fit or fit.get("loso_auc") is None:
+        return "no fit recorded in the weights file."
+    return (
+        f"leave-one-session-out AUC {_auc(fit['loso_auc'])} over {fit['rows']} calls "
+        f"({fit['positives']} reused) from {fit['sessions']} sessions; on the same calls output size "
+        f"alone {_auc(fit.get('size_auc'))}, recency alone {_auc(fit.get('recency_auc'))}."
+    )
+
+
+def to_json(evaluation: Evaluation, fit: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "sessions": evaluation.sessions,
+        "fire_points": list(evaluation.fractions),
+        "points": evaluation.points,
+        "lossless_points": evaluation.lossless_points,
+        "policies": {name: outcome_figures(o) for name, o in evaluation.outcomes.items()},
+        "by_fire_point": {
+            fraction: {name: outcome_figures(o) for name, o in policies.items()}
+            for fraction, policies in evaluation.by_fraction.items()
+        },
+        "ranking": {
+            "calls": len(evaluation.scores.labels),
+            "reused": sum(evaluation.scores.labels),
+            "auc": evaluation.aucs(),
+        },
+        "fit": dict(fit),
+        "frontier": {
+            "ranker": evaluation.frontier_ranker,
+            "policies": {name: outcome_figures(o) for name, o in evaluation.frontier.items()},
+        }
+        if evaluation.frontier
+        else None,
+    }
+
+
+def _outcome_rows(outcomes: Mapping[str, Outcome]) -> list[list[str]]:
+    rows = []
+    for name, outcome in outcomes.items():
+        f = outcome_figures(outcome)
+        rows.append(
+            [
+                name,
+                str(outcome.reused),
+                _pct(f["gone_share"]),
+                _pct(f["recoverable_share"]),
+                _pct(f["whole_share"]),
+                _pct(f["removed_share"]),
+                _pct(f["unpinned_removed_share"]),
+            ]
+        )
+    return rows
+
+
+_OUTCOME_HEAD = [
+    "policy",
+    "reused outputs",
+    "gone",
+    "recoverable (of gone)",
+    "kept whole",
+    "result chars removed",
+    "of unpinned",
+]
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
+    return [line(head), "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
+    align = ["---"] + ["---:"] * (len(head) - 1)
+    return ["| " + " | ".join(r) + " |" for r in [head, align, *rows]]
+
+
+def _ranking_rows(evaluation: Evaluation) -> list[list[str]]:
+    aucs = evaluation.aucs()
+    return [[name, _auc(aucs.get(name))] for name in RANKERS]
+
+
+def _ranking_note(evaluation: Evaluation) -> list[str]:
+    """Why a figure is n/a, when one is."""
+    aucs = evaluation.aucs()
+    notes = []
+    if HELD_OUT not in aucs:
+        notes.append(
+            "held out n/a: refitting needs at least three sessions, and reused and unreused calls "
+            "whichever session is left out"
+        )
+    if any(value is None for value in aucs.values()):
+        notes.append("n/a: an AUC needs both reused and unreused calls")
+    return notes
+
+
+def _summary(evaluation: Evaluation) -> str:
+    pipeline = evaluation.outcomes.get(PIPELINE, Outcome())
+    points = ", ".join(f"{int(f * 100)} %" for f in evaluation.fractions)
+    sessions = f"{evaluation.sessions} session{'s' if evaluation.sessions != 1 else ''}"
+    text = (
+        f"{sessions}, fire points at {points} of each ({evaluation.points} compactions); "
+        f"{pipeline.present} outputs present at the fire points, {pipeline.reused} of them reused afterwards "
+        f"({pipeline.reproducible} reproducible by a re-read or an identical re-run). "
+        f"The pipeline lost nothing at {evaluation.lossless_points} of {evaluation.points} fire points"
+    )
+    if pipeline.gone:
+        text += f"; {pipeline.gone_partly} of its {pipeline.gone} gone outputs keep part of what was reused"
+    return text + "."
+
+
+def text_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
+    if not evaluation.points:
+        return "No session with a completed tool call: nothing to evaluate."
+    lines = [_summary(evaluation), ""]
+    lines += _table(_OUTCOME_HEAD, _outcome_rows(evaluation.outcomes))
+    lines += ["", f"Ranking of the {len(evaluation.scores.labels)} unpinned calls present at the fire points "
+              f"({sum(evaluation.scores.labels)} reused afterwards), AUC:"]
+    lines += _table(["ranker", "AUC"], _ranking_rows(evaluation))
+    lines += _ranking_note(evaluation)
+    lines += ["", f"Shipped weights' fit: {loso_line(fit)}"]
+    if evaluation.frontier:
+        lines += ["", _frontier_intro(evaluation)]
+        lines += _table(_OUTCOME_HEAD, _outcome_rows(evaluation.frontier))
+    return "\n".join(lines)
+
+
+def _frontier_intro(evaluation: Evaluation) -> str:
+    return (
+        "Cut policies over the same prefixes: unpinned results cut to a digest when the judge's keep_result "
+        f"({evaluation.frontier_ranker}) per 10,000 characters freed is under a price, or when longer than a "
+        "length; nothing is saved, so nothing is recoverable."
+    )
+
+
+def markdown_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
+    command = REGENERATE_FRONTIER if evaluation.frontier else REGENERATE
+    lines = [
+        "# Quality",
+        "",
+        f"Generated by `{command}` (add paths to evaluate other transcripts; "
+        f"`{REFIT}{command.removeprefix('fast-jev eval')}` refits the judge first). Do not edit by hand.",
+        "",
+    ]
+    if not evaluation.points:
+        return "\n".join(lines + ["No session with a completed tool call: nothing to evaluate.", ""])
+    lines += [_summary(evaluation), "", "## Post-fire loss and reduction", ""]
+    lines += _md_table(_OUTCOME_HEAD, _outcome_rows(evaluation.outcomes))
+    lines += ["", "By fire point (the pipeline at its defaults):", ""]
+    lines += _md_table(
+        ["fire point", *_OUTCOME_HEAD[1:]],
+        [
+            [f"{int(float(fraction) * 100)} %", *_outcome_rows({PIPELINE: policies[PIPELINE]})[0][1:]]
+            for fraction, policies in evaluation.by_fraction.items()
+        ],
+    )
+    lines += ["", "## Ranking", ""]
+    lines += [
+        f"AUC of each ranking of the {len(evaluation.scores.labels)} unpinned calls present at the fire points "
+        f"({sum(evaluation.scores.labels)} reused afterwards). *Held out*: the judge's model refitted in this "
+        "run, leave-one-session-out (each session scored by a fit without it). *Shipped weights*: "
+        "`judge/weights.json`, fitted on the corpus, so in-sample when these are corpus sessions.",
+        "",
+    ]
+    lines += _md_table(["ranker", "AUC"], _ranking_rows(evaluation))
+    lines += ["", *_ranking_note(evaluation)] if _ranking_note(evaluation) else []
+    lines += ["", f"The shipped weights' own fit: {loso_line(fit)}", ""]
+    if evaluation.frontier:
+        lines += ["## Frontier", "", _frontier_intro(evaluation), ""]
+        lines += _md_table(_OUTCOME_HEAD, _outcome_rows(evaluation.frontier))
+        lines += [""]
+    lines += ["## Definitions", ""]
+    lines += [
+        "- **Fire point**: the session is cut at 40, 60 and 80 % of its messages; the prefix is compacted "
+        "as a user would (`compact()` with the embedded judge at default options), the suffix is what "
+        "happened next.",
+        "- **Reused output**: an output present at the fire point one of whose distinctive 8-word shingles, "
+        "or ids/hashes/paths of 24+ characters, appears after the fire point in assistant text or in a tool "
+        "input (kompact's behavioural label). *Reproducible*: the session later re-read the same target or "
+        "re-ran the identical call.",
+        "- **Gone**: a reused output that is neither kept whole nor has every snippet reused after the fire "
+        "point still somewhere in the compacted context (a truncated head, a quote, a re-read).",
+        "- **Recoverable**: a gone output whose whole text is in a file named by a marker in the compacted "
+        "context (`saved at <path>`, `saved to <path>`, `full output: <path>`).",
+        "- **Result chars removed**: the share of tool-result characters of the prefix that the compacted "
+        "prefix no longer holds; pinned calls (the first message and the last 6) count in the total. "
+        "*Of unpinned*: the same share over the calls a compaction may touch.",
+        "- Baselines use the same pinned calls: *cut results over 8,000 chars* keeps the first 300 characters "
+        "of each longer result; *drop everything* removes every unpinned call and its result.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def fit_markdown(report: FitReport, feature_names: tuple[str, ...], weights_path: str) -> str:
+    lines = [
+        "# Judge fit",
+        "",
+        f"Generated by `{REFIT}`; the weights are in `{weights_path}`. Do not edit by hand.",
+        "",
+        f"{report.rows} rows (unpinned calls present at fire points "
+        f"{', '.join(report.loso_by_fraction)} of each session; {report.positives} reused afterwards) "
+        f"from {report.sessions} sessions (a subagent transcript counts with its session).",
+        "",
+        "| ranking | AUC |",
+        "|---|---:|",
+        f"| fitted judge, leave-one-session-out | {_auc(report.loso_auc)} |",
+        f"| output size alone | {_auc(report.size_auc)} |",
+        f"| recency alone | {_auc(report.recency_auc)} |",
+        f"| fitted judge, in-sample (not a test) | {_auc(report.in_sample_auc)} |",
+        "",
+        "Leave-one-session-out AUC by fire point:",
+        "",
+        "| fire point | AUC |",
+        "|---|---:|",
+        *(f"| {fraction} | {_auc(value)} |" for fraction, value in report.loso_by_fraction.items()),
+        "",
+        "Method: L2-regularised logistic regression (Newton's method, plain Python); every session's rows "
+        "are predicted by a model fitted without them. Features come from the prefix alone "
+        "(`judge/features.py`); labels are kompact-style reuse after the fire point (`evaluation/labels.py`).",
+        "",
+        "| feature | weight |",
+        "|---|---:|",
+        f"| bias | {report.weights[0]:+.3f} |",
+        *(f"| {name} | {w:+.3f} |" for name, w in zip(feature_names, report.weights[1:])),
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,213 @@
+"""Model turns as Claude Code needs them back: one assistant message per turn, its results next.
+
+Claude Code hands ``session.compact`` one message per transcript record. One model response
+with several tool calls is several assistant records (a text fragment, then one record per
+tool_use, all sharing one ``message.id``), followed by one user record per tool_result, in the
+order the tools finished. A message answered without a handle is rebuilt as a new record with a
+fresh id, so those fragments no longer merge back into one turn: the engine would see
+``assistant[A] assistant[B] user[result A] user[result B]``, and its pairing repair replaces
+results with "[Tool result missing due to internal error]". Handles cannot stay on assistant
+or tool_result messages (their copies re-link to the old history on ``--resume``; see
+docs/ARCHITECTURE.md, "Parallel tool calls").
+
+:func:`regroup` therefore rebuilds each turn as one assistant message (its text, then every
+tool call the compaction kept) followed by one user message holding those calls' results.
+:func:`turn_problems` checks an answer the way the engine will read it; a non-empty list means
+the answer must not be sent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from ..markers import PREFIX
+from ..messages import SessionMessage, ToolResult, ToolUse
+
+_RECORD_IDS = frozenset({"uuid", "handle"})
+
+
+@dataclass
+class _Turn:
+    """Consecutive assistant fragments of one response, and the results of their calls."""
+
+    fragments: list[SessionMessage] = field(default_factory=list)
+    results: list[ToolResult] = field(default_factory=list)
+    # The user messages the results came from; their text rides in the results message.
+    result_sources: list[SessionMessage] = field(default_factory=list)
+    # Engine text that hung on the turn's messages, carried after the turn.
+    carried: list[str] = field(default_factory=list)
+
+    @property
+    def uses(self) -> list[ToolUse]:
+        return [use for fragment in self.fragments for use in fragment.toolUses]
+
+    def messages(self) -> list[SessionMessage]:
+        out = [m for m in (_merged("assistant", self.fragments, self.uses, []),) if m is not None]
+        carried = "".join(self.carried)
+        if self.results:
+            out.append(_merged("user", self.result_sources, [], self.results, carried) or SessionMessage(role="user", toolResults=self.results))
+        elif carried:
+            out.append(SessionMessage(role="user", text=carried))
+        return out
+
+
+def _merged(role: str, sources: Sequence[SessionMessage], uses: list[ToolUse], results: list[ToolResult], carried: str = "") -> SessionMessage | None:
+    """One message from several; a single source that already is that message comes back as is."""
+    if len(sources) == 1 and not carried and sources[0].toolUses == uses and (sources[0].toolResults or []) == results:
+        return sources[0]
+    text = joined([m.text for m in sources if m.text.strip()]) + carried
+    if not text.strip() and not uses and not results:
+        return None
+    extras: dict[str, Any] = {}
+    for source in sources:
+        for key, value in (source.model_extra or {}).items():
+            if key not in _RECORD_IDS:
+                extras.setdefault(key, value)
+    return SessionMessage(role=role, text=text, toolUses=uses, toolResults=results or None, **extras)  # type: ignore[arg-type]
+
+
+def joined(texts: Sequence[str]) -> str:
+    """Fragments' text as the engine reads a record's text blocks: joined with "" — except that a
+    marker line of a dropped call always stays on a line of its own."""
+    out = ""
+    for text in texts:
+        if out and (out.rsplit("\n", 1)[-1].startswith(PREFIX) or text.startswith(PREFIX)):
+            out += "\n"
+        out += text
+    return out
+
+
+def keeps_handle(message: SessionMessage) -> bool:
+    """Whether an untouched message goes back with its engine handle.
+
+    Claude Code 2.1.332 copies a handle-bearing message after the compact boundary as-is: a
+    tool_result record keeps its parentUuid (the pre-boundary tool_use) and an assistant record
+    keeps its message id, so on ``--resume`` the chain walks back across the boundary and
+    same-id fragments merge, which silently restores the old history. Sent without a handle, the
+    engine rebuilds them from the very same role, text and tool blocks, with fresh ids and links.
+    Plain user prompts have neither problem and keep their handle.
+    """
+    return message.handle is not None and message.role == "user" and not message.toolResults
+
+
+def carried_by(original: Sequence[SessionMessage], hung: Mapping[str, str]) -> Callable[[SessionMessage], str]:
+    """The engine text a rebuilt message must carry: what hung on its source, unless it keeps its handle.
+
+    A message rebuilt by the decisions has lost its handle; its tool blocks name the source.
+    """
+    by_block = {b.tool_use_id: m.handle for m in original for b in [*m.toolUses, *(m.toolResults or [])]}
+
+    def carried(message: SessionMessage) -> str:
+        if keeps_handle(message):
+            return ""
+        handle = message.handle
+        if handle is None:
+            blocks = [*message.toolUses, *(message.toolResults or [])]
+            handle = by_block.get(blocks[0].tool_use_id) if blocks else None
+        return hung.get(handle, "") if handle is not None else ""
+
+    return carried
+
+
+def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessage], str] | None = None) -> list[SessionMessage]:
+    """Merge each turn's fragments and gather its results right after it.
+
+    A turn is a run of assistant messages with no user message between them. The engine rebuilds
+    a message as its text, then its calls, so text that followed a call within the turn joins
+    the turn's text (prose keeps its order; only its place relative to the calls moves). Each
+    result joins the turn holding its call, whatever order the tools finished in, and a result
+    message's own text joins the turn of its first result. User messages without results, and
+    results whose call is not in the list, stay where they are. ``carried`` names engine text a
+    message loses by going back without its handle (:mod:`.meta`); a turn's goes after it, in
+    its results message. Messages that need no merging come back as the very same objects.
+    """
+    carry = carried or (lambda message: "")
+    slots: list[_Turn | SessionMessage] = []
+    turn_of: dict[str, _Turn] = {}
+    open_turn: _Turn | None = None
+    for message in messages:
+        if message.role == "assistant":
+            if open_turn is None:
+                open_turn = _Turn()
+                slots.append(open_turn)
+            open_turn.fragments.append(message)
+            open_turn.carried.append(carry(message))
+            turn_of.update((use.tool_use_id, open_turn) for use in message.toolUses)
+            continue
+        open_turn = None
+        results = message.toolResults or []
+        homed = [r for r in results if r.tool_use_id in turn_of]
+        if not homed:
+            slots.append(message)
+            if carry(message):
+                slots.append(SessionMessage(role="user", text=carry(message)))
+            continue
+        strays = [r for r in results if r.tool_use_id not in turn_of]
+        if strays:
+            slots.append(SessionMessage(role="user", toolResults=strays))
+        first = turn_of[homed[0].tool_use_id]
+        first.result_sources.append(message)
+        first.carried.append(carry(message))
+        for result in homed:
+            turn_of[result.tool_use_id].results.append(result)
+    out: list[SessionMessage] = []
+    for slot in slots:
+        for message in slot.messages() if isinstance(slot, _Turn) else [slot]:
+            previous = out[-1] if out else None
+            if previous is not None and previous.role == message.role == "assistant" and not previous.toolUses:
+                # A turn left with text only (every call of it dropped, its results gone) runs
+                # into the next turn: the engine would not merge two assistant messages, so its
+                # text (a marker line, prose) leads the next turn's text.
+                merged = _merged("assistant", [previous, message], list(message.toolUses), [])
+                out[-1] = merged if merged is not None else message
+                continue
+            out.append(message)
+    return out
+
+
+def turn_problems(wired: Sequence[Mapping[str, Any]], original: Sequence[SessionMessage]) -> list[str]:
+    """What the engine would have to repair in an answer's message list; empty when nothing.
+
+    ``wired`` is the answer as sent; an entry that is only ``{"handle": h}`` stands for the
+    input message with that handle. Every tool_result must sit in the message directly after
+    the assistant message holding its tool_use, once; no result may lose a call the input had,
+    nor a call its result. Results whose call was absent from the input too are the engine's
+    own to drop, and a call the input never answered stays unanswered.
+    """
+    known = {m.handle: m for m in original if m.handle is not None}
+    input_calls = {u.tool_use_id for m in original for u in m.toolUses}
+    shaped = [_shape(entry, known) for entry in wired]
+    calls: dict[str, int] = {}
+    problems: list[str] = []
+    for index, (_role, uses, _results) in enumerate(shaped):
+        for use_id in uses:
+            if use_id in calls:
+                problems.append(f"tool call {use_id} appears twice")
+            calls[use_id] = index
+    seen: set[str] = set()
+    for index, (role, _uses, results) in enumerate(shaped):
+        for result_id in results:
+            if result_id in seen:
+                problems.append(f"tool result {result_id} appears twice")
+            seen.add(result_id)
+            call = calls.get(result_id)
+            if call is None:
+                if result_id in input_calls:
+                    problems.append(f"tool result {result_id} outlives its call")
+            elif role != "user" or index != call + 1:
+                problems.append(f"tool result {result_id} is message {index}, its call is message {call}")
+    input_results = {r.tool_use_id for m in original for r in m.toolResults or []}
+    problems.extend(f"tool call {use_id} lost its result" for use_id in calls if use_id in input_results and use_id not in seen)
+    return problems
+
+
+def _shape(entry: Mapping[str, Any], known: Mapping[str, SessionMessage]) -> tuple[str, list[str], list[str]]:
+    if set(entry) == {"handle"}:
+        message = known.get(str(entry["handle"]))
+        if message is None:
+            return "user", [], []
+        return message.role, [u.tool_use_id for u in message.toolUses], [r.tool_use_id for r in message.toolResults or []]
+    uses = [str(u.get("tool_use_id")) for u in entry.get("toolUses") or []]
+    results = [str(r.get("tool_use_id")) for r in entry.get("toolResults") or []]
+    return str(entry.get("role")), uses, results

@@ -1,0 +1,247 @@
+"""Named features of every completed tool call, from what is known when the compaction runs.
+
+Everything here reads the messages handed to the compaction and nothing else: "later" always
+means later within those messages, never after them. Features read the result bodies (size,
+error lines, ids, overlap with the goal and the latest prompt, reuse so far), the tool's kind
+and target, and what happened to that target afterwards (a re-read, an identical re-run, an edit
+not followed by a re-read).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from ..goal import prompt_text
+from ..messages import SessionMessage
+from ..pairing import Pairing, ToolCall
+from ..textutil import js_json
+from .lexicon import basename, command_head, tool_kind
+from .reuse import ReuseIndex, build_reuse_index, long_ids
+
+KINDS = (
+    "read", "search", "fetch", "edit", "side_effect", "test_build", "inspect", "shell",
+    "decision", "agent", "todo", "other",
+)
+FEATURE_NAMES: tuple[str, ...] = (
+    "size_log",
+    "tiny",
+    *(f"kind_{kind}" for kind in KINDS),
+    "is_error",
+    "age_fraction",
+    "calls_after_fraction",
+    "recency",
+    "prompts_after",
+    "superseded",
+    "edited_unread",
+    "reused",
+    "reused_log",
+    "reuse_recency",
+    "later_text_overlap",
+    "goal_overlap",
+    "prompt_overlap",
+    "target_mentioned_later",
+    "error_lines",
+    "ids_log",
+)
+
+# Input fields that do not change what a call does: runs differing only in these are identical.
+_INCIDENTAL_INPUTS = frozenset({"description", "timeout", "run_in_background"})
+# Kinds whose second run is a second change (or answer), never a copy of the first output.
+_CHANGES = frozenset({"edit", "side_effect", "decision", "agent"})
+_HALF_LIFE_MESSAGES = 20.0
+_PROMPTS_SATURATION = 5
+# rebuild.truncated_result_text leaves results up to its 300-char head plus a 120-char margin alone
+_TINY_CHARS = 420
+_ERROR_LINE = re.compile(
+    r"^.*\b(?:error|exception|traceback|failed|failure|fatal|panic|assert(?:ion)?|denied|not found)\b.*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_TERM = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+_STOP_TERMS = frozenset(
+    """this that with from have will what when where which there their they them then than into
+    your about would could should been were also just like make sure need only some more most very
+    file files code line lines please here each other using used true false none null self return
+    function const import export class string value data test tests""".split()
+)
+
+
+@dataclass(frozen=True)
+class CallTarget:
+    """What a call worked on, as far as "the same target" goes."""
+
+    kind: str
+    path: str = ""  # file target of a read or an edit
+    range: str = ""  # offset:limit of a partial read
+    rerun: str = ""  # identical key on a later call = an identical re-run
+    head: str = ""  # test/build command head: a later run of the same suite replaces this one
+
+
+def call_target(call: ToolCall) -> CallTarget:
+    kind = tool_kind(call.tool, call.input)
+    path = ""
+    for key in ("file_path", "notebook_path", "path"):
+        value = call.input.get(key)
+        if isinstance(value, str) and value.strip():
+            path = value.strip()
+            break
+    offset, limit = call.input.get("offset"), call.input.get("limit")
+    span = f"{offset}:{limit}" if offset not in (None, "") or limit not in (None, "") else ""
+    head = ""
+    command = call.input.get("command")
+    if kind == "test_build" and isinstance(command, str):
+        head = command_head(" ".join(command.split()))
+    return CallTarget(
+        kind=kind,
+        path=path if kind in ("read", "edit") else "",
+        range=span,
+        rerun=f"{call.tool}:{js_json({k: v for k, v in call.input.items() if k not in _INCIDENTAL_INPUTS})}",
+        head=head,
+    )
+
+
+def replaces(later: CallTarget, earlier: CallTarget) -> bool:
+    """Whether ``later`` reproduces ``earlier``'s output: a re-read, an identical or newer run."""
+    if earlier.kind == "read":
+        return later.kind == "read" and later.path == earlier.path and later.range in ("", earlier.range)
+    if earlier.kind in _CHANGES:
+        return False  # a second run is a second change, not a copy of the first output
+    if later.rerun == earlier.rerun:
+        return True
+    return bool(earlier.head) and later.head == earlier.head
+
+
+def result_text(messages: Sequence[SessionMessage], call: ToolCall) -> str:
+    for result in messages[call.result_index].toolResults or ():
+        if result.tool_use_id == call.tool_use_id:
+            return result.text
+    return ""
+
+
+def terms(text: str) -> set[str]:
+    """Identifier-like words of four letters or more, lower-cased, common words left out."""
+    return {t for t in (m.lower() for m in _TERM.findall(text)) if t not in _STOP_TERMS}
+
+
+def _superseded(
+    target: CallTarget,
+    n: int,
+    last_read: Mapping[tuple[str, str], int],
+    last_rerun: Mapping[str, int],
+    last_head: Mapping[str, int],
+) -> bool:
+    """Whether a later call replaces call ``n`` (:func:`replaces`, looked up instead of scanned)."""
+    if target.kind == "read":
+        return last_read.get((target.path, ""), -1) > n or last_read.get((target.path, target.range), -1) > n
+    if target.kind in _CHANGES:
+        return False
+    return last_rerun.get(target.rerun, -1) > n or (bool(target.head) and last_head.get(target.head, -1) > n)
+
+
+def _share(wanted: set[str], present: set[str]) -> float:
+    return len(wanted & present) / len(wanted) if wanted else 0.0
+
+
+def call_features(
+    messages: Sequence[SessionMessage],
+    pairing: Pairing,
+    goal: str,
+    index: ReuseIndex | None = None,
+) -> dict[str, dict[str, float]]:
+    """``{tool_use_id: {feature: value}}`` for every completed call; ``index`` may be passed in
+    when the caller already built it over the same messages."""
+    if not messages:
+        return {}
+    reuse = index if index is not None else build_reuse_index(messages)
+    last = len(messages) - 1
+    calls = pairing.calls
+    targets = [call_target(call) for call in calls]
+
+    prompt_positions = [i for i, m in enumerate(messages) if prompt_text(m)]
+    prompt_set = set(prompt_positions)
+    latest_prompt = prompt_text(messages[prompt_positions[-1]]) if prompt_positions else ""
+    goal_terms, prompt_terms = terms(goal), terms(latest_prompt)
+    # term -> the last assistant message using it; file name -> the last prompt or reply naming it
+    last_said: dict[str, int] = {}
+    for position, message in enumerate(messages):
+        if message.role == "assistant":
+            for term in terms(message.text):
+                last_said[term] = position
+    spoken = [
+        m.text.lower() if m.role == "assistant" or position in prompt_set else "" for position, m in enumerate(messages)
+    ]
+    last_named: dict[str, int] = {}
+
+    def named_at(name: str) -> int:
+        if name not in last_named:
+            last_named[name] = next((p for p in range(last, -1, -1) if name in spoken[p]), -1)
+        return last_named[name]
+
+    # what happened to each target afterwards, by key -> the last call (position in ``calls``)
+    last_read: dict[tuple[str, str], int] = {}
+    last_rerun: dict[str, int] = {}
+    last_head: dict[str, int] = {}
+    by_path: dict[str, list[int]] = {}
+    for n, target in enumerate(targets):
+        if target.kind == "read":
+            last_read[(target.path, target.range)] = n
+        last_rerun[target.rerun] = n
+        if target.head:
+            last_head[target.head] = n
+        if target.kind in ("read", "edit"):
+            by_path.setdefault(target.path, []).append(n)
+
+    out: dict[str, dict[str, float]] = {}
+    for n, (call, target) in enumerate(zip(calls, targets)):
+        text = result_text(messages, call)
+        values = dict.fromkeys(FEATURE_NAMES, 0.0)
+        values["size_log"] = math.log10(call.result_chars + 1)
+        values["tiny"] = 1.0 if call.result_chars <= _TINY_CHARS else 0.0
+        values[f"kind_{target.kind}"] = 1.0
+        values["is_error"] = 1.0 if call.is_error else 0.0
+        since = last - call.result_index
+        values["age_fraction"] = since / last if last else 0.0
+        values["calls_after_fraction"] = (len(calls) - 1 - n) / len(calls)
+        values["recency"] = 0.5 ** (since / _HALF_LIFE_MESSAGES)
+        prompts = sum(1 for p in prompt_positions if p > call.result_index)
+        values["prompts_after"] = min(prompts, _PROMPTS_SATURATION) / _PROMPTS_SATURATION
+
+        if _superseded(target, n, last_read, last_rerun, last_head):
+            values["superseded"] = 1.0
+        if target.kind == "read" and target.path:
+            edited = False
+            for later in by_path[target.path]:
+                other = targets[later]
+                if later <= n:
+                    continue
+                if other.kind == "edit":
+                    edited = True
+                elif other.range in ("", target.range):
+                    edited = False
+            values["edited_unread"] = 1.0 if edited else 0.0
+
+        reused = reuse.reuses(text, call.result_index)
+        if reused:
+            values["reused"] = 1.0
+            values["reused_log"] = math.log1p(len(reused))
+            latest = max(positions[-1] for positions in reused.values())
+            values["reuse_recency"] = 0.5 ** ((last - latest) / _HALF_LIFE_MESSAGES)
+        output_terms = terms(text)
+        said_later = {t for t in output_terms if last_said.get(t, -1) > call.result_index}
+        values["later_text_overlap"] = len(said_later) / len(output_terms) if output_terms else 0.0
+        values["goal_overlap"] = _share(goal_terms, output_terms)
+        values["prompt_overlap"] = _share(prompt_terms, output_terms)
+        name = basename(target.path).lower() if target.path else ""
+        if len(name) >= 4 and named_at(name) > call.result_index:
+            values["target_mentioned_later"] = 1.0
+        values["error_lines"] = math.log1p(min(len(_ERROR_LINE.findall(text)), 50))
+        values["ids_log"] = math.log1p(len(long_ids(text)))
+        out[call.tool_use_id] = values
+    return out
+
+
+def feature_vector(values: Mapping[str, float]) -> list[float]:
+    """The values in :data:`FEATURE_NAMES` order (a missing feature is 0)."""
+    return [float(values.get(name, 0.0)) for name in FEATURE_NAMES]

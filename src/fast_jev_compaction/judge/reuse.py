@@ -1,0 +1,138 @@
+"""Where a tool output comes back: its distinctive snippets and the later messages that repeat them.
+
+A snippet is a distinctive 8-word shingle of an output, or an id-like token of 24 characters or
+more (a hash, an id, a path, a URL). An output is *reused* at message ``m`` when one of its
+snippets appears in ``m``'s assistant text or in one of ``m``'s tool inputs (an Edit's
+``old_string``, a Read of a path the output listed). This is kompact's behavioural label; the
+feature extraction uses it on the past ("reused so far") and the evaluation on the future.
+
+A snippet already present in a prompt, an assistant text or a tool input *before* the output
+arrived is not distinctive: the output did not bring it into the conversation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from itertools import accumulate
+from typing import Any, Iterable, Iterator, Sequence
+
+from ..messages import SessionMessage
+
+SHINGLE_WORDS = 8
+ID_MIN_CHARS = 24
+# A shingle must carry some content: "0 0 0 0 0 0 0 0" or "a b c d e f g h" come back by chance.
+_SHINGLE_MIN_CHARS = 30
+_SHINGLE_MIN_LONG_WORDS = 3
+
+# Read results number their lines ("    12→code" or "    12\tcode"); the numbers are not content.
+_LINE_NUMBER = re.compile(r"^[ \t]*\d+(?:→|\t)", re.MULTILINE)
+_WORD = re.compile(r"\w+")
+_URL = re.compile(r"https?://[^\s\"'<>()\[\]{}`]+")
+_ID = re.compile(r"[\w\-./~@+=%]{" + str(ID_MIN_CHARS) + ",}")
+_ID_TRIM = ".,-/"
+_ALNUM = re.compile(r"[A-Za-z0-9]")
+_ID_MARK = re.compile(r"[0-9/_\-]")
+
+
+def normalized_words(text: str) -> list[str]:
+    """Lower-cased word tokens, with Read line numbers removed."""
+    return _WORD.findall(_LINE_NUMBER.sub("", text).lower())
+
+
+def shingles(text: str) -> set[str]:
+    """The 8-word windows of ``text`` that carry enough content to be distinctive."""
+    words = normalized_words(text)
+    if len(words) < SHINGLE_WORDS:
+        return set()
+    # running sums make each window's checks O(1)
+    lengths = [len(word) for word in words]
+    chars = list(accumulate(lengths, initial=0))
+    long_words = list(accumulate((n >= 3 for n in lengths), initial=0))
+    min_chars = _SHINGLE_MIN_CHARS - (SHINGLE_WORDS - 1)  # the spaces count too
+    return {
+        " ".join(words[start : start + SHINGLE_WORDS])
+        for start in range(len(words) - SHINGLE_WORDS + 1)
+        if chars[start + SHINGLE_WORDS] - chars[start] >= min_chars
+        and long_words[start + SHINGLE_WORDS] - long_words[start] >= _SHINGLE_MIN_LONG_WORDS
+    }
+
+
+def long_ids(text: str) -> set[str]:
+    """Tokens of 24+ characters that name something: hashes, ids, paths, URLs."""
+    found: set[str] = set()
+    for match in _URL.finditer(text):
+        token = match.group(0).rstrip(".,;:")
+        if len(token) >= ID_MIN_CHARS:
+            found.add(token)
+    for token in _ID.findall(text):
+        token = token.strip(_ID_TRIM)
+        # a long plain word names nothing; a rule of dashes or dots neither
+        if len(token) >= ID_MIN_CHARS and _ID_MARK.search(token) and len(_ALNUM.findall(token)) >= 8:
+            found.add(token)
+    return found
+
+
+def snippets(text: str) -> set[str]:
+    """Shingles and long ids together (a shingle has spaces, an id has none: no collisions)."""
+    return shingles(text) | long_ids(text)
+
+
+def string_values(value: Any) -> Iterator[str]:
+    """Every string inside a tool input, keys excluded."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from string_values(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from string_values(item)
+
+
+def channel_texts(message: SessionMessage) -> list[str]:
+    """The texts of a message through which an output can be reused: assistant text, tool inputs."""
+    texts = [message.text] if message.role == "assistant" and message.text else []
+    for use in message.toolUses:
+        texts.extend(string_values(use.input))
+    return texts
+
+
+@dataclass
+class ReuseIndex:
+    """For one conversation: where every snippet appears in the reuse channels, and since when.
+
+    ``first_seen`` also counts user text, so a snippet the user typed is never credited to an
+    output that repeats it.
+    """
+
+    occurrences: dict[str, list[int]] = field(default_factory=dict)
+    first_seen: dict[str, int] = field(default_factory=dict)
+    size: int = 0  # messages indexed
+
+    def reuses(self, output: str, result_index: int) -> dict[str, list[int]]:
+        """The output's distinctive snippets that come back, each with the later messages repeating it."""
+        found: dict[str, list[int]] = {}
+        for snippet in snippets(output):
+            if self.first_seen.get(snippet, self.size) <= result_index:
+                continue
+            later = self.occurrences.get(snippet)
+            if later:
+                found[snippet] = later
+        return found
+
+
+def build_reuse_index(messages: Sequence[SessionMessage]) -> ReuseIndex:
+    index = ReuseIndex(size=len(messages))
+    for position, message in enumerate(messages):
+        texts: Iterable[str] = channel_texts(message)
+        seen_here: set[str] = set()
+        for text in texts:
+            seen_here |= snippets(text)
+        for snippet in seen_here:
+            index.occurrences.setdefault(snippet, []).append(position)
+            index.first_seen.setdefault(snippet, position)
+        if message.role == "user" and message.text:
+            for snippet in snippets(message.text):
+                index.first_seen.setdefault(snippet, position)
+    return index

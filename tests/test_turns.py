@@ -1,0 +1,292 @@
+"""Regrouping a rebuilt history into Claude Code's turn shape, and the check before answering.
+
+The conversations have Claude Code's fragment shape: one message per record, so a response with
+several tool calls is a text fragment plus one assistant message per call, and its results come
+back one user message each, in the order the tools finished (or interleaved with the calls when
+they ran one by one). Every mix of keep / truncate / drop inside one turn is exercised.
+"""
+
+from __future__ import annotations
+
+import re
+
+from typing import get_args
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fast_jev_compaction.decisions import Action, CallDecision
+from fast_jev_compaction.hook.entry import wire_messages
+from fast_jev_compaction.hook.turns import carried_by, keeps_handle, regroup, turn_problems
+from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
+from fast_jev_compaction.pairing import pair_tool_calls
+from fast_jev_compaction.digest import DigestShape
+from fast_jev_compaction.markers import drop_marker
+from fast_jev_compaction.rebuild import apply_decisions, cut_output
+
+# The three outcomes in decisions.py order; a rename of the actions changes nothing here.
+KEEP, TRUNCATE, DROP = get_args(Action)
+HEAD = 40
+SHAPE = DigestShape(budget=200, head=HEAD)
+
+
+def prompt(text: str, handle: str = "") -> SessionMessage:
+    return SessionMessage(role="user", text=text, handle=handle or f"h-{text}")
+
+
+def prose(text: str) -> SessionMessage:
+    return SessionMessage(role="assistant", text=text, handle=f"h-{text}")
+
+
+def call(name: str) -> SessionMessage:
+    use = ToolUse(tool_use_id=name, tool="Read", input={"file_path": f"/{name}"})
+    return SessionMessage(role="assistant", toolUses=[use], handle=f"h-use-{name}")
+
+
+def result(name: str, text: str = "", extra: str = "") -> SessionMessage:
+    block = ToolResult(tool_use_id=name, text=text or f"output of {name}", isError=False)
+    return SessionMessage(role="user", text=extra, toolResults=[block], handle=f"h-result-{name}")
+
+
+def shape(messages: list[SessionMessage]) -> list[tuple[str, str, list[str], list[str]]]:
+    return [
+        (m.role, m.text, [u.tool_use_id for u in m.toolUses], [r.tool_use_id for r in m.toolResults or []])
+        for m in messages
+    ]
+
+
+# --------------------------------------------------------------------------- regroup
+
+
+def test_one_response_with_parallel_calls_becomes_one_turn_and_one_results_message() -> None:
+    messages = [prompt("go"), prose("Two at once."), call("a"), call("b"), result("b"), result("a"), prose("Done.")]
+    out = regroup(messages)
+    assert shape(out) == [
+        ("user", "go", [], []),
+        ("assistant", "Two at once.", ["a", "b"], []),
+        ("user", "", [], ["b", "a"]),
+        ("assistant", "Done.", [], []),
+    ]
+    # Untouched messages that need no merging are the very same objects (the prompt keeps its handle).
+    assert out[0] is messages[0] and out[-1] is messages[-1]
+    assert out[1].handle is None and out[2].handle is None
+    assert out[2].toolResults == [messages[4].toolResults[0], messages[5].toolResults[0]]  # type: ignore[index]
+
+
+def test_calls_run_one_by_one_stay_interleaved() -> None:
+    messages = [prompt("go"), call("a"), result("a"), call("b"), result("b")]
+    out = regroup(messages)
+    assert all(o is m for o, m in zip(out, messages, strict=True))
+
+
+def test_text_between_the_calls_of_a_turn_joins_the_turn_text_in_order() -> None:
+    # The engine rebuilds a message as text then calls; the prose keeps its order.
+    messages = [prompt("go"), prose("First."), call("a"), prose("Second."), call("b"), result("a"), result("b")]
+    assert shape(regroup(messages)) == [
+        ("user", "go", [], []),
+        ("assistant", "First.Second.", ["a", "b"], []),
+        ("user", "", [], ["a", "b"]),
+    ]
+
+
+def test_text_of_a_results_message_rides_with_the_results() -> None:
+    messages = [call("a"), call("b"), result("a", extra="[Request interrupted by user]"), result("b")]
+    out = regroup(messages)
+    assert shape(out) == [("assistant", "", ["a", "b"], []), ("user", "[Request interrupted by user]", [], ["a", "b"])]
+
+
+def test_text_fragments_of_one_response_join_as_the_engine_joins_them() -> None:
+    messages = [prompt("go"), prose("Let me "), SessionMessage(role="assistant", text=""), prose("look."), call("a"), result("a")]
+    assert shape(regroup(messages))[1] == ("assistant", "Let me look.", ["a"], [])
+
+
+def test_results_without_a_call_and_pending_calls_stay_where_they_are() -> None:
+    stray = result("gone")
+    messages = [prompt("go"), stray, prose("Now."), call("a"), call("b")]
+    out = regroup(messages)
+    assert out[1] is stray
+    assert shape(out)[2:] == [("assistant", "Now.", ["a", "b"], [])]
+    assert turn_problems(wire_messages(out), messages) == []
+
+
+def test_a_turn_whose_calls_were_all_dropped_leaves_its_prose_with_the_next_turn() -> None:
+    messages = [prompt("go"), prose("Looking."), call("a"), result("a"), prose("Then."), call("b"), result("b")]
+    decisions = [CallDecision("t1", "a", "Read", 0.0, 0.0, DROP, "budget", 0, "/archive/a.txt")]
+    calls = pair_tool_calls(messages, 0).calls
+    out = regroup(apply_decisions(messages, decisions, calls, SHAPE))
+    # The dropped call's marker stays on its own line, between the turn's prose fragments.
+    marker = drop_marker("Read", "/a", len("output of a"), False, "/archive/a.txt")
+    assert shape(out) == [("user", "go", [], []), ("assistant", f"Looking.\n{marker}\nThen.", ["b"], []), ("user", "", [], ["b"])]
+
+
+# --------------------------------------------------------------------------- turn_problems
+
+
+def test_turn_problems_finds_what_the_engine_would_repair() -> None:
+    messages = [prompt("go"), call("a"), call("b"), result("b"), result("a")]
+    wired = wire_messages(messages)
+    problems = turn_problems(wired, messages)
+    assert problems == ["tool result a is message 4, its call is message 1"]
+    assert turn_problems(wire_messages(regroup(messages)), messages) == []
+
+
+def test_turn_problems_reads_handle_only_entries_and_flags_lost_calls_and_duplicates() -> None:
+    messages = [prompt("go"), call("a"), result("a"), result("orphan")]
+    regrouped = wire_messages(regroup(messages), compact=True)
+    assert regrouped[0] == {"handle": "h-go"}
+    # A result whose call was never there is the engine's to drop; one that lost its call is not.
+    assert turn_problems(regrouped, messages) == []
+    assert turn_problems([regrouped[0], regrouped[2]], messages) == ["tool result a outlives its call"]
+    doubled = [*regrouped[:3], regrouped[2]]
+    assert "tool result a appears twice" in turn_problems(doubled, messages)
+    assert turn_problems(regrouped[:2], messages) == ["tool call a lost its result"]
+
+
+# --------------------------------------------------------------------------- properties
+
+
+@st.composite
+def sessions(draw):
+    """Claude Code-shaped messages: prompts, responses of 0-4 calls, results in any order."""
+    messages: list[SessionMessage] = [prompt("start")]
+    outputs: dict[str, str] = {}
+    pending_ok = True
+    turns = draw(st.integers(min_value=1, max_value=6))
+    for turn in range(turns):
+        if draw(st.booleans()):
+            messages.append(prompt(f"prompt {turn}"))
+        if draw(st.booleans()):
+            messages.append(prose(f"Turn {turn} says hello. "))
+        if draw(st.booleans()):
+            messages.append(SessionMessage(role="assistant", text="", handle=f"h-thinking-{turn}"))
+        names = [f"t{turn}c{k}" for k in range(draw(st.integers(min_value=0, max_value=4)))]
+        for name in names:
+            outputs[name] = draw(st.sampled_from(["short", "line of output\n" * 30, "x" * 400]))
+        if draw(st.booleans()) and names:
+            for name in names:  # one by one: each call's result before the next call
+                messages += [call(name), result(name, outputs[name])]
+            continue
+        messages += [call(name) for name in names]
+        if draw(st.booleans()):
+            messages.append(prose(f"Turn {turn} after the calls."))
+        last = turn == turns - 1
+        if last and pending_ok and draw(st.booleans()):
+            continue  # the calls are still running: no results yet
+        finished = draw(st.permutations(names))
+        messages += [result(name, outputs[name]) for name in finished]
+    if draw(st.booleans()):
+        messages.append(prose("All done."))
+    return messages
+
+
+def _decisions(messages: list[SessionMessage], actions: list[str]):
+    calls = pair_tool_calls(messages, 0).calls
+    decisions = [
+        CallDecision(c.id, c.tool_use_id, c.tool, 0.0, 0.0, action, "budget", 0, f"/archive/{c.tool_use_id}.txt")  # type: ignore[arg-type]
+        for c, action in zip(calls, actions)
+    ]
+    return calls, decisions
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sessions(), st.lists(st.sampled_from([KEEP, TRUNCATE, DROP]), min_size=24, max_size=24), st.data())
+def test_every_mix_of_keep_truncate_drop_keeps_the_turn_shape(messages: list[SessionMessage], actions: list[str], data) -> None:
+    calls, decisions = _decisions(messages, actions)
+    archive = {d.tool_use_id: d.archive_path for d in decisions}
+    # Engine text (a caveat, a skill's text) hangs on some messages.
+    handles = [m.handle for m in messages if m.handle]
+    hung = {h: f"<meta of {h}>" for h in data.draw(st.lists(st.sampled_from(handles), unique=True, max_size=4))}
+    out = regroup(apply_decisions(messages, decisions, calls, SHAPE), carried_by(messages, hung))
+    wired = wire_messages(out)
+
+    # Hung text comes back once, in a user message, for every message that went back rebuilt.
+    surviving_blocks = {b.tool_use_id for m in out for b in [*m.toolUses, *(m.toolResults or [])]}
+    for source in messages:
+        text = hung.get(source.handle or "")
+        if text is None:
+            continue
+        blocks = {b.tool_use_id for b in [*source.toolUses, *(source.toolResults or [])]}
+        survived = not blocks or bool(blocks & surviving_blocks)
+        expected = 0 if keeps_handle(source) or not survived else 1
+        assert sum(m.text.count(text) for m in out) == expected
+        assert all(m.role == "user" for m in out if text in m.text)
+    out = [m for m in out if m.toolResults or not m.text.startswith("<meta of ")]
+
+    # What the engine will read pairs up: no result away from its call, none twice, none orphaned.
+    assert turn_problems(wired, messages) == []
+    answered = {r.tool_use_id for m in messages for r in m.toolResults or []}
+    for index, message in enumerate(out):
+        uses = [u.tool_use_id for u in message.toolUses]
+        if any(u in answered for u in uses):
+            following = out[index + 1]
+            assert following.role == "user"
+            assert {r.tool_use_id for r in following.toolResults or []} == set(uses) & answered
+
+    # Each decision shows: kept verbatim, truncated with a note naming the saved file, dropped whole.
+    action_of = {d.tool_use_id: d.action for d in decisions}
+    original = {r.tool_use_id: r.text for m in messages for r in m.toolResults or []}
+    now = {r.tool_use_id: r.text for m in out for r in m.toolResults or []}
+    kept_uses = {u.tool_use_id for m in out for u in m.toolUses}
+    for tool_use_id, text in original.items():
+        action = action_of.get(tool_use_id, KEEP)
+        if action == DROP:
+            assert tool_use_id not in now and tool_use_id not in kept_uses
+        elif action == TRUNCATE:
+            assert now[tool_use_id] == (cut_output(text, False, SHAPE, archive[tool_use_id]) or text)
+        else:
+            assert now[tool_use_id] == text
+
+    # Prose is verbatim and in order; plain prompts are the input's own objects.
+    def prose_of(ms: list[SessionMessage], role: str) -> str:
+        # Marker lines of dropped calls set aside (each on its own line), the rest is the prose.
+        text = "".join(m.text for m in ms if m.role == role and m.text.strip())
+        return re.sub(r"\n?\[fast-jev-compaction: [^\n]*? if needed\]\n?", "", text)
+
+    assert sum(m.text.count("[fast-jev-compaction: the ") for m in out) == actions[: len(calls)].count(DROP)
+
+    assert prose_of(out, "assistant") == prose_of(messages, "assistant")
+    assert [m for m in out if m.role == "user" and not m.toolResults] == [
+        m for m in messages if m.role == "user" and not m.toolResults
+    ]
+    assert all(any(o is m for m in messages) for o in out if o.role == "user" and not o.toolResults)
+
+    # No run of assistant messages: every turn is one message, and the next one follows a user message.
+    assert all(not (before.role == after.role == "assistant") for before, after in zip(out, out[1:]))
+
+
+def test_an_answer_that_would_separate_results_from_their_calls_falls_back(monkeypatch, tmp_path) -> None:
+    from fast_jev_compaction.hook import entry
+    from fast_jev_compaction.hook.event import HookEvent
+
+    big = "line of output\n" * 400
+    messages = [prompt("go"), prose("Both.")]
+    for turn in range(3):
+        names = [f"t{turn}a", f"t{turn}b"]
+        messages += [call(n) for n in names] + [result(n, big) for n in reversed(names)]
+    messages.append(prose("Done."))
+    event = HookEvent(messages=messages, sessionId="s", pluginData=str(tmp_path), options={"preserveRecentMessages": 1})
+    log = entry.HookLog(tmp_path)
+
+    assert entry.run_compaction(event, log).action == "replaced"
+    # Without the regrouping the check sees what the engine would repair, and says so.
+    monkeypatch.setattr(entry, "regroup", lambda messages, carried=None: list(messages))
+    outcome = entry.run_compaction(event, log)
+    assert outcome.action == "fallback"
+    assert outcome.reason.startswith("the pruned history would separate tool results from their calls (tool result t0a ")
+    assert "ERROR tool results out of place: tool result t0a is message" in (tmp_path / "hook.log").read_text()
+
+
+def test_a_call_dropped_between_its_turn_s_results_leaves_no_run_of_assistant_messages() -> None:
+    # The engine hands results interleaved with the turn's later call fragments (spotter, 2.1.39).
+    messages = [prompt("go"), call("a"), call("b"), result("a"), call("c"), result("b"), result("c"), prose("Next."), call("d"), result("d")]
+    decisions = [CallDecision("t3", "c", "Read", 0.0, 0.0, DROP, "budget", 0, "/archive/c.txt")]
+    out = regroup(apply_decisions(messages, decisions, pair_tool_calls(messages, 0).calls, SHAPE))
+    assert all(not (x.role == y.role == "assistant") for x, y in zip(out, out[1:]))
+    marker = drop_marker("Read", "/c", len("output of c"), False, "/archive/c.txt")
+    assert shape(out) == [
+        ("user", "go", [], []),
+        ("assistant", "", ["a", "b"], []),
+        ("user", "", [], ["a", "b"]),
+        ("assistant", f"{marker}\nNext.", ["d"], []),
+        ("user", "", [], ["d"]),
+    ]

@@ -64,8 +64,8 @@ const REPLACE = {
     { role: 'user', text: '', toolUses: [], toolResults: [{ tool_use_id: 'toolu_1', text: '1\n[truncated]', isError: false }] },
     { ...MESSAGES[3] },
   ],
-  toast: 'kept 4/4 messages, no summary (50.0% reduction; 1 results truncated)',
-  log: ['decisions: t1:Bash:drop_result/call=0.80/result=0.10'],
+  toast: 'kept 4/4 messages, no summary (50.0% reduction; 1 truncated)',
+  log: ['decisions: t1:Bash:truncate/call=0.80/result=0.10'],
 }
 
 test('replace: runs the entry with one JSON document and hands back the pruned history', async ($, on) => {

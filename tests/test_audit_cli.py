@@ -214,8 +214,10 @@ def test_log_shows_each_compaction_and_its_decisions(history: Path, capsys: pyte
     first = blocks[0]
     assert "session s1" in first and "trigger manual" in first and "replaced" in first
     assert "chars 10,000 → 4,000 (freed 6,000)" in first and "stage full" in first and "1,234 ms" in first
-    assert 't3 Read drop_call call=0.10 result=0.10 freed 1,234 chars  {"file_path":"src/a.py"}' in first
-    assert "t4 Bash keep [pinned] call=- result=-" in first
+    table = [line.split() for line in first.splitlines()[4:]]
+    assert table[0] == ["call", "tool", "target", "decision", "rule", "/", "probabilities", "freed"]
+    assert table[1] == ["t3", "Read", "src/a.py", "drop", "call", "0.10", "result", "0.10", "1,234"]
+    assert table[2][:5] == ["t4", "Bash", "-", "keep", "pinned"]
     assert "fallback: jev timeout" in blocks[1]
 
 
@@ -249,14 +251,35 @@ def test_log_why_lists_every_decision_about_a_call_newest_first(
     assert code == 0
     assert out.startswith("toolu_read: 2 decisions, newest first")
     assert re.findall(r"#(\d+)", out) == ["3", "1"]
-    assert out.index("t1 Read keep") < out.index("t3 Read drop_call")
+    assert out.index("t1 Read keep") < out.index("t3 Read drop")
 
     _, out, _ = run(capsys, "log", "--db", str(history), "--why", "toolu_read", "--json")
     doc = json.loads(out)
-    assert [(r["compaction"]["id"], r["decision"]["action"]) for r in doc["decisions"]] == [(3, "keep"), (1, "drop_call")]
+    assert [(r["compaction"]["id"], r["decision"]["decision"]) for r in doc["decisions"]] == [(3, "keep"), (1, "drop")]
 
     code, out, _ = run(capsys, "log", "--db", str(history), "--why", "toolu_unknown")
     assert code == 0 and "No decision recorded about tool call toolu_unknown" in out
+
+
+def test_log_why_takes_a_unique_prefix_or_the_newest_short_id(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for ref in ("toolu_r", "t1", "t3"):  # t1 and t3 both name toolu_read, in #3 and #1
+        code, out, _ = run(capsys, "log", "--db", str(history), "--why", ref)
+        assert code == 0 and out.startswith("toolu_read: 2 decisions, newest first"), ref
+    code, out, _ = run(capsys, "log", "--db", str(history), "--why", "t4")
+    assert code == 0 and out.startswith("toolu_pin: 1 decision")
+    code, out, err = run(capsys, "log", "--db", str(history), "--why", "toolu_")
+    assert (code, out) == (2, "")
+    assert err == "fast-jev log: 2 tool calls start with 'toolu_' (toolu_pin, toolu_read); give more of the id\n"
+
+
+def test_session_takes_a_unique_prefix(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = make_db(history, (replaced("s2-other"), []))
+    _, out, _ = run(capsys, "log", "--db", str(db), "--session", "s1")
+    assert re.findall(r"^#(\d+)", out, re.M) == ["1", "3"]
+    code, _, err = run(capsys, "stats", "--db", str(db), "--session", "s2")
+    assert code == 0  # exact match wins over the prefix
+    code, _, err = run(capsys, "log", "--db", str(db), "--session", "s")
+    assert code == 2 and err == "fast-jev log: 3 sessions start with 's'; give more of the id\n"
 
 
 def test_log_of_a_missing_db_is_the_empty_state(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -282,9 +305,7 @@ def test_bad_input_exits_2_with_a_message(
     assert code == 2 and "not a fast-jev decision log" in err
 
 
-@pytest.mark.parametrize("value", ["0", "-3", "many"])
-def test_bad_last_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str) -> None:
-    with pytest.raises(SystemExit) as info:
-        cli.main(["log", "--db", str(tmp_path / "d.sqlite"), "--last", value])
-    assert info.value.code == 2
-    assert "expected a positive integer" in capsys.readouterr().err
+@pytest.mark.parametrize(("value", "why"), [("-3", "expected 0 (everything) or more, got -3"), ("many", "expected a whole number, got 'many'")])
+def test_bad_count_is_a_one_line_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, why: str) -> None:
+    assert cli.main(["log", "--db", str(tmp_path / "d.sqlite"), "-n", value]) == 2
+    assert capsys.readouterr().err == f"fast-jev log: argument -n/--last: {why} (see fast-jev log --help)\n"

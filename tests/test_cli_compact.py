@@ -104,7 +104,7 @@ def test_missing_file_and_bad_threshold(tmp_path: Path, capsys: pytest.CaptureFi
     assert "cannot read" in capsys.readouterr().err
     example = REPO / "examples" / "session.jsonl"
     assert main(["compact", str(example), "--keep-threshold", "1.5"]) == 2
-    assert "keepThreshold must be between 0 and 1" in capsys.readouterr().err
+    assert capsys.readouterr().err == "fast-jev compact: argument --keep-threshold: expected a number in [0, 1], got 1.5 (see fast-jev compact --help)\n"
 
 
 def test_example_session_is_compacted_with_the_embedded_judge(tmp_path: Path) -> None:
@@ -122,4 +122,9 @@ def test_example_session_is_compacted_with_the_embedded_judge(tmp_path: Path) ->
     lines = out.read_text(encoding="utf-8").splitlines()
     before = read_messages(REPO / "examples" / "session.jsonl")
     assert 0 < len(lines) <= len(before)
-    assert proc.stderr.startswith("decisions: ")
+    header, *rows = proc.stderr.splitlines()
+    assert header.split() == ["call", "tool", "target", "size", "decision", "rule", "/", "probabilities", "freed"]
+    assert len(rows) == 12 and rows[0].split()[:3] == ["t1", "Bash", "ls"]
+    # aligned: every row's decision column starts where the header's does
+    column = header.index("decision")
+    assert all(row[column:].split()[0] in ("keep", "truncate", "drop") for row in rows)

@@ -120,7 +120,8 @@ def test_missing_paths_and_empty_input_are_explicit(tmp_path: Path, capsys: pyte
 
 
 def test_archive_makes_truncated_outputs_recoverable_and_keeps_files_private(tmp_path: Path) -> None:
-    body = "\n".join(["noise line that nobody needs"] * 400 + [SENTENCE])
+    # The quoted line sits mid-output, where a digest (opening, closing, key lines) does not reach.
+    body = "\n".join(["noise line that nobody needs"] * 200 + [SENTENCE] + ["noise line that nobody needs"] * 200)
     messages = [
         prompt("look at the log"),
         call("log", "Bash", command="cat build.log"),
@@ -129,7 +130,7 @@ def test_archive_makes_truncated_outputs_recoverable_and_keeps_files_private(tmp
         said(f"The end of the log: {SENTENCE}"),
     ]
     sessions, _ = load_sessions([write_session(tmp_path / "log.json", messages)])
-    # the log's last line, quoted after the fire point, is cut from its head-only truncation ...
+    # the log's middle line, quoted after the fire point, is cut from its digest ...
     plain = evaluate(sessions, load_model(), fractions=[0.9]).outcomes[PIPELINE]
     assert (plain.reused, plain.gone, plain.recoverable) == (1, 1, 0)
     # ... and with the outputs saved, the truncation note names the file that holds it whole
@@ -140,6 +141,15 @@ def test_archive_makes_truncated_outputs_recoverable_and_keeps_files_private(tmp
     assert folders and all(stat.S_IMODE(p.stat().st_mode) == 0o700 for p in folders)
     files = [p for p in archive.rglob("*.txt")]
     assert files and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in files)
+
+
+def test_a_digest_keeps_the_closing_line_a_log_is_quoted_for(tmp_path: Path) -> None:
+    body = "\n".join(["noise line that nobody needs"] * 400 + [SENTENCE])
+    messages = [prompt("look at the log"), call("log", "Bash", command="cat build.log"), result("log", body), *filler(8),
+                said(f"The end of the log: {SENTENCE}")]
+    sessions, _ = load_sessions([write_session(tmp_path / "log.json", messages)])
+    outcome = evaluate(sessions, load_model(), fractions=[0.9]).outcomes[PIPELINE]
+    assert (outcome.reused, outcome.gone) == (1, 0)
 
 
 def test_real_sessions_keep_the_invariants() -> None:

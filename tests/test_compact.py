@@ -233,7 +233,7 @@ class TestSummary:
         stats = CompactStats(chars_before=1000, chars_after=250, kept=1, dropped=1, state_tokens=321, state_stage="full", requests=1)
         assert summarize(stats) == "75.0% reduction; 1 kept, 1 dropped; state ~321 tokens (full) in 1 request(s)"
         empty = CompactStats()
-        assert summarize(empty) == "0.0% reduction; no tool calls; state ~0 tokens () in 0 request(s)"
+        assert summarize(empty) == "0.0% reduction; no tool calls; no judge requests"
 
     def test_summary_of_a_real_run(self):
         messages = [user("go"), *pair("a", "r" * 500, file_path="x"), *pair("b", "s" * 50, file_path="y"), user("end")]

@@ -163,10 +163,10 @@ def test_a_planted_temp_log_folder_is_refused(tmp_path: Path, planted: str) -> N
 # --------------------------------------------------------------------------- deadline
 
 
-def many_calls(count: int) -> list[dict[str, Any]]:
+def many_calls(count: int, lines: int = 40) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = [{"role": "user", "text": "go through every file", "toolUses": [], "handle": "h-0"}]
     for index in range(count):
-        messages += _bash(index, f"cat file_{index}.txt", f"contents of file {index}\n" * 40)
+        messages += _bash(index, f"cat file_{index}.txt", f"contents of file {index}\n" * lines)
     messages.append({"role": "assistant", "text": "All read.", "toolUses": [], "handle": "h-end"})
     return messages
 
@@ -202,10 +202,10 @@ def test_a_slow_judge_over_many_batches_falls_back_before_the_timeout_with_a_row
 
 def test_a_compaction_that_never_yields_is_answered_by_the_last_resort(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    # A 15 MB session: reading and fitting it takes ~14 s of pure computation, with no await
+    # A 15 MB session: reading and validating it alone outlasts a 3 s budget, with no await
     # where the compaction deadline could stop it.
-    doc = event(many_calls(5000), data, options={"timeoutSeconds": 4})
-    answer = run_hook(doc, data, timeout=4)  # killed at timeoutSeconds, as the mod does
+    doc = event(many_calls(5000), data, options={"timeoutSeconds": 3})
+    answer = run_hook(doc, data, timeout=3)  # killed at timeoutSeconds, as the mod does
     assert answer["action"] == "fallback" and answer["reason"].startswith("out of time after ")
     [row] = rows(data)
     assert row["outcome"] == "fallback" and row["reason"].startswith("out of time after ")

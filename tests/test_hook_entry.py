@@ -22,6 +22,7 @@ import pytest
 from fast_jev_compaction.archive import archive_name
 from fast_jev_compaction.audit.store import DecisionLog, open_log
 from fast_jev_compaction.hook.config import HookConfig, resolve_hook_config
+from fast_jev_compaction.decisions import action_name
 from fast_jev_compaction.hook.entry import in_flight_preserve, keeps_handle, wire_messages
 from fast_jev_compaction.hook.turns import turn_problems
 from fast_jev_compaction.hook.stdin import StdinIdleError, StdinTooLargeError, read_stdin
@@ -179,7 +180,7 @@ def test_replace_keeps_pairs_whole_prose_verbatim_and_logs_decisions(data_dir: P
     # One row per decided call, pinned ones included, matching the log line the mod prints.
     assert [d.call_id for d in decisions] == ["t1", "t2", "t3", "t4", "t5"]
     logged = {e.split(":")[0]: e.split(":")[2].split("/")[0] for e in answer["log"][0].removeprefix("decisions: ").split()}
-    assert {d.call_id: d.action for d in decisions if d.reason != "pinned"} == logged
+    assert {d.call_id: action_name(d.action) for d in decisions if d.reason != "pinned"} == logged
     assert any(d.action != "keep" for d in decisions)
     assert "replaced session=session-1 trigger=manual" in hook_log(data_dir)
 
@@ -479,7 +480,9 @@ def test_env_key_and_a_refusing_jev_fall_back_with_an_actionable_reason(
 
     assert handler.bodies[0]["auth"] == "Bearer sk-from-env"
     assert answer["action"] == "fallback"
-    assert answer["reason"] == "Jev refused the API key (401); check the apiKey option or TYPESAFE_API_KEY"
+    assert answer["reason"] == (
+        'Jev request failed (401): {"error": "invalid key"}; check the API key (the apiKey option or TYPESAFE_API_KEY)'
+    )
     assert "sk-from-env" not in hook_log(data_dir)
 
 
@@ -515,7 +518,8 @@ def test_every_outcome_leaves_a_row_with_its_category(data_dir: Path) -> None:
         ("skipped", None),
         ("replaced", None),
     ]
-    assert rows[0].requests == 1 and rows[0].duration_ms >= 0
+    # The embedded judge reads the messages in process: no request is made, and none is counted.
+    assert rows[0].requests == 0 and rows[0].duration_ms >= 0
     with DecisionLog(data_dir / "decisions.sqlite", create=False) as log:
         assert dict(log.totals().fallback_reasons) == {"below-ratio": 1, "bad-input": 1}
 
@@ -524,7 +528,10 @@ def test_judge_jev_without_a_key_says_how_to_fix_it(data_dir: Path) -> None:
     doc = event(tool_heavy_conversation(), data_dir, options={"judge": "jev"})
     answer, _ = run_hook(json.dumps(doc).encode(), data_dir)
     assert answer["action"] == "fallback"
-    assert answer["reason"].startswith("no Jev key: TYPESAFE_API_KEY is not configured")
+    assert answer["reason"] == (
+        "TYPESAFE_API_KEY is not configured; set it or the apiKey option, "
+        "or use the embedded judge (the judge option set to local)"
+    )
 
 
 # --------------------------------------------------------------------------- units
@@ -563,7 +570,8 @@ def test_config_wrong_types_fall_back_and_good_values_are_read() -> None:
     good = resolve_hook_config(
         {"compactAtPercent": 80, "preserveRecentMessages": 2.7, "truncateHeadChars": -3, "model": "jev-x", "judge": "local", "apiKey": " k "}
     )
-    assert (good.compact_at_percent, good.preserve_recent_messages, good.truncate_head_chars) == (80, 2, 0)
+    # a fraction is floored (the settings UI only knows "number"); out of range takes the default
+    assert (good.compact_at_percent, good.preserve_recent_messages, good.truncate_head_chars) == (80, 2, 500)
     assert (good.model, good.judge, good.api_key) == ("jev-x", "local", "k")
     assert "sekrit" not in repr(resolve_hook_config({"apiKey": "sekrit"}))
 
@@ -574,6 +582,10 @@ def test_judge_choice_follows_the_key() -> None:
     assert HookConfig(api_key="x").use_jev({})
     assert not HookConfig(api_key="x", judge="local").use_jev({})
     assert HookConfig(judge="jev").use_jev({})
+    # another tool's key never switches the judge on; choosing that provider does
+    assert not HookConfig().use_jev({"OPENROUTER_API_KEY": "sk-or-x", "CLOUDFLARE_API_TOKEN": "cf"})
+    assert HookConfig(provider="openrouter").use_jev({"OPENROUTER_API_KEY": "sk-or-x"})
+    assert HookConfig(base_url="http://127.0.0.1:8787/v1/systemone").use_jev({})
 
 
 def test_in_flight_window_covers_parallel_trailing_calls() -> None:
@@ -699,3 +711,16 @@ def test_an_archive_that_cannot_be_written_leaves_no_dangling_pointer(data_dir: 
     assert cut, "the fixture should cut at least one result"
     assert all(text.endswith("; re-run the tool if needed]") for text in cut.values())
     assert "cut outputs not archived" in hook_log(data_dir)
+
+
+
+def test_an_ignored_option_is_named_in_hook_log_and_another_tools_key_stays_unused(data_dir: Path) -> None:
+    doc = event(tool_heavy_conversation(), data_dir, options={"keepThreshold": 7, "apiKey": 42})
+    answer, _ = run_hook(json.dumps(doc).encode(), data_dir, OPENROUTER_API_KEY="sk-or-for-another-tool")
+    assert answer["action"] == "replace"
+    logged = hook_log(data_dir)
+    assert "option keepThreshold=7 ignored (expected a number in [0, 1], got 7); using 0.5" in logged
+    # hook.log goes through the redactor, which masks any apiKey=value, "(hidden)" included.
+    assert "option apiKey=*** ignored (expected text); using $TYPESAFE_API_KEY" in logged
+    [(row, _)] = compactions(data_dir)
+    assert row.judge == "local"

@@ -33,6 +33,7 @@ from fast_jev_compaction.errors import (
 )
 from fast_jev_compaction.jev import parse_cloudflare_response, parse_response, resolve_endpoint
 from fast_jev_compaction.jev.client import JevClient
+from fast_jev_compaction.errors import explain
 from fast_jev_compaction.jev.providers import OPENROUTER_URL, SYSTEM_ONE_URL, cleartext_warning
 from fast_jev_compaction.jev.wire import build_body, build_cloudflare_body, hint_for_status
 from fast_jev_compaction.textutil import js_json
@@ -145,11 +146,29 @@ def test_client_is_a_jev_asker() -> None:
 
 
 def test_missing_key_raises_config_error_before_any_request() -> None:
+    error = failure(JevClient(env={}), JevConfigError)
+    assert explain(error) == (
+        "TYPESAFE_API_KEY is not configured; set it or --api-key, or use the embedded judge (--judge local)"
+    )
+    assert explain(error, "plugin") == (
+        "TYPESAFE_API_KEY is not configured; set it or the apiKey option, "
+        "or use the embedded judge (the judge option set to local)"
+    )
+
+
+def test_a_loopback_endpoint_needs_no_key_and_gets_no_authorization_header() -> None:
     with FaultServer([ok()]) as server:
-        error = failure(system_one(server, api_key=""), JevConfigError)
-    assert server.requests == []
-    assert "TYPESAFE_API_KEY is not configured" in str(error)
-    assert "--judge local" in str(error)
+        ask(system_one(server, api_key=""))
+    [seen] = server.requests
+    assert "authorization" not in seen.headers
+
+
+def test_a_key_over_plain_http_to_another_host_is_refused() -> None:
+    error = failure(JevClient(api_key="sk-secret", base_url="http://gateway.example.com/v1/systemone", env={}), JevConfigError)
+    assert explain(error) == (
+        "refusing to send the Jev key over plain http to gateway.example.com; "
+        "use an https URL in --jev-url, or a loopback one"
+    )
 
 
 # ---------------------------------------------------------------- status codes and retries
@@ -158,10 +177,10 @@ def test_missing_key_raises_config_error_before_any_request() -> None:
 @pytest.mark.parametrize(
     ("status", "hint"),
     [
-        (401, "check the API key (TYPESAFE_API_KEY or the apiKey option)"),
-        (402, "the account has no credit left; top it up or use the embedded judge"),
-        (403, "the key may not use this model or endpoint"),
-        (404, "check the endpoint URL"),
+        (401, "check the API key (--api-key or TYPESAFE_API_KEY)"),
+        (402, "the account has no credit left; top it up or use the embedded judge (--judge local)"),
+        (403, "the key may not use this model or endpoint; check --model and --jev-url"),
+        (404, "check the endpoint URL (--jev-url)"),
         (400, ""),
     ],
 )
@@ -172,9 +191,8 @@ def test_client_errors_are_not_retried_and_carry_a_hint(status: int, hint: str) 
     assert error.status == status
     assert not error.retryable
     assert error.retries == 0
-    assert str(error).startswith(f"Jev request failed ({status}): " + '{"error":"nope"}')
-    if hint:
-        assert str(error).endswith(f"({hint})")
+    assert str(error) == f"Jev request failed ({status}): " + '{"error":"nope"}'
+    assert explain(error) == str(error) + (f"; {hint}" if hint else "")
 
 
 @pytest.mark.parametrize("statuses", [[429], [503, 503], [502, 429]])
@@ -196,7 +214,7 @@ def test_retries_exhausted_raise_the_last_typed_error_with_count() -> None:
     assert error.status == 429
     assert error.retries == 2
     assert error.retryable
-    assert "rate limited; retried, lower maxConcurrentRequests" in str(error)
+    assert "rate limited after retries; lower --max-concurrent-requests" in explain(error)
 
 
 def test_retries_option_bounds_the_attempts() -> None:
@@ -204,7 +222,7 @@ def test_retries_option_bounds_the_attempts() -> None:
         error = failure(system_one(server, retries=0), JevRequestError)
     assert len(server.requests) == 1
     assert error.retries == 0
-    assert "the Jev service failed; retried" in str(error)
+    assert "the Jev service failed after retries" in explain(error)
 
 
 def test_unreadable_error_body_still_reports_its_status() -> None:
@@ -450,8 +468,11 @@ def test_openrouter_key_routes_to_openrouter_with_mapped_model(model: str | None
     assert (endpoint.provider, endpoint.url, endpoint.model) == ("openrouter", OPENROUTER_URL, mapped)
 
 
-def test_openrouter_env_key_is_used_only_without_a_typesafe_key() -> None:
-    assert resolve_endpoint(env={"OPENROUTER_API_KEY": "or-key"}).provider == "openrouter"
+def test_openrouter_env_key_is_used_only_when_openrouter_is_chosen() -> None:
+    alone = resolve_endpoint(env={"OPENROUTER_API_KEY": "or-key"})
+    assert (alone.provider, alone.api_key, alone.problem) == ("systemone", "", "TYPESAFE_API_KEY is not configured")
+    chosen = resolve_endpoint(provider="openrouter", env={"OPENROUTER_API_KEY": "or-key"})
+    assert (chosen.provider, chosen.api_key) == ("openrouter", "or-key")
     both = resolve_endpoint(env={"OPENROUTER_API_KEY": "or-key", "TYPESAFE_API_KEY": "ts-key"})
     assert (both.provider, both.api_key) == ("systemone", "ts-key")
 
@@ -481,8 +502,8 @@ def test_unknown_provider_is_a_config_error() -> None:
 
 
 def test_hints_are_actionable() -> None:
-    assert hint_for_status(401) == "check the API key (TYPESAFE_API_KEY or the apiKey option)"
-    assert hint_for_status(503) == "the Jev service failed; retried"
+    assert hint_for_status(401) == "check the API key (--api-key or TYPESAFE_API_KEY)"
+    assert hint_for_status(503) == "the Jev service failed after retries; try again later or use the embedded judge (--judge local)"
     assert hint_for_status(418) == ""
 
 
@@ -548,7 +569,7 @@ def test_cloudflare_other_errors_do_not_trigger_the_fallback() -> None:
     with FaultServer(cloudflare_routes(Reply(status=401, body='{"success":false}'), Reply(body=envelope()))) as server:
         error = failure(cloudflare(server), JevRequestError)
     assert [seen.path for seen in server.requests] == [CF_RUN]
-    assert "CLOUDFLARE_API_TOKEN" in str(error)
+    assert "CLOUDFLARE_API_TOKEN" in explain(error)
 
 
 def test_cloudflare_without_account_id_is_a_config_error() -> None:
@@ -556,8 +577,9 @@ def test_cloudflare_without_account_id_is_a_config_error() -> None:
         ask(JevClient(provider="cloudflare", env={"CLOUDFLARE_API_TOKEN": "t"}))
 
 
-def test_cloudflare_is_chosen_from_its_environment() -> None:
-    endpoint = resolve_endpoint(env=CF_ENV)
+def test_cloudflare_is_used_only_when_chosen() -> None:
+    assert resolve_endpoint(env=CF_ENV).provider == "systemone"
+    endpoint = resolve_endpoint(provider="cloudflare", env=CF_ENV)
     assert endpoint.provider == "cloudflare"
     assert endpoint.url == f"https://api.cloudflare.com{CF_RUN}"
     assert endpoint.cloudflare_url("classic") == f"https://api.cloudflare.com{CF_RUN}/typesafe/jev"
@@ -679,4 +701,4 @@ def test_serve_rejects_an_unknown_route_with_a_hint(serve_url: str) -> None:
     client = JevClient(api_key="local", base_url=f"{serve_url}/v1/nowhere", env={}, retry_delay_s=FAST_DELAY)
     error = failure(client, JevRequestError)
     assert error.status == 404
-    assert "check the endpoint URL" in str(error)
+    assert "check the endpoint URL" in explain(error)

@@ -498,6 +498,9 @@ def test_real_fitting_stages_are_understood() -> None:
     seen: list[tuple[Any, Any]] = []
 
     class Recording(LocalJudge):
+        # Asked over the Jev protocol, as `fast-jev serve` asks it, not in process.
+        score_calls = None  # type: ignore[assignment]
+
         async def ask(self, s: Any, q: Any) -> AskResult:
             seen.append((s, q))
             return await super().ask(s, q)

@@ -71,7 +71,8 @@ def _spawn(*extra: str, env: dict[str, str] | None = None) -> Served:
             pytest.fail("serve printed nothing")
     first = proc.stdout.readline()
     assert first.startswith("listening on http://127.0.0.1:"), first
-    url = first.split("listening on ", 1)[1].strip()
+    url = first.split("listening on ", 1)[1].split(";", 1)[0]
+    assert first == f"listening on {url}; compact with --jev-url {url}/v1/systemone\n"
     assert int(urlsplit(url).port or 0) > 0
     return Served(proc, url)
 

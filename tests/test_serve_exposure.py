@@ -59,7 +59,7 @@ def spawn(*extra: str, host: str = "127.0.0.1", env: dict[str, str] | None = Non
             pytest.fail("serve printed nothing")
     line = proc.stdout.readline()
     assert line.startswith("listening on http://"), line
-    return Served(proc, line.split("listening on ", 1)[1].strip())
+    return Served(proc, line.split("listening on ", 1)[1].split(";", 1)[0].strip())
 
 
 @pytest.fixture()

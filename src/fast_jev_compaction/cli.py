@@ -1,21 +1,48 @@
-"""``fast-jev``: the command-line entry point. Each sub-command lives in ``commands/``."""
+"""``fast-jev``: the command-line entry point. Each sub-command lives in ``commands/``.
+
+Every failure the user can cause ends in one line on stderr and a documented exit code
+(``errors.EXIT_*``): 0 done, 1 the judge or the budget failed, 2 bad input, 130 interrupted.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+from typing import NoReturn
+
+from .errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED
 
 # name -> module under fast_jev_compaction.commands exposing add_parser(subparsers)
 _COMMANDS = ("compact", "serve", "log", "stats", "report", "bench", "eval")
 _MODULES = {"compact": "compact", "serve": "serve", "log": "audit", "stats": "audit", "report": "report", "bench": "bench", "eval": "eval"}
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line naming the flag and where to read more."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("fast-jev-compaction")
+    except PackageNotFoundError:  # running from a source tree
+        from . import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="fast-jev",
         description="Compact Claude Code sessions by deciding, per tool call, what stays verbatim.",
     )
+    parser.add_argument("--version", action="version", version=f"fast-jev {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     seen: set[str] = set()
     for name in _COMMANDS:
@@ -34,9 +61,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    return int(args.run(args) or 0)
+    command = "fast-jev"
+    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as done:  # --help, --version, or a usage error already printed
+            return int(done.code or 0) if not isinstance(done.code, str) else EXIT_BAD_INPUT
+        command = f"fast-jev {args.command}"
+        return int(args.run(args) or 0)
+    except KeyboardInterrupt:
+        print(f"\n{command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `fast-jev log | head`: the reader has what it wanted
+        # Point stdout at /dev/null so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as exc:  # a bug: one line, and the traceback on request
+        if os.environ.get("FAST_JEV_DEBUG"):
+            raise
+        print(f"{command}: internal error ({type(exc).__name__}: {exc}); set FAST_JEV_DEBUG=1 to see "
+              "the traceback, and please report it", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -28,7 +28,9 @@ DROP: Final = "drop"
 ACTIONS: tuple[Action, ...] = (KEEP, TRUNCATE, DROP)
 
 # Spellings of the first releases (and of the upstream system), still found in old decision logs.
-LEGACY_ACTIONS: Final = {"drop_result": TRUNCATE, "drop_call": DROP}
+LEGACY_ACTIONS: Final = {
+    "drop_result": TRUNCATE, "result_dropped": TRUNCATE, "drop_call": DROP, "call_dropped": DROP, "kept": KEEP,
+}
 
 PINNED: Final = "pinned"
 # A call a rule found redundant but whose output is smaller than the marker that would replace it.

@@ -46,3 +46,8 @@ def goal_with_instructions(goal: str, instructions: str | None) -> str:
         return goal
     focus = f"Focus for this compaction: {instructions.strip()}"
     return f"{goal}\n{focus}" if goal else focus
+
+
+def compaction_goal(messages: Sequence[SessionMessage], goal: str | None, instructions: str | None) -> str:
+    """The goal a compaction uses: the given one, else the recent prompts; plus the instructions."""
+    return goal_with_instructions((goal or "").strip() or goal_from_messages(messages), instructions)

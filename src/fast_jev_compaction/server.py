@@ -28,11 +28,12 @@ from typing import Any, Mapping
 
 from .gate import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS, GatedHTTPServer, HeadFirstReader
 from .judge.local import JudgeInputError, LocalJudge
+from .options import JEV_DEFAULT_MODEL
 from .textutil import js_json
 
 __all__ = ["DEFAULT_MODEL", "LOOPBACK_HOSTS", "MAX_BODY_BYTES", "JevServer", "is_loopback", "start_server"]
 
-DEFAULT_MODEL = "jev-latest"
+DEFAULT_MODEL = JEV_DEFAULT_MODEL
 MAX_BODY_BYTES = 8 * 1024 * 1024
 
 _SYSTEM_ONE_PATHS = frozenset({"/v1/systemone", "/systemone", "/api/alpha/decisions", "/v1/decisions"})

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Sequence
 
-from .decisions import BUDGET, PINNED, THRESHOLD, CallDecision
+from .decisions import BUDGET, PINNED, THRESHOLD, CallDecision, action_name
 from .messages import SessionMessage
 from .textutil import js_json
 
@@ -66,7 +66,10 @@ def percent(ratio: float) -> str:
 
 
 def summarize(stats: CompactStats) -> str:
-    """``87.3% reduction; 3 kept, 5 truncated, 2 dropped, 4 pinned (6 by rules); state ~N tokens (stage) in K request(s)``."""
+    """``87.3% reduction; 3 kept, 5 truncated, 2 dropped, 4 pinned (6 by rules); state ~N tokens (stage) in K request(s)``.
+
+    Without a request (the embedded judge, or nothing to ask) the tail is ``no judge requests``.
+    """
     parts = [
         f"{count} {label}"
         for count, label in (
@@ -86,10 +89,11 @@ def summarize(stats: CompactStats) -> str:
         tail += f", {stats.failed_batches} batch(es) failed and kept whole"
     if stats.input_tokens or stats.output_tokens:
         tail += f", judge read {stats.input_tokens} and wrote {stats.output_tokens} tokens"
-    return (
-        f"{percent(stats.reduction_ratio)} reduction; {', '.join(parts) or 'no tool calls'}; "
-        f"state ~{stats.state_tokens} tokens ({stats.state_stage}) {tail}"
-    )
+    head = f"{percent(stats.reduction_ratio)} reduction; {', '.join(parts) or 'no tool calls'}"
+    if not stats.requests and not stats.retries:
+        # The embedded judge reads the messages in process, and rules or pins may settle all.
+        return f"{head}; no judge requests"
+    return f"{head}; state ~{stats.state_tokens} tokens ({stats.state_stage}) {tail}"
 
 
 def _fixed2(value: float) -> str:

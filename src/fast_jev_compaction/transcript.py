@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import CompactionError
+from .errors import TranscriptError
 from .messages import SessionMessage, ToolResult, ToolUse, parse_messages
 
 __all__ = [
@@ -63,10 +63,6 @@ _KNOWN_RECORD_TYPES = frozenset(
     }
 )
 _CONVERSATION_TYPES = frozenset({"user", "assistant"})
-
-
-class TranscriptError(CompactionError, ValueError):
-    """The input cannot be read as a conversation; the message names ``source:line``."""
 
 
 @dataclass

@@ -79,6 +79,27 @@ class ClaudeRun:
         return [e["compact_metadata"] for e in self.system("compact_boundary")]
 
 
+def isolated_env(home: Path) -> dict[str, str]:
+    """The environment every ``claude`` run gets: a throwaway HOME, telemetry and updates off.
+
+    Nothing of an enclosing Claude Code session (or a real key) may leak into the run, and
+    nothing the run writes may land in the user's own ``~/.claude``.
+    """
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CLAUDE", "ANTHROPIC", "FAST_JEV")) and k not in ("TYPESAFE_API_KEY", "OPENROUTER_API_KEY")
+    }
+    env.update(
+        HOME=str(home),
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_TELEMETRY="1",
+        DISABLE_AUTOUPDATER="1",
+        DISABLE_ERROR_REPORTING="1",
+    )
+    return env
+
+
 @dataclass
 class Claude:
     """One throwaway HOME and project folder, and helpers to run ``claude -p`` in them."""
@@ -102,20 +123,10 @@ class Claude:
         return self.home / ".claude" / "plugins" / "data" / f"{PLUGIN_NAME}-inline"
 
     def env(self) -> dict[str, str]:
-        # Nothing of an enclosing Claude Code session (or a real key) may leak into the run.
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("CLAUDE", "ANTHROPIC", "FAST_JEV")) and k not in ("TYPESAFE_API_KEY", "OPENROUTER_API_KEY")
-        }
+        env = isolated_env(self.home)
         env.update(
-            HOME=str(self.home),
             ANTHROPIC_BASE_URL=self.api.url,
             ANTHROPIC_API_KEY="test",
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_TELEMETRY="1",
-            DISABLE_AUTOUPDATER="1",
-            DISABLE_ERROR_REPORTING="1",
             IS_SANDBOX="1",  # root may not bypass permissions otherwise
             FAST_JEV_PYTHON=sys.executable,
         )

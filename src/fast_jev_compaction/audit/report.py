@@ -13,7 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from ..decisions import action_name
+from ..table import PLAIN_REASONS, render, target, why
 from .store import CompactionRow, DecisionRow, Totals
+
+LOG_HEADERS = ("call", "tool", "target", "decision", "rule / probabilities", "freed")
 
 EMPTY_STATE = (
     "No compaction has freed context yet — numbers appear after the first replaced compaction."
@@ -138,18 +142,34 @@ def _score(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-# Reasons that only restate the action; anything else (pinned, failed batch...) is shown.
-_PLAIN_REASONS = {"", "kept", "result_dropped", "call_dropped"}
-
-
 def decision_line(d: DecisionRow) -> str:
-    """``t3 Read drop_call call=0.10 result=0.10 freed 1,234 chars  {"file_path":"src/a.py"}``"""
-    reason = "" if d.reason in _PLAIN_REASONS else f" [{d.reason}]"
+    """``t3 Read drop call=0.10 result=0.10 freed 1,234 chars  {"file_path":"src/a.py"}``"""
+    reason = "" if d.reason in PLAIN_REASONS else f" [{d.reason}]"
     line = (
-        f"{d.call_id} {d.tool} {d.action}{reason} call={_score(d.keep_call)} "
+        f"{d.call_id} {d.tool} {action_name(d.action)}{reason} call={_score(d.keep_call)} "
         f"result={_score(d.keep_result)} freed {d.chars_freed:,} chars"
     )
     return f"{line}  {d.input_preview}" if d.input_preview else line
+
+
+def decisions_table(rows: Sequence[DecisionRow], indent: str = "    ") -> list[str]:
+    """A compaction's decisions as an aligned table: call, tool, target, decision, why, freed."""
+    if not rows:
+        return [f"{indent}(no per-call decisions)"]
+    table = render(
+        LOG_HEADERS,
+        [
+            [d.call_id, d.tool, target(d.input_preview or None), action_name(d.action),
+             why(d.reason, d.keep_call, d.keep_result), f"{d.chars_freed:,}"]
+            for d in rows
+        ],
+        {"freed"},
+    )
+    return [f"{indent}{line}" for line in table.splitlines()]
+
+
+def _decision_doc(d: DecisionRow) -> dict[str, Any]:
+    return {**asdict(d), "decision": action_name(d.action)}
 
 
 def _compaction_head(c: CompactionRow) -> str:
@@ -198,7 +218,7 @@ def format_log(
     if json:
         doc = {
             "compactions": [
-                {**asdict(c), "decisions": [asdict(d) for d in grouped.get(c.id or 0, [])]}
+                {**asdict(c), "decisions": [_decision_doc(d) for d in grouped.get(c.id or 0, [])]}
                 for c in compactions
             ]
         }
@@ -209,7 +229,7 @@ def format_log(
     for c in compactions:
         rows = grouped.get(c.id or 0, [])
         lines = [_compaction_head(c), *_compaction_body(c)]
-        lines += [f"    {decision_line(d)}" for d in rows] or ["    (no per-call decisions)"]
+        lines += decisions_table(rows)
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"
 
@@ -223,7 +243,7 @@ def format_why(
     if json:
         doc = {
             "tool_use_id": tool_use_id,
-            "decisions": [{"compaction": asdict(c), "decision": asdict(d)} for c, d in results],
+            "decisions": [{"compaction": asdict(c), "decision": _decision_doc(d)} for c, d in results],
         }
         return _json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
     name = tool_use_id or (results[0][1].tool_use_id if results else "?")

@@ -12,24 +12,18 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..decisions import ACTIONS, action_name
 from .report import EMPTY_STATE, format_pct, kept_out_tenths
 from .store import CompactionRow, DecisionRow
 
-KINDS = ("keep", "truncate", "drop")
-_KIND_OF_ACTION = {
-    "keep": "keep",
-    "truncate": "truncate",
-    "drop_result": "truncate",
-    "drop": "drop",
-    "drop_call": "drop",
-}
+KINDS = ACTIONS
 # Reasons that only say "the judge's probabilities decided"; anything else names a rule.
 _JUDGE_REASONS = frozenset({"", "kept", "result_dropped", "call_dropped", "judge", "threshold", "budget"})
 
 
 def decision_kind(action: str) -> str:
     """keep / truncate / drop for either vocabulary; an unknown action is shown as it is."""
-    return _KIND_OF_ACTION.get(action, action)
+    return action_name(action)
 
 
 def decision_rule(decision: DecisionRow) -> str | None:

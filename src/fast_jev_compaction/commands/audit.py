@@ -1,33 +1,25 @@
 """``fast-jev log`` and ``fast-jev stats``: read the decision log.
 
 A missing database is the empty state (nothing was compacted yet), not an error. Bad input
-(a directory, a file that is not a decision log, ``--last 0``) exits 2 with a message.
+(a directory, a file that is not a decision log, ``-n -1``, an ambiguous call id) exits 2 with a
+message. The output is bounded by default (the newest 3 compactions), as it may be read into a
+model's context by the slash commands, which also cut it with ``--max-lines``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..audit import report
 from ..audit.store import DecisionLog, DecisionLogBusy, DecisionLogError, Totals, default_db_path, open_log
-
-EXIT_OK = 0
-EXIT_BUSY = 1
-EXIT_USAGE = 2
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+from ..errors import EXIT_BAD_INPUT as EXIT_USAGE
+from ..errors import EXIT_FAILED as EXIT_BUSY
+from ..errors import EXIT_OK
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -37,20 +29,41 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         help="decision log file (default: $FAST_JEV_DB, $CLAUDE_PLUGIN_DATA/decisions.sqlite, "
         "or the plugin data dir under ~/.claude)",
     )
-    parser.add_argument("--session", metavar="ID", help="only this Claude Code session")
+    parser.add_argument("--session", metavar="ID", help="only this Claude Code session (a unique prefix of its id will do)")
     parser.add_argument("--json", action="store_true", help="print a JSON document")
+
+
+DEFAULT_COUNT = 3
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 (everything) or more, got {value}")
+    return value
 
 
 def add_parser(subparsers: Any) -> None:
     """Register both ``log`` and ``stats`` (cli.py maps both names to this module)."""
     log = subparsers.add_parser(
         "log",
-        help="show recorded compactions and their per-call decisions",
-        description="Show recorded compactions, oldest first, and each per-call decision.",
+        help="show recent compactions and their per-call decisions",
+        description="Show the newest compactions (3 unless -n says otherwise), oldest first, each "
+        "with a table of its per-call decisions. `fast-jev log path` prints where the log is.",
     )
+    log.add_argument("what", nargs="?", choices=("path",), help="path: print the decision log's location")
     _add_common(log)
-    log.add_argument("--last", metavar="N", type=_positive_int, help="only the newest N compactions")
-    log.add_argument("--why", metavar="TOOL_USE_ID", help="every decision taken about one tool call")
+    log.add_argument("-n", "--last", dest="count", metavar="N", type=_count, default=DEFAULT_COUNT,
+                     help=f"the newest N compactions; 0 for all (default: {DEFAULT_COUNT})")
+    log.add_argument("--why", metavar="CALL",
+                     help="every decision about one tool call: its id, a unique prefix of it, or the "
+                     "short id (t3) of the newest compaction that has one")
+    log.add_argument("--max-lines", metavar="N", type=_count, default=0,
+                     help="cut the output after N lines and say how much was left out, as the slash "
+                     "command does (default: no cut)")
     log.set_defaults(run=run_log)
 
     stats = subparsers.add_parser(
@@ -72,23 +85,83 @@ def _open(path: Path) -> DecisionLog | None:
     return open_log(path)
 
 
+class Ambiguous(Exception):
+    pass
+
+
+def resolve_call(log: DecisionLog, ref: str, session: str | None) -> str | None:
+    """The full tool_use_id ``ref`` names, or None when no decision mentions it."""
+    compactions = log.compactions(session_id=session)
+    if re.fullmatch(r"t\d+", ref):
+        for compaction in reversed(compactions):  # newest first
+            for d in log.decisions_for(compaction.id or 0):
+                if d.call_id == ref:
+                    return d.tool_use_id
+        return None
+    ids = {d.tool_use_id for c in compactions for d in log.decisions_for(c.id or 0)}
+    if ref in ids:
+        return ref
+    matches = sorted(i for i in ids if i.startswith(ref))
+    if len(matches) > 1:
+        shown = ", ".join(matches[:3]) + (", …" if len(matches) > 3 else "")
+        raise Ambiguous(f"{len(matches)} tool calls start with {ref!r} ({shown}); give more of the id")
+    return matches[0] if matches else None
+
+
+def resolve_session(log: DecisionLog, ref: str | None) -> str | None:
+    """A session id, or a unique prefix of one (session ids are long UUIDs)."""
+    if ref is None:
+        return None
+    ids = {c.session_id for c in log.compactions()}
+    if ref in ids:
+        return ref
+    matches = sorted(i for i in ids if i.startswith(ref))
+    if len(matches) > 1:
+        raise Ambiguous(f"{len(matches)} sessions start with {ref!r}; give more of the id")
+    return matches[0] if matches else ref
+
+
+def _bounded(text: str, max_lines: int) -> str:
+    lines = text.splitlines()
+    if not max_lines or len(lines) <= max_lines:
+        return text
+    left = len(lines) - max_lines
+    return "\n".join([*lines[:max_lines], f"… {left:,} more lines; run `fast-jev log` in a shell to see them"]) + "\n"
+
+
+def _empty(path: Path, session: str | None) -> str:
+    where = f" for session {session}" if session is not None else ""
+    if path.exists():
+        return f"No compactions recorded yet{where}.\n"
+    return (
+        f"No compactions recorded yet{where}: there is no decision log at {path} yet. The plugin "
+        "creates it at its first compaction; `fast-jev compact --log` records CLI runs there.\n"
+    )
+
+
 def run_log(args: argparse.Namespace) -> int:
     path = Path(args.db).expanduser() if args.db else default_db_path()
+    if args.what == "path":
+        print(path)
+        return EXIT_OK
+    last = args.count or None
+    why: list[Any] = []
+    compactions: list[Any] = []
+    decisions: dict[int, list[Any]] = {}
+    tool_use_id: str | None = args.why
     try:
         log = _open(path)
-        if log is None:
-            compactions: list[Any] = []
-            decisions: dict[int, list[Any]] = {}
-            why: list[Any] = []
-        else:
+        if log is not None:
             with log:
+                args.session = resolve_session(log, args.session)
                 if args.why is not None:
-                    why = log.why(args.why)
-                    compactions, decisions = [], {}
+                    tool_use_id = resolve_call(log, args.why, args.session) or args.why
+                    why = log.why(tool_use_id)
                 else:
-                    compactions = log.compactions(session_id=args.session, last=args.last)
+                    compactions = log.compactions(session_id=args.session, last=last)
                     decisions = {c.id: log.decisions_for(c.id) for c in compactions if c.id is not None}
-                    why = []
+    except Ambiguous as exc:
+        return _fail("log", f"{exc}")
     except DecisionLogBusy as exc:
         return _fail("log", str(exc), EXIT_BUSY)
     except DecisionLogError as exc:
@@ -96,16 +169,15 @@ def run_log(args: argparse.Namespace) -> int:
     if args.why is not None:
         if args.session is not None:
             why = [(c, d) for c, d in why if c.session_id == args.session]
-        if args.last is not None:
-            why = why[: args.last]  # newest first, so these are the newest N
-        sys.stdout.write(report.format_why(why, args.why, json=args.json))
+        if last is not None:
+            why = why[:last]  # newest first, so these are the newest N
+        sys.stdout.write(_bounded(report.format_why(why, tool_use_id, json=args.json), args.max_lines))
         return EXIT_OK
     if not compactions and not args.json:
-        where = f" for session {args.session}" if args.session is not None else ""
-        missing = "" if path.exists() else f" (no decision log at {path})"
-        print(f"No compactions recorded yet{where}{missing}.")
+        sys.stdout.write(_empty(path, args.session))
         return EXIT_OK
-    sys.stdout.write(report.format_log(compactions, decisions, json=args.json))
+    text = report.format_log(compactions, decisions, json=args.json)
+    sys.stdout.write(_bounded(text, args.max_lines))
     return EXIT_OK
 
 
@@ -117,8 +189,11 @@ def run_stats(args: argparse.Namespace) -> int:
             totals, lifetime = Totals(), Totals()
         else:
             with log:
+                args.session = resolve_session(log, args.session)
                 lifetime = log.totals()
                 totals = log.totals(args.session) if args.session is not None else lifetime
+    except Ambiguous as exc:
+        return _fail("stats", str(exc))
     except DecisionLogBusy as exc:
         return _fail("stats", str(exc), EXIT_BUSY)
     except DecisionLogError as exc:

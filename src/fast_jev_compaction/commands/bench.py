@@ -16,17 +16,32 @@ def add_parser(subparsers: Any) -> None:
         "(median of --repeat runs), peak Python memory, and the reduction.",
     )
     p.add_argument("paths", nargs="+", help="transcript files or folders (searched for *.jsonl)")
-    p.add_argument("--repeat", type=int, default=3, metavar="N", help="runs per transcript (default: 3)")
+    p.add_argument("--repeat", type=_positive, default=3, metavar="N", help="runs per transcript, at least 1 (default: 3)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(run=run)
 
 
-def _files(paths: list[str]) -> list[Path]:
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
+    return value
+
+
+def _files(paths: list[str]) -> tuple[list[Path], list[str]]:
+    """The transcripts to measure, and the paths that do not exist."""
     found: list[Path] = []
+    missing: list[str] = []
     for raw in paths:
         path = Path(raw)
-        found.extend(sorted(path.rglob("*.jsonl")) if path.is_dir() else [path])
-    return found
+        if not path.exists():
+            missing.append(raw)
+        else:
+            found.extend(sorted(path.rglob("*.jsonl")) if path.is_dir() else [path])
+    return found, missing
 
 
 def measure(path: Path, repeat: int) -> dict[str, Any]:
@@ -43,12 +58,14 @@ def measure(path: Path, repeat: int) -> dict[str, Any]:
     timings = []
     result = None
     tracemalloc.start()
-    for _ in range(max(1, repeat)):
-        started = time.perf_counter()
-        result = compact_sync(messages, LocalJudge())
-        timings.append((time.perf_counter() - started) * 1000)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+    try:
+        for _ in range(repeat):
+            started = time.perf_counter()
+            result = compact_sync(messages, LocalJudge())
+            timings.append((time.perf_counter() - started) * 1000)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
     assert result is not None
     stats = result.stats
     return {
@@ -66,15 +83,28 @@ def measure(path: Path, repeat: int) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..stats import percent
-    from ..transcript import TranscriptError
+    import sys
 
+    from ..errors import EXIT_BAD_INPUT, CompactionError, explain
+    from ..progress import Progress
+    from ..stats import percent
+
+    files, missing = _files(args.paths)
+    if missing:
+        print(f"fast-jev bench: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if not files:
+        print(f"fast-jev bench: no *.jsonl transcript in {', '.join(args.paths)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     rows, skipped = [], []
-    for path in _files(args.paths):
-        try:
-            rows.append(measure(path, args.repeat))
-        except (TranscriptError, OSError) as exc:
-            skipped.append({"file": str(path), "reason": str(exc)})
+    with Progress() as progress:
+        for number, path in enumerate(files, 1):
+            progress.update(f"bench: {number}/{len(files)} {path.name}")
+            try:
+                rows.append(measure(path, args.repeat))
+            except (CompactionError, OSError, ValueError, RecursionError, MemoryError) as exc:
+                # One transcript that cannot be measured costs its own row, not everyone's.
+                skipped.append({"file": str(path), "reason": explain(exc)})
     if args.json:
         print(json.dumps({"results": rows, "skipped": skipped}, indent=1))
         return 0

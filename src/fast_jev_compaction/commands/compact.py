@@ -1,4 +1,8 @@
-"""``fast-jev compact``: compact a transcript file and write the kept messages."""
+"""``fast-jev compact``: compact a transcript file and write the kept messages.
+
+Its flags come from the option table (``options.OPTIONS``, the ``cli`` ones), parsed strictly:
+a value out of its type or bounds is a one-line error naming the flag, exit 2.
+"""
 
 from __future__ import annotations
 
@@ -6,53 +10,61 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
+
+from ..errors import EXIT_BAD_INPUT, EXIT_OK, explain, exit_code
+from ..options import DEFAULT_LOG, OPTIONS, Option, OptionValueError
 
 DESCRIPTION = """\
 Read a Claude Code transcript (JSONL) or a JSON list of SessionMessages, decide for every tool
-call whether it stays, is truncated or is dropped, and write the compacted messages. User and
-assistant text is kept verbatim. The judge is the embedded one unless a Jev key is configured.
+call whether it is kept, truncated or dropped, and write the compacted messages. User and
+assistant text is kept verbatim. The judge is the embedded one unless a Jev key or endpoint is
+configured (--api-key, $TYPESAFE_API_KEY, --jev-url).
+
+exit codes: 0 done, 1 the judge or the budget failed (nothing written), 2 bad input,
+130 interrupted
 """
+
+
+def _parser_for(option: Option) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            return option.parse(text)
+        except OptionValueError as exc:
+            raise argparse.ArgumentTypeError(exc.why) from None
+
+    parse.__name__ = option.kind  # argparse names the type in some messages
+    return parse
+
+
+def add_option_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per ``cli`` option of the table, in table order, help and default from it."""
+    for option in OPTIONS:
+        if "cli" not in option.where or option.flag is None:
+            continue
+        names = [option.flag, *([option.short] if option.short else [])]
+        bounds = f", {option.bounds_text}" if option.kind in ("number", "integer") and option.bounds_text else ""
+        kwargs: dict[str, Any] = {
+            "dest": option.name,
+            "default": option.default,
+            "help": f"{option.help} (default: {option.default_text}{bounds})".replace("%", "%%"),
+        }
+        if option.kind == "flag":
+            kwargs["action"] = "store_true"
+        else:
+            kwargs["type"] = _parser_for(option)
+            kwargs["metavar"] = option.metavar or ("{" + ",".join(option.choices) + "}" if option.choices else None)
+            if option.const is not None:
+                kwargs.update(nargs="?", const=option.const)
+        parser.add_argument(*names, **kwargs)
 
 
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("compact", help="compact a transcript", description=DESCRIPTION,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="transcript JSONL, JSON list of SessionMessages, or - for stdin")
-    p.add_argument("--out", "-o", metavar="FILE", help="write the compacted messages here (default: stdout)")
-    p.add_argument("--format", choices=("json", "jsonl"), default="json",
-                   help="json: one list; jsonl: one message per line (default: json)")
-    p.add_argument("--judge", choices=("auto", "local", "jev"), default="auto",
-                   help="local: embedded offline judge; jev: the Jev API; auto: jev when a key is set (default: auto)")
-    p.add_argument("--jev-url", metavar="URL", help="Jev endpoint (default: TypeSafe System One)")
-    p.add_argument("--model", default=None, help="Jev model (default: jev-latest)")
-    p.add_argument("--api-key", default=None, help="Jev API key (default: $TYPESAFE_API_KEY)")
-    p.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
-                   help="deadline per Jev request, body included (default: 15)")
-    p.add_argument("--goal", default="", help="what the session is working towards (default: the last 3 user prompts)")
-    p.add_argument("--instructions", default="", help="extra focus, as in /compact <instructions>")
-    p.add_argument("--keep-threshold", type=float, default=None, metavar="P",
-                   help="use the threshold policy: keep when a probability reaches P, in [0,1]")
-    p.add_argument("--target-reduction", type=float, default=None, metavar="SHARE",
-                   help="budget policy: cut the least valuable outputs until this share of the candidates' output is freed (default: 0.7)")
-    p.add_argument("--keep-floor", type=float, default=None, metavar="P",
-                   help="budget policy: never cut an output the judge values at P or more (default: 0.8)")
-    p.add_argument("--no-rules", action="store_true", help="ask the judge about every call, even those a rule settles")
-    p.add_argument("--archive", metavar="DIR",
-                   help="save every cut output here, content-addressed (default: FILE.archive beside --out)")
-    p.add_argument("--no-archive", action="store_true", help="save nothing; markers then say to re-run the tool")
-    p.add_argument("--preserve-recent", type=int, default=6, metavar="N",
-                   help="the last N messages (and the first) are never touched (default: 6)")
-    p.add_argument("--max-state-tokens", type=int, default=25000, metavar="N", help="state budget (default: 25000)")
-    p.add_argument("--max-request-tokens", type=int, default=30000, metavar="N",
-                   help="request budget, state plus questions (default: 30000)")
-    p.add_argument("--truncate-head-chars", type=int, default=500, metavar="N",
-                   help="characters of its opening a truncated output keeps (default: 500)")
-    p.add_argument("--digest-chars", type=int, default=1600, metavar="N",
-                   help="characters a truncated output keeps in all: opening, closing and key lines (default: 1600)")
-    p.add_argument("--max-concurrent-requests", type=int, default=4, metavar="N",
-                   help="judge requests in flight at once (default: 4)")
-    p.add_argument("--decisions", action="store_true", help="also print one line per decided call to stderr")
+    add_option_flags(p)
     p.set_defaults(run=run)
 
 
@@ -61,19 +73,91 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-def make_asker(judge: str, api_key: str | None, url: str | None, model: str | None, timeout: float) -> tuple[Any, str]:
+def make_asker(args: argparse.Namespace, report: Any = None) -> tuple[Any, str]:
     """The judge to ask and its name; the HTTP client is imported only when it is used."""
-    key = api_key or os.environ.get("TYPESAFE_API_KEY") or os.environ.get("OPENROUTER_API_KEY")
-    if judge == "local" or (judge == "auto" and not key):
+    from ..jev.providers import wants_jev
+
+    if not wants_jev(args.judge, provider=args.provider, api_key=args.api_key, base_url=args.base_url):
         from ..judge.local import LocalJudge
 
         return LocalJudge(), "local"
     from ..jev.client import JevClient
 
-    kwargs: dict[str, Any] = {"api_key": key, "base_url": url, "timeout_s": timeout}
-    if model:
-        kwargs["model"] = model
-    return JevClient(**kwargs), "jev"
+    client = JevClient(
+        provider=args.provider, api_key=args.api_key or None, base_url=args.base_url or None,
+        model=args.model, timeout_s=args.jev_timeout_seconds, report=report,
+    )
+    return client, "jev"
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(a).resolve() == Path(b).resolve()
+
+
+def _payload(result: Any, fmt: str, out: str) -> str:
+    if fmt == "transcript":
+        from ..session_file import transcript_lines
+
+        return transcript_lines(result.messages, session_id_for(out))
+    wire = [m.to_wire() for m in result.messages]
+    if fmt == "jsonl":
+        return "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in wire)
+    return json.dumps(wire, ensure_ascii=False, indent=1) + "\n"
+
+
+def session_id_for(out: str) -> str | None:
+    """A transcript written as ``<uuid>.jsonl`` is that session; any other name gets a new id."""
+    import uuid
+
+    stem = Path(out).stem if out else ""
+    try:
+        return str(uuid.UUID(stem))
+    except ValueError:
+        return None
+
+
+def _summary_document(result: Any, judge: str, args: argparse.Namespace) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    from ..stats import summarize
+
+    stats = result.stats
+    return {
+        "summary": summarize(stats),
+        "reduction": round(stats.reduction_ratio, 4),
+        "judge": judge,
+        "out": args.out or None,
+        "format": args.format,
+        "keep": stats.kept,
+        "truncate": stats.truncated,
+        "drop": stats.dropped,
+        "pinned": stats.pinned,
+        "archive": options_archive(args),
+        "stats": asdict(stats),
+    }
+
+
+def options_archive(args: argparse.Namespace) -> str | None:
+    archive = None if args.no_archive else (args.archive or (f"{args.out}.archive" if args.out else None))
+    return os.path.abspath(archive) if archive else None
+
+
+def decisions_text(result: Any) -> str:
+    from ..table import decision_row, decision_table
+
+    calls = {call.tool_use_id: call for call in result.calls}
+    rows = []
+    for d in result.decisions:
+        call = calls.get(d.tool_use_id)
+        rows.append(decision_row(
+            d.id, d.tool, call.input if call else None, call.result_chars if call else None,
+            d.action, d.reason, None if d.reason == "pinned" else d.keep_call,
+            None if d.reason == "pinned" else d.keep_result, d.chars_freed,
+        ))
+    return decision_table(rows)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,11 +165,14 @@ def run(args: argparse.Namespace) -> int:
 
     from ..compaction import compact
     from ..errors import CompactionError
-    from ..goal import goal_with_instructions
+    from ..goal import compaction_goal
     from ..options import resolve_options
-    from ..stats import decision_log_lines, summarize
-    from ..transcript import TranscriptError, load_messages
+    from ..progress import CountingAsker, Progress
+    from ..stats import summarize
+    from ..transcript import load_messages
 
+    if args.out and args.file != "-" and _same_file(args.out, args.file):
+        return _fail(f"refusing to write onto the input {args.file}; give --out another file", EXIT_BAD_INPUT)
     try:
         if args.file == "-":
             text, source = sys.stdin.read(), "<stdin>"
@@ -93,41 +180,44 @@ def run(args: argparse.Namespace) -> int:
             with open(args.file, encoding="utf-8") as handle:
                 text, source = handle.read(), args.file
     except (OSError, UnicodeDecodeError) as exc:
-        return _fail(f"cannot read {args.file}: {exc}", 2)
+        return _fail(f"cannot read {args.file}: {exc}", EXIT_BAD_INPUT)
     try:
         messages = load_messages(text, source)
-        archive_dir = None if args.no_archive else (args.archive or (f"{args.out}.archive" if args.out else None))
-        options = resolve_options(
-            goal=goal_with_instructions(args.goal, args.instructions),
-            keep_threshold=args.keep_threshold,
-            policy="threshold" if args.keep_threshold is not None else "budget",
-            target_reduction=args.target_reduction,
-            keep_floor=args.keep_floor,
-            use_rules=not args.no_rules,
-            digest_chars=args.digest_chars,
-            archive_dir=os.path.abspath(archive_dir) if archive_dir else None,
-            preserve_recent_messages=args.preserve_recent,
-            max_state_tokens=args.max_state_tokens,
-            max_request_tokens=args.max_request_tokens,
-            truncate_head_chars=args.truncate_head_chars,
-            max_concurrent_requests=args.max_concurrent_requests,
-        )
-    except (TranscriptError, ValueError) as exc:
-        return _fail(str(exc), 2)
+    except CompactionError as exc:
+        return _fail(explain(exc), exit_code(exc))
+    options = resolve_options(
+        goal=compaction_goal(messages, args.goal, args.instructions),
+        keep_threshold=args.keep_threshold,
+        preserve_recent_messages=args.preserve_recent_messages,
+        max_state_tokens=args.max_state_tokens,
+        max_request_tokens=args.max_request_tokens,
+        truncate_head_chars=args.truncate_head_chars,
+        max_concurrent_requests=args.max_concurrent_requests,
+        digest_chars=args.digest_chars,
+        policy=args.policy,
+        target_reduction=args.target_reduction,
+        keep_floor=args.keep_floor,
+        archive_dir=options_archive(args),
+    )
 
-    async def go() -> Any:
-        asker, _ = make_asker(args.judge, args.api_key, args.jev_url, args.model, args.timeout)
+    progress = Progress()
+
+    async def go() -> tuple[Any, str]:
+        asker, judge = make_asker(args, report=progress.note)
         try:
-            return await compact(messages, asker, options)
+            return await compact(messages, CountingAsker(asker, progress), options), judge
         finally:
             close = getattr(asker, "aclose", None)
             if close is not None:
                 await close()
 
     try:
-        result = asyncio.run(go())
-    except (CompactionError, ValueError) as exc:
-        return _fail(f"{exc}; the transcript was left as it was", 1)
+        with progress:
+            result, judge = asyncio.run(go())
+    except CompactionError as exc:
+        code = exit_code(exc)
+        tail = "" if code == EXIT_BAD_INPUT else "; nothing was written"
+        return _fail(f"{explain(exc)}{tail}", code)
 
     if result.archive:
         from ..archive import write_archive
@@ -135,25 +225,41 @@ def run(args: argparse.Namespace) -> int:
         try:
             write_archive(result.archive)
         except OSError as exc:
-            return _fail(f"cannot save the cut outputs under {options.archive_dir}: {exc} (use --archive DIR or --no-archive)", 2)
+            return _fail(f"cannot save the cut outputs under {options.archive_dir}: {exc}; "
+                         "give --archive another folder, or --no-archive", EXIT_BAD_INPUT)
 
-    wire = [m.to_wire() for m in result.messages]
-    if args.format == "jsonl":
-        payload = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in wire)
-    else:
-        payload = json.dumps(wire, ensure_ascii=False, indent=1) + "\n"
-    summary = summarize(result.stats)
+    payload = _payload(result, args.format, args.out)
     if args.out:
         try:
             with open(args.out, "w", encoding="utf-8") as handle:
                 handle.write(payload)
         except OSError as exc:
-            return _fail(f"cannot write {args.out}: {exc}", 2)
-        print(summary)
+            return _fail(f"cannot write {args.out}: {exc}", EXIT_BAD_INPUT)
     else:
         sys.stdout.write(payload)
-        print(summary, file=sys.stderr)
+        sys.stdout.flush()
+    summary_stream = sys.stdout if args.out else sys.stderr
+    if args.json:
+        print(json.dumps(_summary_document(result, judge, args), ensure_ascii=False), file=summary_stream)
+    else:
+        print(summarize(result.stats), file=summary_stream)
     if args.decisions:
-        for line in decision_log_lines(result.decisions):
-            print(line, file=sys.stderr)
-    return 0
+        sys.stderr.write(decisions_text(result))
+    if args.log:
+        return _record(args, result, judge)
+    return EXIT_OK
+
+
+def _record(args: argparse.Namespace, result: Any, judge: str) -> int:
+    """``--log``: one compaction row, trigger ``cli``, in the chosen decision log."""
+    from ..audit.cli_record import record_cli_compaction
+    from ..audit.store import DecisionLogError, default_db_path
+
+    path = default_db_path() if args.log == DEFAULT_LOG else Path(args.log).expanduser()
+    session = "stdin" if args.file == "-" else Path(args.file).stem
+    try:
+        number = record_cli_compaction(path, session, judge, result)
+    except (DecisionLogError, OSError) as exc:
+        return _fail(f"compacted, but the decision log {path} was not written: {exc}", 1)
+    print(f"recorded as compaction #{number} in {path}", file=sys.stderr)
+    return EXIT_OK

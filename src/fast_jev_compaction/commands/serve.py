@@ -16,7 +16,9 @@ Serve the Jev wire protocol on a local port, answered offline by the embedded ju
 client can point its base URL here. Routes: POST /v1/systemone, POST /api/alpha/decisions,
 POST /client/v4/accounts/<id>/ai/run (body {"model":"typesafe/jev","input":{...}}),
 POST /client/v4/accounts/<id>/ai/run/typesafe/jev, GET /v1/models, GET /healthz.
-Prints one line, "listening on http://HOST:PORT", once the port is bound.
+Prints one line once the port is bound: "listening on http://HOST:PORT; compact with
+--jev-url http://HOST:PORT/v1/systemone", the exact URL `fast-jev compact` takes (no key needed
+on a loopback address).
 
 Requests must carry a Host header naming localhost, a loopback address or the bound address
 (add others with --allow-host), so a web page cannot reach the server through DNS rebinding.
@@ -44,7 +46,7 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("serve", help="serve the Jev protocol locally (embedded judge)",
                               description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8787, help="port to bind; 0 picks a free one (default: 8787)")
+    p.add_argument("--port", type=_port, default=8787, help="port to bind, 0-65535; 0 picks a free one (default: 8787)")
     p.add_argument("--token", "--api-key", dest="token", default=None,
                    help=f"require 'Authorization: Bearer TOKEN' on every route but /healthz "
                         f"(default: ${TOKEN_ENV}; unset: no auth)")
@@ -59,6 +61,28 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(run=run)
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port in 0-65535, got {value}")
+    return value
+
+
+def jev_url(url: str) -> str:
+    """The System One route on ``url``, reached over loopback when the server binds every address."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or "127.0.0.1"
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1" if host == "0.0.0.0" else "::1"
+    shown = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{shown}:{parts.port}/v1/systemone"
+
+
 def run(args: argparse.Namespace) -> int:
     from ..server import is_loopback, start_server
 
@@ -67,8 +91,10 @@ def run(args: argparse.Namespace) -> int:
         server, thread, url = start_server(args.host, args.port, api_key=token, access_log=args.access_log,
                                            allow_hosts=args.allow_host, workers=args.workers,
                                            timeout_s=args.timeout)
-    except OSError as exc:
-        print(f"fast-jev serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+    except (OSError, OverflowError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        print(f"fast-jev serve: cannot listen on {args.host}:{args.port}: {why}; choose another --port or --host",
+              file=sys.stderr)
         return 1
     if not is_loopback(args.host):
         guard = "requests need the token" if token else f"no token is set: pass --token or set {TOKEN_ENV}"
@@ -83,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     # serve_forever runs on its own thread, so the handler only flags; shutdown() happens here
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        print(f"listening on {url}", flush=True)
+        print(f"listening on {url}; compact with --jev-url {jev_url(url)}", flush=True)
         while not stop.wait(0.5) and thread.is_alive():
             pass
     finally:

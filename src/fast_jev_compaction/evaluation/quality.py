@@ -8,12 +8,11 @@ unpinned calls are ranked by the judges and by size and recency (:mod:`.metrics`
 
 from __future__ import annotations
 
-import hashlib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ..archive import write_archive
 from ..compaction import CompactResult, compact_sync
 from ..goal import goal_from_messages
 from ..judge.local import LocalJudge
@@ -39,31 +38,13 @@ RANKERS = (HELD_OUT, SHIPPED, "embedded judge", "size", "recency")
 Compactor = Callable[[list[SessionMessage], Path | None], tuple[CompactResult, dict[str, str]]]
 
 
-def save_outputs(messages: Sequence[SessionMessage], folder: Path) -> dict[str, str]:
-    """Save every tool result whole, content-addressed (identical outputs once), privately.
-
-    Returns tool_use_id -> path, the mapping ``compact()`` takes to point its notes at the files.
-    """
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(folder, 0o700)
-    paths: dict[str, str] = {}
-    for message in messages:
-        for result in message.toolResults or ():
-            digest = hashlib.sha256(result.text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-            path = folder / f"{digest}.txt"
-            if not path.exists():
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as handle:
-                    handle.write(result.text)
-            paths[result.tool_use_id] = str(path)
-    return paths
-
-
 def compact_at_defaults(messages: list[SessionMessage], archive: Path | None) -> tuple[CompactResult, dict[str, str]]:
-    """The pipeline as a user gets it: default options, the embedded judge."""
-    saved = save_outputs(messages, archive) if archive is not None else None
-    result = compact_sync(messages, LocalJudge(), CompactOptions(), saved)
-    return result, {}
+    """The pipeline as a user gets it: default options, the embedded judge, cut outputs saved."""
+    options = CompactOptions(archive_dir=str(archive) if archive is not None else None)
+    result = compact_sync(messages, LocalJudge(), options)
+    if result.archive:
+        write_archive(result.archive)
+    return result, dict(result.archive)
 
 
 @dataclass(frozen=True)

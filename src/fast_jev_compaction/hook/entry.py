@@ -26,7 +26,7 @@ from ..messages import SessionMessage
 from ..redaction import redact_text
 from ..textutil import escape_unwritable, js_json
 from .archive import ARCHIVE_DIR, saved_or_unpointed
-from .config import DEFAULT_TIMEOUT_SECONDS, HookConfig, resolve_hook_config
+from .config import HookConfig, resolve_hook_config
 from .deadline import Deadline, DeadlineError
 from .event import HookEvent, read_event
 from .gate import after_pass, before_pass, window_of
@@ -130,13 +130,7 @@ def friendly_reason(exc: BaseException) -> str:
     """A short, actionable line for the toast; the traceback goes to hook.log."""
     from pydantic import ValidationError
 
-    from ..errors import (  # local: only needed once something went wrong
-        FittingError,
-        JevConfigError,
-        JevError,
-        JevRequestError,
-        PairingError,
-    )
+    from ..errors import CompactionError, explain  # local: only needed once something went wrong
 
     if isinstance(exc, DeadlineError):
         return str(exc)
@@ -153,25 +147,8 @@ def friendly_reason(exc: BaseException) -> str:
         where = ".".join(str(p) for p in errors[0].get("loc", ())) if errors else "?"
         what = errors[0].get("msg", "invalid") if errors else "invalid"
         return f"the hook input is not a session.compact event ({where}: {what})"
-    if isinstance(exc, JevRequestError):
-        status = exc.status
-        if status in (401, 403):
-            return f"Jev refused the API key ({status}); check the apiKey option or TYPESAFE_API_KEY"
-        if status == 402:
-            return "the Jev account has no credit left (402); top it up or set judge to local"
-        if status == 429:
-            return "Jev is rate limiting requests (429); the next compaction will try again"
-        if status >= 500:
-            return f"Jev is unavailable right now ({status}); the next compaction will try again"
-        return str(exc)[:300]
-    if isinstance(exc, JevConfigError):
-        return f"no Jev key: {exc}"[:300]
-    if isinstance(exc, JevError):
-        return str(exc)[:300]
-    if isinstance(exc, PairingError):
-        return f"the transcript's tool calls do not pair up ({exc})"[:300]
-    if isinstance(exc, FittingError):
-        return f"the conversation does not fit a judge request ({exc})"[:300]
+    if isinstance(exc, CompactionError):
+        return explain(exc, "plugin")[:300]
     text = str(exc).strip() or type(exc).__name__
     return f"internal error ({type(exc).__name__}: {text})"[:300]
 
@@ -217,7 +194,8 @@ def build_asker(config: HookConfig, log: HookLog) -> tuple[Any, Callable[[], Any
         from ..jev.client import JevClient
 
         client = JevClient(
-            api_key=config.key() or None,
+            provider=config.provider,
+            api_key=config.api_key or None,
             base_url=config.base_url or None,
             model=config.model,
             timeout_s=config.jev_timeout_seconds,
@@ -284,10 +262,11 @@ class Outcome:
 def run_compaction(
     event: HookEvent, log: HookLog, tally: Tally | None = None, deadline: Deadline | None = None
 ) -> Outcome:
-    from ..goal import goal_from_messages, goal_with_instructions
     from ..stats import decision_log_lines, summarize
 
     config = resolve_hook_config(event.options)
+    for note in config.notes:
+        log.info(note)
     deadline = deadline or Deadline(config.timeout_seconds)
     messages = list(event.messages)
     lines: list[str] = []
@@ -302,8 +281,8 @@ def run_compaction(
     if early is not None:
         return Outcome(skip_answer(early.reason, lines), "skipped", early.reason)
 
-    goal = goal_with_instructions(config.goal or goal_from_messages(messages), event.instructions)
-    options = config.compact_options(goal)
+    options = config.compact_options(messages, event.instructions)
+    goal = options.goal
     preserve = in_flight_preserve(messages, options.preserve_recent_messages)
     if preserve != options.preserve_recent_messages:
         options = replace(options, preserve_recent_messages=preserve)
@@ -472,11 +451,9 @@ class AnswerGuard:
             reason = str(self.deadline.error())
             log.error(f"fallback: {reason}; the compaction was still running")
             outcome = Outcome(fallback_answer(reason), "fallback", reason, category="deadline")
-            recorder = threading.Thread(
-                target=record_decisions, args=(self.event, outcome, log.directory, log), daemon=True
-            )
-            recorder.start()
-            recorder.join(max(0.0, self.deadline.answer_at - time.monotonic()))
+            # In this thread: handing the row to another one would give the stuck work more
+            # chances to take the GIL back (a long C call does not let go of it).
+            record_decisions(self.event, outcome, log.directory, log)
             try:
                 self.send(outcome.answer)
             finally:
@@ -555,7 +532,7 @@ def main(
             pass
     out = stdout if stdout is not None else sys.stdout
     log_holder = [HookLog(data_dir(None, env))]
-    guard = AnswerGuard(out, Deadline(DEFAULT_TIMEOUT_SECONDS, started))
+    guard = AnswerGuard(out, Deadline(HookConfig.timeout_seconds, started))
     if stdout is None:
         guard.watch(log_holder)
     answer: Answer = fallback_answer("internal error")

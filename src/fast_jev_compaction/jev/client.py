@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from numbers import Real
 from types import TracebackType
 from typing import Any
 
 import httpx
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential
 
 from ..asker import AskResult, Usage
-from ..errors import JevConfigError, JevError, JevResponseError, JevTimeoutError, JevTransportError
+from ..errors import JevConfigError, JevError, JevRequestError, JevResponseError, JevTimeoutError, JevTransportError
 from ..redaction import redact_json
 from .providers import Endpoint, resolve_endpoint
 from .wire import CloudflareForm, build_body, build_cloudflare_body, parse_cloudflare_response, parse_response
@@ -79,7 +79,10 @@ class JevClient:
         transport: httpx.AsyncBaseTransport | None = None,
         env: Mapping[str, str] | None = None,
         max_response_bytes: int = MAX_RESPONSE_BYTES,
+        report: Callable[[str], None] | None = None,
     ) -> None:
+        # ``report`` hears "retrying after 429 (1/2)…" before each wait, for a progress line.
+        self._report = report
         self.timeout_s = _check_timeout(timeout_s)
         self.max_response_bytes = max_response_bytes
         self.retries = _check_retries(retries)
@@ -135,7 +138,7 @@ class JevClient:
         leaves the process, and the body stays valid JSON.
         """
         if self.endpoint.problem:
-            raise JevConfigError(self.endpoint.problem)
+            raise JevConfigError(self.endpoint.problem, self.endpoint.hint)
         if self._redacted_state is None or self._redacted_state[0] is not state:
             self._redacted_state = (state, redact_json(state))
         state, questions = self._redacted_state[1], redact_json(dict(questions))
@@ -143,6 +146,7 @@ class JevClient:
             stop=stop_after_attempt(self.retries + 1),
             wait=wait_exponential(multiplier=self.retry_delay_s, exp_base=RETRY_BACKOFF, min=0),
             retry=retry_if_exception(_is_retryable),
+            before_sleep=self._before_sleep,
             reraise=True,
         )
         attempts = 0
@@ -157,6 +161,18 @@ class JevClient:
             exc.retries = max(0, attempts - 1)
             raise
         return AskResult(answers=answers, usage=usage, retries=max(0, attempts - 1))
+
+    def _before_sleep(self, state: RetryCallState) -> None:
+        if self._report is None or state.outcome is None:
+            return
+        exc = state.outcome.exception()
+        if isinstance(exc, JevRequestError):
+            what = str(exc.status)
+        elif isinstance(exc, JevTimeoutError):
+            what = "a timeout"
+        else:
+            what = "a connection error"
+        self._report(f"retrying after {what} ({state.attempt_number}/{self.retries})…")
 
     async def _once(self, state: Any, questions: Mapping[str, Any]) -> tuple[Mapping[str, Any], Usage]:
         endpoint = self.endpoint
@@ -181,11 +197,9 @@ class JevClient:
     async def _post(self, url: str, body: str) -> tuple[int, str]:
         """POST ``body``; the deadline covers connecting, the headers and the whole body read."""
         http = self._client()
-        headers = {
-            "authorization": f"Bearer {self.endpoint.api_key}",
-            "content-type": "application/json",
-            "accept": "application/json",
-        }
+        headers = {"content-type": "application/json", "accept": "application/json"}
+        if self.endpoint.api_key:  # a loopback endpoint may go without
+            headers["authorization"] = f"Bearer {self.endpoint.api_key}"
         try:
             async with asyncio.timeout(self.timeout_s):
                 request = http.build_request("POST", url, content=body.encode("utf-8"), headers=headers)

@@ -15,6 +15,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from ..errors import JevConfigError
+from ..options import JEV_DEFAULT_MODEL, KEY_ENV_VARS
 
 Provider = Literal["systemone", "openrouter", "cloudflare"]
 PROVIDERS: tuple[Provider, ...] = ("systemone", "openrouter", "cloudflare")
@@ -22,10 +23,10 @@ PROVIDERS: tuple[Provider, ...] = ("systemone", "openrouter", "cloudflare")
 SYSTEM_ONE_URL = "https://api.typesafe.ai/v1/systemone"
 OPENROUTER_URL = "https://openrouter.ai/api/alpha/decisions"
 CLOUDFLARE_BASE = "https://api.cloudflare.com"
-DEFAULT_MODEL = "jev-latest"
+DEFAULT_MODEL = JEV_DEFAULT_MODEL
 CLOUDFLARE_MODEL = "typesafe/jev"
 
-_NO_KEY_HELP = "set it, pass apiKey, or use the embedded judge (--judge local)"
+_NO_KEY_HELP = "set it or {api_key}, or use the embedded judge ({judge=local})"
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,9 @@ class Endpoint:
     problem: str | None = None
     account_id: str = ""
     base: str = ""
-    # Set when the key would travel over plain http to a non-loopback host.
+    # What to do about ``problem`` (placeholders as in ``errors.render_hint``).
+    hint: str = ""
+    # Set when the endpoint is plain http to a non-loopback host (a key is then refused).
     warning: str | None = None
 
     def cloudflare_url(self, form: Literal["catalog", "classic"]) -> str:
@@ -88,24 +91,58 @@ def _first(*values: str | None) -> str:
     return ""
 
 
-def _pick_provider(
-    provider: str | None, api_key: str, account_id: str | None, env: Mapping[str, str]
-) -> Provider:
-    if provider is not None:
+def pick_provider(
+    provider: str | None, api_key: str | None, account_id: str | None, env: Mapping[str, str]
+) -> tuple[Provider, str]:
+    """The provider and its key. Unchosen: System One, or OpenRouter for a key that is theirs.
+
+    Unchosen, only the key passed in and System One's variables are read: another provider's
+    variable, set for another tool, never selects that provider by itself.
+    """
+    if provider is not None and provider != "auto":
         if provider not in PROVIDERS:
-            raise JevConfigError(f"unknown Jev provider {provider!r}: use one of {', '.join(PROVIDERS)}")
-        return provider
-    if api_key:
-        return "openrouter" if api_key.startswith("sk-or-") else "systemone"
-    typesafe = _first(env.get("TYPESAFE_API_KEY"))
-    if typesafe:
-        return "openrouter" if typesafe.startswith("sk-or-") else "systemone"
-    if _first(env.get("OPENROUTER_API_KEY")):
-        return "openrouter"
-    # An account id only makes sense for Workers AI; so does a lone Cloudflare token.
-    if _first(account_id) or _first(env.get("CLOUDFLARE_API_TOKEN")):
-        return "cloudflare"
-    return "systemone"
+            raise JevConfigError(
+                f"unknown Jev provider {provider!r}", hint=f"use one of {', '.join(PROVIDERS)} in {{provider}}"
+            )
+        return provider, _first(api_key, *(env.get(name) for name in KEY_ENV_VARS[provider]))
+    key = _first(api_key, *(env.get(name) for name in KEY_ENV_VARS["systemone"]))
+    if key:
+        return ("openrouter" if key.startswith("sk-or-") else "systemone"), key
+    # An account id only makes sense for Workers AI.
+    if _first(account_id):
+        return "cloudflare", _first(*(env.get(name) for name in KEY_ENV_VARS["cloudflare"]))
+    return "systemone", ""
+
+
+def wants_jev(
+    judge: str, *, provider: str | None = None, api_key: str | None = None, base_url: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> bool:
+    """``jev`` always, ``local`` never; ``auto`` when a key or an endpoint URL is configured."""
+    if judge != "auto":
+        return judge == "jev"
+    env = os.environ if env is None else env
+    return bool(_first(base_url)) or bool(pick_provider(provider, api_key, None, env)[1])
+
+
+def _key_problem(key: str, url: str, names: tuple[str, ...]) -> tuple[str | None, str]:
+    """Why no request may go out, and its hint: no key (unless the endpoint is loopback) or cleartext."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        scheme = parts.scheme.lower()
+    except ValueError:
+        return None, ""  # unparsable URLs fail loudly at request time instead
+    if _is_loopback(host):
+        return None, ""  # a local endpoint (fast-jev serve) needs no key, and nothing leaves the machine
+    if not key:
+        return f"{' or '.join(names)} is not configured", _NO_KEY_HELP
+    if scheme == "http":
+        return (
+            f"refusing to send the Jev key over plain http to {host}",
+            "use an https URL in {base_url}, or a loopback one",
+        )
+    return None, ""
 
 
 def resolve_endpoint(
@@ -123,22 +160,16 @@ def resolve_endpoint(
     API base for Cloudflare. The model name is mapped for the provider chosen.
     """
     env = os.environ if env is None else env
-    option_key = _first(api_key)
-    chosen = _pick_provider(provider, option_key, account_id, env)
+    chosen, key = pick_provider(provider, api_key, account_id, env)
     forced = _first(base_url)
 
     if chosen == "cloudflare":
         account = _first(account_id, env.get("CLOUDFLARE_ACCOUNT_ID"))
-        token = _first(option_key, env.get("CLOUDFLARE_API_TOKEN"))
-        problem = None
-        if not token:
-            problem = f"CLOUDFLARE_API_TOKEN is not configured: {_NO_KEY_HELP}"
-        elif not account:
-            problem = (
-                "CLOUDFLARE_ACCOUNT_ID is not configured: set it, pass accountId, "
-                "or use the embedded judge (--judge local)"
-            )
+        token = key
         base = (forced or CLOUDFLARE_BASE).rstrip("/")
+        problem, hint = _key_problem(token, base, KEY_ENV_VARS["cloudflare"])
+        if problem is None and not account:
+            problem, hint = "CLOUDFLARE_ACCOUNT_ID is not configured", "set it, or use the embedded judge ({judge=local})"
         # Workers AI only knows vendor-qualified names; the System One alias means its default.
         cf_model = model if model and "/" in model else CLOUDFLARE_MODEL
         endpoint = Endpoint(
@@ -146,8 +177,9 @@ def resolve_endpoint(
             url="",
             model=cf_model,
             api_key=token,
-            key_source="CLOUDFLARE_API_TOKEN or the apiKey option",
+            key_source=" or ".join(KEY_ENV_VARS["cloudflare"]),
             problem=problem,
+            hint=hint,
             account_id=account,
             base=base,
             warning=cleartext_warning(base),
@@ -156,25 +188,27 @@ def resolve_endpoint(
 
     if chosen == "openrouter":
         url = forced or OPENROUTER_URL
-        key = _first(option_key, env.get("TYPESAFE_API_KEY"), env.get("OPENROUTER_API_KEY"))
+        problem, hint = _key_problem(key, url, KEY_ENV_VARS["openrouter"])
         return Endpoint(
             provider="openrouter",
             url=url,
             model=openrouter_model(model or DEFAULT_MODEL),
             api_key=key,
-            key_source="OPENROUTER_API_KEY, TYPESAFE_API_KEY or the apiKey option",
-            problem=None if key else f"OPENROUTER_API_KEY (or TYPESAFE_API_KEY) is not configured: {_NO_KEY_HELP}",
+            key_source=" or ".join(KEY_ENV_VARS["openrouter"]),
+            problem=problem,
+            hint=hint,
             warning=cleartext_warning(url),
         )
 
     url = forced or SYSTEM_ONE_URL
-    key = _first(option_key, env.get("TYPESAFE_API_KEY"))
+    problem, hint = _key_problem(key, url, KEY_ENV_VARS["systemone"])
     return Endpoint(
         provider="systemone",
         url=url,
         model=model or DEFAULT_MODEL,
         api_key=key,
-        key_source="TYPESAFE_API_KEY or the apiKey option",
-        problem=None if key else f"TYPESAFE_API_KEY is not configured: {_NO_KEY_HELP}",
+        key_source=" or ".join(KEY_ENV_VARS["systemone"]),
+        problem=problem,
+        hint=hint,
         warning=cleartext_warning(url),
     )

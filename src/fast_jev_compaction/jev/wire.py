@@ -12,29 +12,18 @@ from typing import Any, Literal
 
 from ..answers import MISSING_ANSWERS, read_usage
 from ..asker import Usage
-from ..errors import JevRequestError, JevResponseError
+from ..errors import JevRequestError, JevResponseError, render_hint
+from ..options import KEY_ENV_VARS
 from ..textutil import js_json
 
 CloudflareForm = Literal["catalog", "classic"]
 
-DEFAULT_KEY_SOURCE = "TYPESAFE_API_KEY or the apiKey option"
+DEFAULT_KEY_SOURCE = " or ".join(KEY_ENV_VARS["systemone"])
 
 
 def hint_for_status(status: int, key_source: str = DEFAULT_KEY_SOURCE) -> str:
-    """What the user should do about a non-2xx status ('' when there is nothing specific)."""
-    if status == 401:
-        return f"check the API key ({key_source})"
-    if status == 402:
-        return "the account has no credit left; top it up or use the embedded judge"
-    if status == 403:
-        return "the key may not use this model or endpoint"
-    if status == 404:
-        return "check the endpoint URL"
-    if status == 429:
-        return "rate limited; retried, lower maxConcurrentRequests"
-    if status >= 500:
-        return "the Jev service failed; retried"
-    return ""
+    """What the user should do about a non-2xx status, as the CLI says it ('' when nothing specific)."""
+    return render_hint(JevRequestError(status, key_source=key_source).hint)
 
 
 def build_body(model: str, state: Any, questions: Mapping[str, Any]) -> str:
@@ -52,7 +41,7 @@ def build_cloudflare_body(form: CloudflareForm, model: str, state: Any, question
 
 def _raise_for_status(status: int, text: str, key_source: str) -> None:
     if not 200 <= status < 300:
-        raise JevRequestError(status, text, hint_for_status(status, key_source))
+        raise JevRequestError(status, text, key_source)
 
 
 def _load_json(text: str) -> Any:
@@ -87,7 +76,7 @@ def _cloudflare_errors(errors: Any) -> str:
 
 
 def parse_cloudflare_response(
-    status: int, text: str, key_source: str = "CLOUDFLARE_API_TOKEN or the apiKey option"
+    status: int, text: str, key_source: str = " or ".join(KEY_ENV_VARS["cloudflare"])
 ) -> tuple[Mapping[str, Any], Usage]:
     """``(answers, usage)`` from a Workers AI response, enveloped or bare.
 

@@ -20,9 +20,11 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..asker import AskResult, Usage
+from ..messages import SessionMessage
+from ..pairing import Pairing
 from ..textutil import ELLIPSIS, js_json
 from ..tokens import estimate_tokens
 from .lexicon import (
@@ -755,6 +757,18 @@ class LocalJudge:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, _Analysis] = OrderedDict()
+
+    # -- in process ----------------------------------------------------------------------------
+
+    def score_calls(self, messages: Sequence[SessionMessage], pairing: Pairing, goal: str) -> dict[str, tuple[float, float]]:
+        """``{tool_use_id: (keep_call, keep_result)}`` from the fitted model over the messages.
+
+        In process the judge reads the outputs themselves (``judge/features.py``), not the Jev
+        state's notes and digests: the compaction calls this instead of ``ask`` when it can.
+        """
+        from .model import score_calls
+
+        return score_calls(messages, pairing, goal)
 
     # -- the JevAsker protocol -----------------------------------------------------------------
 

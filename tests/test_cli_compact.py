@@ -116,7 +116,7 @@ def test_example_session_is_compacted_with_the_embedded_judge(tmp_path: Path) ->
     )
     assert proc.returncode == 0, proc.stderr
     summary = proc.stdout.strip()
-    assert summary.endswith("request(s)") or "judge read" in summary
+    assert summary.endswith(("request(s)", "no judge requests")) or "judge read" in summary
     ratio = float(summary.split("%", 1)[0])
     assert ratio > 0
     lines = out.read_text(encoding="utf-8").splitlines()

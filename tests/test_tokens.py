@@ -124,3 +124,21 @@ class TestJsJson:
     def test_round_trips(self):
         value = {"k": [1, 2.5, "s", None, True, {"n": "é"}]}
         assert json.loads(js_json(value)) == value
+
+
+_PIECES_ALPHABET = st.sampled_from(list("ab Z9-_1.,\n\t\u00e9\u2026\u2192\u3000\u00a0\ufeff\x1c") + ["\U0001F600", "abcdefg", "0.9", "12345"])
+
+
+@settings(max_examples=400)
+@given(st.lists(_PIECES_ALPHABET, max_size=80).map("".join))
+def test_counted_estimate_equals_the_piece_by_piece_float_sum(text):
+    """The fast path counts pieces in C; the float accumulation of upstream decides only when the
+    exact sum lands on an integer. Both must give the same answer everywhere."""
+    from fast_jev_compaction.tokens import _accumulated
+
+    assert estimate_tokens(text) == _accumulated(text)
+
+
+def test_ten_others_accumulate_past_the_integer():
+    # 0.9 added ten times is 9.000000000000002 in float: upstream rounds that up to 10.
+    assert estimate_tokens("." * 10) == math.ceil(sum([0.9] * 10)) == 10

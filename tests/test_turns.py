@@ -258,7 +258,7 @@ def test_an_answer_that_would_separate_results_from_their_calls_falls_back(monke
     from fast_jev_compaction.hook import entry
     from fast_jev_compaction.hook.event import HookEvent
 
-    big = "line of output\n" * 400
+    big = "line of output\n" * 800
     messages = [prompt("go"), prose("Both.")]
     for turn in range(3):
         names = [f"t{turn}a", f"t{turn}b"]

@@ -2,28 +2,30 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any, Coroutine, Sequence, TypeVar
 
+from .answer_cache import AnswerCache, answer_key
 from .answers import read_noul_answers
 from .archive import archive_path
 from .asker import AskResult, JevAsker
 from .batches import run_bounded
 from .decisions import DROP, KEEP, PINNED, SMALL, TRUNCATE, Action, CallDecision
 from .digest import DigestShape
-from .errors import FittingError
-from .fitting import fit_state
 from .goal import goal_from_messages
 from .messages import SessionMessage, ToolResult
 from .options import CompactOptions, validate_threshold
 from .pairing import Pairing, ToolCall, pair_tool_calls
 from .policy import Scored, budget_decisions, threshold_decisions
-from .questions import REQUEST_OVERHEAD_TOKENS, batch_calls, batch_questions, question_tokens
+from .questions import REQUEST_OVERHEAD_TOKENS, batch_questions, question_tokens
 from .rebuild import apply_decisions, freed_chars
 from .rules import Verdict, call_facts, settle
 from .stats import CompactStats, message_chars
+from .windows import WINDOWED, Request, plan_requests
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -44,8 +46,13 @@ async def compact(
     messages: Sequence[SessionMessage],
     asker: JevAsker,
     options: CompactOptions | None = None,
+    cache: AnswerCache | None = None,
 ) -> CompactResult:
-    """Compact ``messages``; any error propagates and the input is left as it was."""
+    """Compact ``messages``; any error propagates and the input is left as it was.
+
+    With a ``cache``, the judge is asked only about calls whose answer it does not remember
+    (answer_cache.py), and its new answers are remembered.
+    """
     started = time.perf_counter()
     opts = options or CompactOptions()
     validate_threshold(opts.keep_threshold)
@@ -58,7 +65,7 @@ async def compact(
     )
     verdicts = settle(call_facts(pairing.calls, {k: r.text for k, r in results.items()})) if opts.use_rules else {}
     to_judge = [call for call in pairing.candidates if call.tool_use_id not in verdicts]
-    answers = await _ask(messages, pairing, to_judge, asker, opts, stats) if to_judge else {}
+    answers = await _answers(messages, pairing, to_judge, asker, opts, stats, results, cache)
 
     shape = shape_of(opts)
 
@@ -113,6 +120,7 @@ async def compact(
 
     stats.messages_after = len(out)
     stats.chars_after = sum(message_chars(m) for m in out)
+    rule_names = {v.rule for v in verdicts.values()}
     for decision in decisions:
         if decision.reason == PINNED:
             stats.pinned += 1
@@ -122,7 +130,7 @@ async def compact(
             stats.truncated += 1
         else:
             stats.dropped += 1
-        if decision.reason in {v.rule for v in verdicts.values()}:
+        if decision.reason in rule_names:
             stats.settled_by_rules += 1
     stats.ms = (time.perf_counter() - started) * 1000
     return CompactResult(out, decisions, list(pairing.calls), stats, archive)
@@ -132,6 +140,30 @@ def _ruled(call: ToolCall, verdict: Verdict) -> CallDecision:
     # A rule is certain either way; the probabilities say so, and the reason names the rule.
     value = 1.0 if verdict.action == KEEP else 0.0
     return CallDecision(call.id, call.tool_use_id, call.tool, value, value, verdict.action, verdict.rule)
+
+
+async def _answers(
+    messages: Sequence[SessionMessage],
+    pairing: Pairing,
+    to_judge: list[ToolCall],
+    asker: Any,
+    opts: CompactOptions,
+    stats: CompactStats,
+    results: dict[str, ToolResult],
+    cache: AnswerCache | None,
+) -> dict[str, tuple[float, float]]:
+    """Remembered answers first, then the judge for the rest."""
+    if cache is None:
+        return await _ask(messages, pairing, to_judge, asker, opts, stats) if to_judge else {}
+    scope = type(asker).__name__
+    keys = {call.id: answer_key(call, results[call.tool_use_id].text, scope) for call in to_judge}
+    remembered = cache.get(keys.values())
+    answers = {call.id: remembered[keys[call.id]] for call in to_judge if keys[call.id] in remembered}
+    stats.remembered = len(answers)
+    rest = [call for call in to_judge if call.id not in answers]
+    fresh = await _ask(messages, pairing, rest, asker, opts, stats) if rest else {}
+    cache.put({keys[call_id]: scores for call_id, scores in fresh.items()})
+    return {**answers, **fresh}
 
 
 async def _ask(
@@ -144,36 +176,42 @@ async def _ask(
 ) -> dict[str, tuple[float, float]]:
     """The judge's (keep_call, keep_result) for each call in ``to_judge``, by call id."""
     goal = opts.goal or goal_from_messages(messages)
-    score_calls = getattr(asker, "score_calls", None)
-    if callable(score_calls):
+    if in_process(asker):
         # An in-process judge reads the messages themselves: no state to fit, no request.
-        scores: dict[str, tuple[float, float]] = score_calls(messages, pairing, goal)
+        scores: dict[str, tuple[float, float]] = asker.score_calls(messages, pairing, goal)
         return {call.id: scores[call.tool_use_id] for call in to_judge}
 
-    largest_question = max(question_tokens(call) for call in to_judge)
-    state_budget = opts.max_request_tokens - REQUEST_OVERHEAD_TOKENS - largest_question
-    if state_budget < 1:
-        raise FittingError("request budget leaves no room for state and questions")
-    fitted = fit_state(messages, pairing, goal, opts.preserve_recent_messages, min(opts.max_state_tokens, state_budget))
-    batches = batch_calls(to_judge, fitted.tokens, opts.max_request_tokens)
-    stats.state_tokens, stats.state_stage, stats.requests = fitted.tokens, fitted.stage, len(batches)
+    question_cost = {call.id: question_tokens(call) for call in to_judge}
+    requests = plan_requests(
+        messages, pairing, to_judge, goal, opts.preserve_recent_messages,
+        opts.max_state_tokens, opts.max_request_tokens, question_cost,
+    )
+    stats.state_tokens = max(request.state_tokens for request in requests)
+    stats.state_stage = requests[0].stage
+    stats.requests = len(requests)
+    stats.windows = len({id(request.state) for request in requests}) if requests[0].stage == WINDOWED else 0
+    stats.estimated_tokens = sum(
+        REQUEST_OVERHEAD_TOKENS + request.state_tokens + sum(question_cost[c.id] for c in request.calls)
+        for request in requests
+    )
 
-    def job(batch: list[ToolCall]) -> Any:
-        questions = batch_questions(batch)
+    def job(request: Request) -> Any:
+        questions = batch_questions(request.calls)
 
         async def ask() -> tuple[AskResult, dict[str, float]]:
-            result = await asker.ask(fitted.state, questions)
+            result = await asker.ask(request.state, questions)
             # Validate inside the job so a bad answer stops the queue like any failure.
             return result, read_noul_answers(result.answers, list(questions))
 
         return ask
 
     answers: dict[str, tuple[float, float]] = {}
-    for batch, (result, values) in zip(batches, await run_bounded([job(b) for b in batches], opts.max_concurrent_requests)):
+    jobs = [job(request) for request in requests]
+    for request, (result, values) in zip(requests, await run_bounded(jobs, opts.max_concurrent_requests)):
         stats.retries += result.retries
         stats.input_tokens += result.usage.input_tokens
         stats.output_tokens += result.usage.output_tokens
-        for call in batch:
+        for call in request.calls:
             answers[call.id] = (values[f"call_{call.id}"], values[f"result_{call.id}"])
     return answers
 
@@ -182,6 +220,40 @@ def compact_sync(
     messages: Sequence[SessionMessage],
     asker: JevAsker,
     options: CompactOptions | None = None,
+    cache: AnswerCache | None = None,
 ) -> CompactResult:
     """:func:`compact` for callers without an event loop."""
-    return asyncio.run(compact(messages, asker, options))
+    return run_sync(compact(messages, asker, options, cache), waits=not in_process(asker))
+
+
+def in_process(asker: Any) -> bool:
+    """Whether ``asker`` scores calls itself, in this process, without requests."""
+    return callable(getattr(asker, "score_calls", None))
+
+
+def run_sync(coroutine: Coroutine[Any, Any, T], *, waits: bool = True) -> T:
+    """Run ``coroutine`` to its end.
+
+    ``waits=False`` is for a compaction with an in-process judge: it never waits on anything, so
+    it is stepped once, without asyncio (tens of milliseconds to import). Otherwise a fresh loop
+    runs it; not ``asyncio.run``, whose SIGINT handler, when restored, makes Python 3.11's
+    ``signal`` module format the repr of the finished task, result included, which for a large
+    conversation takes longer than the compaction itself.
+    """
+    if not waits:
+        try:
+            coroutine.send(None)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        coroutine.close()
+        raise RuntimeError("an in-process judge waited on an event loop")
+    import asyncio
+
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()

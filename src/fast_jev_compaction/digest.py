@@ -9,8 +9,11 @@ URLs), up to the remaining budget, each in place and in order.
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterator
 
 from .markers import gap
 
@@ -19,13 +22,20 @@ _KEY_LINE = re.compile(
     r"error|exception|traceback|assert|fail|fatal|panic|denied|refused|timed? ?out|warning|"
     r"\bexit(?:ed)?(?: code| status)?\b|\b\d+ (?:passed|failed|errors?|skipped|tests?)\b|"
     r"^(?:=+|-+|#+) |\bsummary\b|\btotal\b|\bdone\b|\bcreated\b|\bdeployed\b|\bcommit\b",
-    re.IGNORECASE,
+    re.IGNORECASE | re.MULTILINE,
 )
 # Tokens that cannot be guessed back: hashes, uuids, long ids, URLs.
 _ID_TOKEN = re.compile(
     r"\b[0-9a-f]{12,64}\b|\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b|"
     r"https?://\S{6,}|\b[A-Za-z]+_[A-Za-z0-9]{16,}\b"
 )
+# Every _KEY_LINE match other than a heading rule contains one of these (lower case).
+_KEY_WORDS = (
+    "error", "exception", "traceback", "assert", "fail", "fatal", "panic", "denied", "refused", "out",
+    "warning", "exit", "pass", "skip", "test", "summary", "total", "done", "created", "deployed", "commit",
+)
+# Non-ASCII letters that IGNORECASE matches to an ASCII letter while lower() keeps them apart.
+_FOLDS_TO_ASCII = ("\u0131", "\u017f")
 KEY_LINE_CHARS = 240
 # Lines are only searched this far into a huge output, so a digest stays cheap.
 _MIDDLE_SCAN_CHARS = 2_000_000
@@ -74,26 +84,84 @@ def _tail_start(text: str, size: int, floor: int) -> int:
 
 
 def _key_lines(text: str, start: int, end: int, budget: int) -> list[tuple[int, int]]:
-    """Spans of key lines between ``start`` and ``end``, in order, within ``budget`` chars."""
+    """Spans of key lines between ``start`` and ``end``, in order, within ``budget`` chars.
+
+    Both patterns run once over the whole middle (in C) rather than once per line; the middle is
+    sliced so that its edges behave like a line's.
+    """
+    if budget <= 0 or start >= end:
+        return []
+    middle = text[start:end]
+    scan = min(len(middle), _MIDDLE_SCAN_CHARS)
+    # Lazily, in line order: the walk stops as soon as the budget is spent.
+    starts = heapq.merge(_key_line_starts(middle, scan), _matching_lines(_ID_TOKEN, middle, scan))
     spans: list[tuple[int, int]] = []
     used = 0
-    position = start
-    stop = min(end, start + _MIDDLE_SCAN_CHARS)
-    while position < stop and used < budget:
-        line_end = text.find("\n", position, end)
-        if line_end < 0:
-            line_end = end
-        line = text[position:line_end]
-        if line.strip() and (_KEY_LINE.search(line) or _ID_TOKEN.search(line)):
-            cut = _safe(text, position + min(len(line), KEY_LINE_CHARS, budget - used))
-            spans.append((position, cut))
-            used += cut - position
-        position = line_end + 1
+    previous = -1
+    for line_start in starts:
+        if used >= budget:
+            break
+        if line_start == previous:
+            continue
+        previous = line_start
+        line_end = middle.find("\n", line_start)
+        length = (len(middle) if line_end < 0 else line_end) - line_start
+        position = start + line_start
+        cut = _safe(text, position + min(length, KEY_LINE_CHARS, budget - used))
+        spans.append((position, cut))
+        used += cut - position
     return spans
 
 
+def _matching_lines(pattern: re.Pattern[str], middle: str, scan: int) -> Iterator[int]:
+    """Start of each line (before ``scan``) in which ``pattern`` matches, in order, once each."""
+    line_end = 0  # lines before this one are done
+    for match in pattern.finditer(middle):
+        if match.start() < line_end:
+            continue
+        line_start = middle.rfind("\n", line_end, match.start()) + 1 or line_end
+        if line_start >= scan:
+            return
+        yield line_start
+        found = middle.find("\n", match.start())
+        line_end = len(middle) if found < 0 else found + 1
+
+
+def _key_line_starts(middle: str, scan: int) -> Iterator[int]:
+    """Lines where ``_KEY_LINE`` matches, in order. Every match holds one of ``_KEY_WORDS`` in
+    lower case (or the line opens with ``=``, ``-`` or ``#``), so the lines holding one are found
+    with ``str.find`` and only they are searched; the pattern decides."""
+    lower = middle.lower()
+    if len(lower) != len(middle) or any(char in middle for char in _FOLDS_TO_ASCII):
+        # Lower-casing moved positions, or the regex folds a character lower() keeps.
+        yield from _matching_lines(_KEY_LINE, middle, scan)
+        return
+    candidates = {0} if middle[:1] in ("=", "-", "#") else set()
+    for word in _KEY_WORDS:
+        at = lower.find(word)
+        while at >= 0:
+            candidates.add(lower.rfind("\n", 0, at) + 1)
+            line_end = lower.find("\n", at)
+            at = lower.find(word, line_end + 1) if line_end >= 0 else -1
+    for opening in ("\n=", "\n-", "\n#"):
+        at = middle.find(opening)
+        while at >= 0:
+            candidates.add(at + 1)
+            at = middle.find(opening, at + 1)
+    for line_start in sorted(candidates):
+        if line_start >= scan:
+            return
+        line_end = middle.find("\n", line_start)
+        if _KEY_LINE.search(middle, line_start, len(middle) if line_end < 0 else line_end):
+            yield line_start
+
+
+@lru_cache(maxsize=1024)
 def digest(text: str, shape: DigestShape) -> tuple[str, int]:
     """The digest of ``text`` and how many of its characters it keeps.
+
+    Remembered for the most recent outputs: one compaction asks for the same digest when it
+    measures what a cut frees, when it picks the cut's form and when it rebuilds.
 
     Kept pieces are verbatim slices of the output; each stretch left out is marked with its size.
     """

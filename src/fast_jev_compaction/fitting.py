@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .errors import FittingError
-from .history import calls_by_message, history_entries, one_line_call
+from .history import RenderMemo, calls_by_message, history_entries, one_line_call
 from .messages import SessionMessage
 from .pairing import Pairing, is_pinned
 from .questions import STATE_CONTEXT
-from .textutil import abridge, collapsed, format_number, js_json
+from .textutil import abridge, collapsed, format_number, js_json, plain_json
 from .tokens import estimate_tokens
 
 INPUT_STAGES = ((1000, "full"), (200, "inputs<=200"), (60, "inputs<=60"))
@@ -27,19 +27,26 @@ class FittedState:
 
 def entry_tokens(entry: dict[str, Any]) -> int:
     """An entry's cost inside the history array; +1 for the separating comma."""
-    return estimate_tokens(js_json(entry)) + 1
+    return estimate_tokens(plain_json(entry)) + 1
 
 
 def build_state(goal: str, history: list[dict[str, Any]]) -> dict[str, Any]:
     return {"context": STATE_CONTEXT, "goal": goal, "history": history}
 
 
+def state_base_tokens(goal: str) -> int:
+    """The cost of a state with an empty history."""
+    return estimate_tokens(js_json(build_state(goal, [])))
+
+
 class _Budget:
     """Running estimate: base cost plus the cost of each live entry, updated one entry at a time."""
 
-    def __init__(self, goal: str, entries: list[dict[str, Any]], limit: float) -> None:
-        self.base = estimate_tokens(js_json(build_state(goal, [])))
-        self.costs = [entry_tokens(entry) for entry in entries]
+    def __init__(
+        self, goal: str, entries: list[dict[str, Any]], limit: float, texts: dict[int, int] | None = None
+    ) -> None:
+        self.base = state_base_tokens(goal)
+        self.costs = [_text_entry_tokens(entry, texts) for entry in entries]
         self.tokens = self.base + sum(self.costs)
         self.limit = limit
 
@@ -52,6 +59,17 @@ class _Budget:
         self.costs[position] = new
 
 
+def _text_entry_tokens(entry: dict[str, Any], texts: dict[int, int] | None) -> int:
+    """``entry_tokens``; an entry with text only is the same at every input stage, so its cost
+    is kept in ``texts`` (by message index) and estimated once."""
+    if texts is None or "tool_calls" in entry or "pending_calls" in entry:
+        return entry_tokens(entry)
+    cost = texts.get(entry["i"])
+    if cost is None:
+        cost = texts[entry["i"]] = entry_tokens(entry)
+    return cost
+
+
 def fit_state(
     messages: Sequence[SessionMessage],
     pairing: Pairing,
@@ -61,9 +79,11 @@ def fit_state(
 ) -> FittedState:
     """Walk the stages in order and return the first state that fits ``max_state_tokens``."""
     total = len(messages)
+    memo = RenderMemo()
+    texts: dict[int, int] = {}
     for input_chars, stage in INPUT_STAGES:
-        entries = history_entries(messages, pairing, input_chars)
-        budget = _Budget(goal, entries, max_state_tokens)
+        entries = history_entries(messages, pairing, input_chars, memo)
+        budget = _Budget(goal, entries, max_state_tokens, texts)
         if budget.fits():
             return FittedState(build_state(goal, entries), budget.tokens, stage)
 

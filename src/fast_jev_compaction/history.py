@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any, Sequence
 
 from .messages import SessionMessage
@@ -13,9 +14,9 @@ UNSERIALIZABLE = "[unserializable input]"
 _SPACES = re.compile(r"\s+")
 
 
-def input_json(value: dict[str, Any], limit: int) -> str:
+def input_json(value: dict[str, Any], limit: int, memo: RenderMemo | None = None) -> str:
     try:
-        return truncate(js_json(value), limit)
+        return truncate(memo.json(value) if memo is not None else js_json(value), limit)
     except (TypeError, ValueError):
         return UNSERIALIZABLE
 
@@ -29,32 +30,88 @@ def result_note(call: ToolCall) -> str:
 DIGEST_CHARS = {1000: 300, 200: 100}
 _TERM = re.compile(r"[A-Za-z_][\w.\-/]{5,}[\w]")
 _TERMS = 8
+_FLAT_ENDS = 1000
+_ASCII_TERM = re.compile(r"[0-9_./-]|.[A-Z]")
 
 
-def output_digest(text: str, budget: int) -> str:
+def output_digest(text: str, budget: int, memo: RenderMemo | None = None) -> str:
     """A one-line glimpse of an output: its opening and closing, and its most repeated terms."""
-    flat = " ⏎ ".join(line.strip() for line in text.splitlines() if line.strip())
+    flat, exact, terms = memo.parts(text) if memo is not None else _parts(text)
+    if not exact and budget > _FLAT_ENDS:
+        flat = _flat(text.splitlines())
     if len(flat) > budget:
         head = max(0, budget * 3 // 5)
         flat = f"{flat[:head]} … {flat[len(flat) - (budget - head):]}"
-    counts: dict[str, int] = {}
-    for term in _TERM.findall(text[:50_000]):
-        if any(c.isdigit() or c in "_./-" for c in term) or any(c.isupper() for c in term[1:]):
-            counts[term] = counts.get(term, 0) + 1
-    terms = sorted(counts, key=lambda t: (-counts[t], t))[:_TERMS]
-    return f"{flat} [terms: {' '.join(terms)}]" if terms else flat
+    return f"{flat} [terms: {terms}]" if terms else flat
 
 
-def structured_call(call: ToolCall, input_chars: int, output: str | None = None) -> dict[str, Any]:
-    entry = {"id": call.id, "tool": call.tool, "input": input_json(call.input, input_chars), "result": result_note(call)}
+def _parts(text: str) -> tuple[str, bool, str]:
+    """The flattened lines (exact, or of a long output only both ends), and the term list."""
+    flat, exact = _flattened(text)
+    counts = Counter(_TERM.findall(text[:50_000]))
+    kept = [term for term in counts if _is_term(term)]
+    return flat, exact, " ".join(sorted(kept, key=lambda t: (-counts[t], t))[:_TERMS])
+
+
+def _flat(lines: list[str]) -> str:
+    return " ⏎ ".join(line.strip() for line in lines if line.strip())
+
+
+def _flattened(text: str) -> tuple[str, bool]:
+    """The flattened lines; for a long output, ``_FLAT_ENDS`` characters of each end, which is
+    all a digest of up to that many characters reads, without flattening the middle."""
+    window = 4 * _FLAT_ENDS
+    if len(text) > 2 * window:
+        # The cut line at each chunk's inner edge is left out: the rest are whole lines.
+        prefix = _flat(text[:window].splitlines()[:-1])
+        suffix = _flat(text[-window:].splitlines()[1:])
+        if len(prefix) >= _FLAT_ENDS and len(suffix) >= _FLAT_ENDS:
+            return prefix[:_FLAT_ENDS] + suffix[-_FLAT_ENDS:], False
+    return _flat(text.splitlines()), True
+
+
+def _is_term(word: str) -> bool:
+    # A path, a dotted or snake_case name, a number-bearing token or a camelCase identifier.
+    if word.isascii():
+        return _ASCII_TERM.search(word) is not None
+    return any(c.isdigit() or c in "_./-" for c in word) or any(c.isupper() for c in word[1:])
+
+
+class RenderMemo:
+    """Each input's JSON and each output's flattened text and terms, computed once however many
+    states (stages, windows) show them."""
+
+    def __init__(self) -> None:
+        self._parts: dict[int, tuple[str, tuple[str, bool, str]]] = {}
+        self._json: dict[int, tuple[dict[str, Any], str]] = {}
+
+    def json(self, value: dict[str, Any]) -> str:
+        found = self._json.get(id(value))
+        if found is None or found[0] is not value:
+            found = (value, js_json(value))
+            self._json[id(value)] = found
+        return found[1]
+
+    def parts(self, text: str) -> tuple[str, bool, str]:
+        # Keyed by identity (the same output object across stages); the text is held so the id
+        # stays valid while the memo lives.
+        found = self._parts.get(id(text))
+        if found is None or found[0] is not text:
+            found = (text, _parts(text))
+            self._parts[id(text)] = found
+        return found[1]
+
+
+def structured_call(call: ToolCall, input_chars: int, output: str | None = None, memo: RenderMemo | None = None) -> dict[str, Any]:
+    entry = {"id": call.id, "tool": call.tool, "input": input_json(call.input, input_chars, memo), "result": result_note(call)}
     budget = DIGEST_CHARS.get(input_chars, 0)
     if output and budget:
-        entry["digest"] = output_digest(output, budget)
+        entry["digest"] = output_digest(output, budget, memo)
     return entry
 
 
-def pending_call(call: PendingCall, input_chars: int) -> dict[str, Any]:
-    return {"tool_use_id": call.tool_use_id, "tool": call.tool, "input": input_json(call.input, input_chars)}
+def pending_call(call: PendingCall, input_chars: int, memo: RenderMemo | None = None) -> dict[str, Any]:
+    return {"tool_use_id": call.tool_use_id, "tool": call.tool, "input": input_json(call.input, input_chars, memo)}
 
 
 def one_line_input(value: dict[str, Any]) -> str:
@@ -91,7 +148,7 @@ def calls_by_message(pairing: Pairing) -> tuple[dict[int, list[ToolCall]], dict[
 
 
 def history_entries(
-    messages: Sequence[SessionMessage], pairing: Pairing, input_chars: int
+    messages: Sequence[SessionMessage], pairing: Pairing, input_chars: int, memo: RenderMemo | None = None
 ) -> list[dict[str, Any]]:
     """One entry per message that has text, completed calls or pending calls.
 
@@ -108,8 +165,8 @@ def history_entries(
             continue
         entry: dict[str, Any] = {"i": index, "role": message.role, "text": message.text}
         if calls:
-            entry["tool_calls"] = [structured_call(call, input_chars, outputs.get(call.tool_use_id)) for call in calls]
+            entry["tool_calls"] = [structured_call(call, input_chars, outputs.get(call.tool_use_id), memo) for call in calls]
         if waiting:
-            entry["pending_calls"] = [pending_call(call, input_chars) for call in waiting]
+            entry["pending_calls"] = [pending_call(call, input_chars, memo) for call in waiting]
         entries.append(entry)
     return entries

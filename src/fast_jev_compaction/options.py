@@ -170,7 +170,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("target_reduction", "number", 0.7, "budget policy: the share of the judged outputs' characters to free",
            _where("core", "cli", "hook"), flag="--target-reduction", key="targetReduction",
            title="Target reduction", minimum=0, maximum=1, metavar="SHARE"),
-    Option("keep_floor", "number", 0.8, "budget policy: an output the judge values at this or more is never cut",
+    Option("keep_floor", "number", 1.0, "budget policy: an output the judge values at this or more is never cut "
+           "(1: no floor)",
            _where("core", "cli", "hook"), flag="--keep-floor", key="keepFloor", title="Keep floor",
            minimum=0, maximum=1, metavar="P"),
     Option("keep_threshold", "number", 0.5, "threshold policy: keep when a probability reaches it",

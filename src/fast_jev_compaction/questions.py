@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .errors import FittingError
 from .pairing import ToolCall
@@ -52,15 +52,21 @@ def question_tokens(call: ToolCall) -> int:
 
 
 def batch_calls(
-    candidates: Sequence[ToolCall], state_tokens: int, max_request_tokens: float
+    candidates: Sequence[ToolCall],
+    state_tokens: int,
+    max_request_tokens: float,
+    costs: Mapping[str, int] | None = None,
 ) -> list[list[ToolCall]]:
-    """Greedy batches in call order, each fitting next to the state in one request."""
+    """Greedy batches in call order, each fitting next to the state in one request.
+
+    ``costs`` holds each call's :func:`question_tokens` by call id when the caller has them.
+    """
     budget = max_request_tokens - state_tokens - REQUEST_OVERHEAD_TOKENS
     batches: list[list[ToolCall]] = []
     current: list[ToolCall] = []
     used = 0
     for call in candidates:
-        cost = question_tokens(call)
+        cost = costs[call.id] if costs is not None else question_tokens(call)
         if current and used + cost > budget:
             batches.append(current)
             current, used = [], 0

@@ -44,6 +44,12 @@ class CompactStats:
     state_tokens: int = 0
     state_stage: str = ""
     requests: int = 0
+    # Judged calls whose answer came from the answer cache (an earlier pass) instead of a request.
+    remembered: int = 0
+    # Windowed states (windows.py): how many distinct states the requests carried; 0 for one state.
+    windows: int = 0
+    # The requests' estimated size on the wire: overhead, state and questions, summed.
+    estimated_tokens: int = 0
     retries: int = 0
     failed_batches: int = 0
     input_tokens: int = 0
@@ -83,6 +89,10 @@ def summarize(stats: CompactStats) -> str:
     if parts and stats.settled_by_rules:
         parts[-1] += f" ({stats.settled_by_rules} by rules)"
     tail = f"in {stats.requests} request(s)"
+    if stats.windows:
+        tail += f" over {stats.windows} windows"
+    if stats.remembered:
+        tail += f", {stats.remembered} answer(s) remembered"
     if stats.retries:
         tail += f", {stats.retries} retried"
     if stats.failed_batches:

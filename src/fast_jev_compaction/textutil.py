@@ -42,10 +42,24 @@ def _needs_js_mapping(value: Any) -> bool:
 
 def js_json(value: Any) -> str:
     """``JSON.stringify(value)``: no spaces, raw UTF-8, lone surrogates escaped, ``1.0`` as ``1``."""
-    if _needs_js_mapping(value):
-        value = _js_value(value)
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    if _LONE_SURROGATE.search(text):
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # a non-finite float: JavaScript prints null
+        text = None
+    # Only an integral float prints differently, and its Python form always holds ".0" or "e+":
+    # without either, the walk that rewrites floats is not needed.
+    if text is None or ((".0" in text or "e+" in text) and _needs_js_mapping(value)):
+        text = json.dumps(_js_value(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if not text.isascii() and _LONE_SURROGATE.search(text):
+        text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
+
+
+def plain_json(value: Any) -> str:
+    """:func:`js_json` for values built of str, int, bool, None, lists and dicts only (no floats
+    to re-print), such as state entries, whose inputs are already rendered: no pre-walk."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if not text.isascii() and _LONE_SURROGATE.search(text):
         text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
 

@@ -315,10 +315,8 @@ def _live_records(records: list[dict[str, Any]], subagent: bool, stats: Transcri
     return live[:at] + preserved + live[at:]
 
 
-def parse_records(records: Iterable[Any]) -> TranscriptParse:
-    """Turn decoded Claude Code records into the live conversation plus stats."""
-    stats = TranscriptStats()
-    typed: list[dict[str, Any]] = []
+def _typed(records: Iterable[Any], stats: TranscriptStats) -> Iterator[dict[str, Any]]:
+    """The records that are objects with a string ``type``; the rest only counted."""
     for record in records:
         stats.lines += 1
         if not isinstance(record, dict):
@@ -328,16 +326,45 @@ def parse_records(records: Iterable[Any]) -> TranscriptParse:
         if not isinstance(kind, str) or not kind:
             stats.untyped_records += 1
             continue
-        typed.append(record)
         stats.record_types[kind] += 1
+        yield record
 
+
+def parse_records(records: Iterable[Any]) -> TranscriptParse:
+    """Turn decoded Claude Code records into the live conversation plus stats."""
+    stats = TranscriptStats()
+    typed = list(_typed(records, stats))
     conversation = [r for r in typed if r["type"] in _CONVERSATION_TYPES]
     stats.subagent = bool(conversation) and all(r.get("isSidechain") is True for r in conversation)
+    return _assemble(_live_records(typed, stats.subagent, stats), stats)
 
+
+class _NotStreamable(Exception):
+    """A record that needs the whole transcript at once (a compact boundary, a sidechain)."""
+
+
+def _streamed_records(records: Iterable[Any]) -> TranscriptParse | None:
+    """:func:`parse_records` one record at a time, none kept; ``None`` when a compact boundary
+    or a sidechain record needs the whole list (the caller then reads it that way)."""
+    stats = TranscriptStats()
+
+    def live() -> Iterator[dict[str, Any]]:
+        for record in _typed(records, stats):
+            if _is_boundary(record) or record.get("isSidechain") is True:
+                raise _NotStreamable
+            yield record
+
+    try:
+        return _assemble(live(), stats)
+    except _NotStreamable:
+        return None
+
+
+def _assemble(live: Iterable[dict[str, Any]], stats: TranscriptStats) -> TranscriptParse:
     builders: list[_MessageBuilder] = []
     by_message_id: dict[str, _MessageBuilder] = {}
     seen_tool_ids: set[str] = set()
-    for record in _live_records(typed, stats.subagent, stats):
+    for record in live:
         kind = record["type"]
         if kind not in _CONVERSATION_TYPES:
             stats.skipped_types[kind] += 1
@@ -531,10 +558,39 @@ def _load_jsonl(lines: list[str], source: str) -> list[SessionMessage]:
 
 
 def read_messages(path: str | Path) -> list[SessionMessage]:
-    """Read a conversation file (UTF-8) in any format ``load_messages`` accepts."""
+    """Read a conversation file (UTF-8) in any format ``load_messages`` accepts.
+
+    A JSONL transcript is read line by line, keeping no text or record once its message is
+    built (a long session's file, lines and records would otherwise all be alive at once);
+    every other shape, and a transcript with a compact boundary or sidechain records, is read
+    whole.
+    """
     file = Path(path)
+    streamed = _read_streamed(file)
+    if streamed is not None:
+        return streamed
     try:
         text = file.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise TranscriptError(f"{file.name}: not UTF-8 text (byte {exc.start})") from None
     return load_messages(text, source=file.name)
+
+
+def _read_streamed(file: Path) -> list[SessionMessage] | None:
+    """The messages of a JSONL transcript read one line at a time, or ``None`` to read it whole."""
+    try:
+        with file.open(encoding="utf-8", newline="\n") as handle:
+            first = next((line for line in handle if line.strip()), "")
+            try:
+                head = json.loads(first.strip().lstrip("\ufeff"))
+            except json.JSONDecodeError:
+                return None
+            if not isinstance(head, dict) or head.get("type") not in _KNOWN_RECORD_TYPES:
+                return None
+            handle.seek(0)
+            parsed = _streamed_records(_json_lines(handle, file.name))
+    except (OSError, UnicodeDecodeError, TranscriptError):
+        return None  # the whole-file reader reports it, in its own words
+    if parsed is None or not parsed.stats.recognised:
+        return None
+    return parsed.messages

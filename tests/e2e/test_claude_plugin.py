@@ -182,7 +182,8 @@ def test_nothing_to_prune_under_the_target_skips_without_a_summary(claude: Claud
 
 
 def test_when_pruning_cannot_reach_the_target_one_built_in_summary_runs(claude: Claude) -> None:
-    sid, compacted = run_and_compact(claude, "do a small thing", targetPercent=0.01)
+    claude.api.base_tokens = 600_000  # 60 % of the 1,000,000-token window, over the 40 % target
+    sid, compacted = run_and_compact(claude, "do a small thing")
     [toast] = compacted.toasts()
     assert toast.startswith("fallback to built-in summary (nothing left to prune and the context is at ")
     assert len(claude.api.summarizer_requests()) == 1

@@ -46,9 +46,12 @@ def test_a_compacted_transcript_resumes_with_the_compacted_history(claude: Claud
     resumed_id = str(uuid.uuid4())
     target = source.parent / f"{resumed_id}.jsonl"
 
+    archive = claude.root / "archive"
+
     def compact(*extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "fast_jev_compaction.cli", "compact", str(source), "--preserve-recent", "2", *extra],
+            [sys.executable, "-m", "fast_jev_compaction.cli", "compact", str(source), "--preserve-recent", "2",
+             "--archive", str(archive), *extra],
             capture_output=True, text=True, env=claude.env(), cwd=claude.project, timeout=RUN_TIMEOUT,
         )
 

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..options import JEV_DEFAULT_MODEL
+
 
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -15,7 +17,9 @@ def add_parser(subparsers: Any) -> None:
         description="Compact each transcript with the embedded judge and report wall time "
         "(median of --repeat runs), peak Python memory, and the reduction.",
     )
-    p.add_argument("paths", nargs="+", help="transcript files or folders (searched for *.jsonl)")
+    p.add_argument("paths", nargs="*", help="transcript files or folders (searched for *.jsonl)")
+    p.add_argument("--synthetic", type=int, action="append", default=[], metavar="MESSAGES",
+                   help="also measure a generated transcript of about MESSAGES messages (repeatable)")
     p.add_argument("--repeat", type=_positive, default=3, metavar="N", help="runs per transcript, at least 1 (default: 3)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(run=run)
@@ -44,8 +48,29 @@ def _files(paths: list[str]) -> tuple[list[Path], list[str]]:
     return found, missing
 
 
+class ConstantAsker:
+    """The judge left out: every question answered 0.5 at once, through the whole state path
+    (fitting, windows, batches, validation), so the timing is the core's own."""
+
+    def __init__(self, measure: bool = False) -> None:
+        # Measuring each request's size is the judge's work, not the core's: off while timing.
+        self.measure = measure
+        self.largest_request = 0
+
+    async def ask(self, state: Any, questions: Any) -> Any:
+        from ..asker import AskResult
+
+        if self.measure:
+            from ..textutil import js_json
+            from ..tokens import estimate_tokens
+
+            body = estimate_tokens(js_json({"model": JEV_DEFAULT_MODEL, "state": state, "questions": questions}))
+            self.largest_request = max(self.largest_request, body)
+        return AskResult({name: {"type": "noul", "noul": 0.5} for name in questions})
+
+
 def measure(path: Path, repeat: int) -> dict[str, Any]:
-    """One transcript's numbers; read once, compacted ``repeat`` times."""
+    """One transcript's numbers; read once, compacted ``repeat`` times by each judge."""
     import statistics
     import time
     import tracemalloc
@@ -54,20 +79,31 @@ def measure(path: Path, repeat: int) -> dict[str, Any]:
     from ..judge.local import LocalJudge
     from ..transcript import read_messages
 
-    messages = read_messages(path)
+    size = path.stat().st_size
     timings = []
     result = None
     tracemalloc.start()
     try:
-        for _ in range(repeat):
+        messages = read_messages(path)
+        _, read_peak = tracemalloc.get_traced_memory()
+        for _ in range(max(1, repeat)):
             started = time.perf_counter()
             result = compact_sync(messages, LocalJudge())
             timings.append((time.perf_counter() - started) * 1000)
         _, peak = tracemalloc.get_traced_memory()
     finally:
+        # A transcript that fails must not leave tracing on for the next one.
         tracemalloc.stop()
+    core = []
+    for _ in range(max(1, repeat)):
+        started = time.perf_counter()
+        compact_sync(messages, ConstantAsker())
+        core.append((time.perf_counter() - started) * 1000)
+    asker = ConstantAsker(measure=True)
+    core_result = compact_sync(messages, asker)
     assert result is not None
     stats = result.stats
+    core_ms = statistics.median(core)
     return {
         "file": str(path),
         "messages": stats.messages_before,
@@ -79,25 +115,42 @@ def measure(path: Path, repeat: int) -> dict[str, Any]:
         "requests": stats.requests,
         "median_ms": round(statistics.median(timings), 2),
         "peak_mib": round(peak / 2**20, 2),
+        "bytes": size,
+        # Python memory at its highest while reading and compacting, over the file's size.
+        "peak_over_size": round(max(peak, read_peak) / size, 2) if size else 0.0,
+        # The core alone: the constant judge, through states, windows and batches.
+        "core_ms": round(core_ms, 2),
+        "core_ms_per_1k_messages": round(core_ms * 1000 / stats.messages_before, 2) if stats.messages_before else 0.0,
+        "core_requests": core_result.stats.requests,
+        "core_windows": core_result.stats.windows,
+        "largest_request_tokens": asker.largest_request,
     }
 
 
 def run(args: argparse.Namespace) -> int:
     import sys
+    import tempfile
 
     from ..errors import EXIT_BAD_INPUT, CompactionError, explain
     from ..progress import Progress
     from ..stats import percent
+    from ..synthetic import transcript_lines
 
     files, missing = _files(args.paths)
     if missing:
         print(f"fast-jev bench: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if not files:
-        print(f"fast-jev bench: no *.jsonl transcript in {', '.join(args.paths)}", file=sys.stderr)
+    if not files and not args.synthetic:
+        where = ", ".join(args.paths) or "no path given"
+        print(f"fast-jev bench: no *.jsonl transcript ({where}); give paths or --synthetic N", file=sys.stderr)
         return EXIT_BAD_INPUT
     rows, skipped = [], []
-    with Progress() as progress:
+    with tempfile.TemporaryDirectory(prefix="fast-jev-bench-") as folder, Progress() as progress:
+        for count in args.synthetic:
+            path = Path(folder) / f"synthetic-{count}.jsonl"
+            with path.open("w", encoding="utf-8") as out:
+                out.writelines(line + "\n" for line in transcript_lines(count))
+            files.append(path)
         for number, path in enumerate(files, 1):
             progress.update(f"bench: {number}/{len(files)} {path.name}")
             try:
@@ -111,13 +164,25 @@ def run(args: argparse.Namespace) -> int:
     for row in rows:
         print(
             f"{row['median_ms']:>9.1f} ms {row['peak_mib']:>7.1f} MiB {percent(row['reduction']):>7} "
-            f"{row['calls']:>4} calls  {row['file']}"
+            f"{row['calls']:>4} calls  core {row['core_ms_per_1k_messages']:>6.1f} ms/1k msgs  {row['file']}"
         )
     if rows:
         before = sum(r["chars_before"] for r in rows)
         after = sum(r["chars_after"] for r in rows)
         total_ms = sum(r["median_ms"] for r in rows)
         print(f"{len(rows)} transcript(s): {total_ms:.1f} ms in all, {percent((before - after) / before if before else 0)} of characters removed")
+        messages = sum(r["messages"] for r in rows)
+        core_ms = sum(r["core_ms"] for r in rows)
+        if messages:
+            print(f"core without the judge: {core_ms * 1000 / messages:.1f} ms per 1,000 messages ({messages} messages)")
+        generated = sorted((r for r in rows if Path(r["file"]).name.startswith("synthetic-")), key=lambda r: r["messages"])
+        if len(generated) >= 2:
+            small, large = generated[0], generated[-1]
+            print(
+                f"scale: {large['messages'] / small['messages']:.1f}x the messages took "
+                f"{large['core_ms'] / small['core_ms']:.1f}x the core time and "
+                f"{large['median_ms'] / small['median_ms']:.1f}x the time with the embedded judge"
+            )
     for item in skipped:
         print(f"skipped {item['file']}: {item['reason']}")
     return 0

@@ -35,7 +35,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--archive",
         metavar="DIR",
-        help="save every output under DIR before compacting, so truncation notes name a file (as the plugin does)",
+        help="save the cut outputs under DIR, as the plugin does, so markers name a file (default: a temporary "
+             "folder, removed afterwards)",
     )
     p.add_argument(
         "--frontier",
@@ -56,6 +57,7 @@ def _write_text(path: Path, text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import sys
+    import tempfile
 
     from ..evaluation.corpus import default_corpus, load_sessions
     from ..evaluation.fit import FIT_FIRE_POINTS, fit_report, fitted_model, session_rows
@@ -96,9 +98,9 @@ def run(args: argparse.Namespace) -> int:
     except ModelError as exc:
         print(f"fast-jev eval: {exc}", file=sys.stderr)
         return 2
-    evaluation = evaluate(
-        sessions, model, archive=Path(args.archive) if args.archive else None, frontier=args.frontier
-    )
+    # Cut outputs are always archived, as the plugin archives them, so "recoverable" is measured.
+    with tempfile.TemporaryDirectory(prefix="fast-jev-eval-") as scratch:
+        evaluation = evaluate(sessions, model, archive=Path(args.archive or scratch), frontier=args.frontier)
     if args.markdown:
         _write_text(Path(args.markdown), markdown_report(evaluation, model.fit))
     if args.json:

@@ -10,7 +10,6 @@ Imports stay light: httpx is only imported when a Jev key is configured.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as _dt
 import json
 import os
@@ -208,18 +207,36 @@ def build_asker(config: HookConfig, log: HookLog) -> tuple[Any, Callable[[], Any
     return LocalJudge(), None, "local"
 
 
-async def _compact(messages: list[SessionMessage], asker: Any, options: Any, closer: Any, deadline: Deadline) -> Any:
+async def _compact(
+    messages: list[SessionMessage], asker: Any, options: Any, closer: Any, cache: Any = None, deadline: Deadline | None = None
+) -> Any:
+    """The compaction; with a ``deadline`` (a judge that waits on the network) it stops in time."""
     from ..compaction import compact
 
     try:
-        async with asyncio.timeout(deadline.compaction_budget_s()):
-            return await compact(messages, asker, options)
-    except TimeoutError:
-        raise deadline.error() from None
+        if deadline is None:  # an in-process judge never waits: the watchdog covers it
+            return await compact(messages, asker, options, cache)
+        import asyncio
+
+        try:
+            async with asyncio.timeout(deadline.compaction_budget_s()):
+                return await compact(messages, asker, options, cache)
+        except TimeoutError:
+            raise deadline.error() from None
     finally:
         if closer is not None:
             await closer()
 
+
+def answer_cache(log: HookLog) -> Any:
+    """The judge's remembered answers in the data folder; a broken file only costs the memory."""
+    from ..answer_cache import open_answer_cache
+
+    try:
+        return open_answer_cache(log.directory)
+    except Exception as exc:  # sqlite3.Error, OSError: compact without it
+        log.info(f"answer cache unavailable: {exc}")
+        return None
 
 
 
@@ -291,7 +308,13 @@ def run_compaction(
         asker = tally.watch(asker)
     if log.directory is not None:  # without a data folder nothing is archived: markers say to re-run
         options = replace(options, archive_dir=str(log.directory / ARCHIVE_DIR))
-    result = asyncio.run(_compact(messages, asker, options, closer, deadline))
+    from ..compaction import run_sync
+
+    # The local judge answers in this process without waiting: no event loop to start.
+    waits = judge != "local"
+    result = run_sync(
+        _compact(messages, asker, options, closer, answer_cache(log), deadline if waits else None), waits=waits
+    )
     result = saved_or_unpointed(result, messages, options, log.error)
 
     lines.extend(decision_log_lines(result.decisions))
@@ -506,7 +529,8 @@ def handle(
     log.info(f"{outcome.action} session={session} trigger={trigger}{who} in {ms} ms: {outcome.reason}")
     if outcome.goal:
         goal_line = outcome.goal.replace("\n", " | ")
-        log.info(f"goal: {goal_line[:GOAL_LOG_CHARS]}")
+        # Redacted before the cut: a secret cut in half would escape the patterns.
+        log.info(f"goal: {redact_text(goal_line)[:GOAL_LOG_CHARS]}")
     return outcome.answer, event, outcome
 
 

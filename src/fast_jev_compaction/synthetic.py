@@ -1,0 +1,76 @@
+"""Synthetic Claude Code transcripts of any length, for benchmarks and scale tests.
+
+The shape follows the corpus's long sessions: a user request now and then, assistant turns with
+short texts and tool calls (reads, edits, searches, shell commands, re-reads of the same files),
+and tool outputs of a few hundred characters: about 250 bytes of JSONL per message, so 200,000
+messages make a 50 MB transcript.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Iterator
+
+_WORDS = (
+    "the function returns a value when the cache holds an entry for the key and otherwise reads "
+    "from disk parses the header checks the version and raises an error on mismatch"
+).split()
+
+
+def _prose(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(words))
+
+
+def _code(rng: random.Random, lines: int) -> str:
+    return "\n".join(
+        f"{n:>4}\t{rng.choice(('def', 'return', 'if', 'for'))} item_{rng.randrange(999)}({_prose(rng, 2)})"
+        for n in range(1, lines + 1)
+    )
+
+
+def _tool(rng: random.Random, turn: int) -> tuple[str, dict[str, object], str]:
+    path = f"src/module_{rng.randrange(max(2, turn // 40 + 2))}.py"
+    kind = rng.random()
+    if kind < 0.45:
+        return "Read", {"file_path": path}, _code(rng, rng.randrange(2, 9))
+    if kind < 0.65:
+        return "Bash", {"command": f"pytest -q tests/test_{turn % 17}.py"}, _code(rng, rng.randrange(1, 6))
+    if kind < 0.8:
+        return "Grep", {"pattern": f"item_{rng.randrange(99)}", "path": "src"}, "\n".join(
+            f"{path}:{rng.randrange(1, 400)}: {_prose(rng, 4)}" for _ in range(rng.randrange(1, 3))
+        )
+    old = _prose(rng, 5)
+    return "Edit", {"file_path": path, "old_string": old, "new_string": _prose(rng, 5)}, f"The file {path} has been updated."
+
+
+def transcript_lines(messages: int, seed: int = 7) -> Iterator[str]:
+    """About ``messages`` JSONL records: user prompts, assistant turns with one tool call each, results."""
+    rng = random.Random(seed)
+    parent: str | None = None
+    count = 0
+    turn = 0
+
+    def record(kind: str, message: dict[str, object]) -> str:
+        nonlocal parent, count
+        uuid = f"u{count:08d}"
+        line = json.dumps({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "synthetic", "message": message})
+        parent = uuid
+        count += 1
+        return line
+
+    yield record("user", {"role": "user", "content": f"Please {_prose(rng, 12)}."})
+    while count < messages:
+        turn += 1
+        if turn % 25 == 0:
+            yield record("user", {"role": "user", "content": f"Now {_prose(rng, 15)}."})
+            continue
+        tool, tool_input, output = _tool(rng, turn)
+        tool_id = f"toolu_{turn:08d}"
+        content = [
+            {"type": "text", "text": _prose(rng, rng.randrange(2, 10))},
+            {"type": "tool_use", "id": tool_id, "name": tool, "input": tool_input},
+        ]
+        yield record("assistant", {"role": "assistant", "id": f"msg_{turn}", "content": content})
+        yield record("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": output}]})
+    yield record("assistant", {"role": "assistant", "id": "msg_last", "content": [{"type": "text", "text": "Done."}]})

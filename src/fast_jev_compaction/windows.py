@@ -1,0 +1,256 @@
+"""Windowed states: the judge's requests for a history too large for one state.
+
+When the whole history fits one state (fitting.py), every request carries that state: the judge
+sees everything. Past that size, the candidates are split into windows, in order, and each
+window gets its own state: the goal, the newest messages, the window's own calls in detail (with
+their digests), and as much of the rest of the history as fits, as one-line calls and short
+texts, nearest first. A window sees less of the distant history; in exchange any size compacts,
+and the cost grows linearly with the number of candidates.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .errors import FittingError
+from .fitting import ABRIDGE_HEAD, ABRIDGE_TAIL, build_state, entry_tokens, fit_state, state_base_tokens
+from .history import RenderMemo, calls_by_message, one_line_call, pending_call, structured_call
+from .messages import SessionMessage
+from .pairing import Pairing, ToolCall, is_pinned
+from .questions import REQUEST_OVERHEAD_TOKENS, batch_calls
+from .textutil import abridge, collapsed, format_number
+from .tokens import estimate_tokens
+
+# Window calls are shown with inputs cut at this length (and the digest that goes with it).
+WINDOW_INPUT_CHARS = 200
+# Newest messages keep their calls' inputs at this length.
+RECENT_INPUT_CHARS = 60
+# The share of a window state's room given to the window's own calls; the rest shows the
+# surrounding history.
+WINDOW_SHARE = 0.7
+WINDOWED = "windowed"
+# Entries that did not fit before the search for smaller ones stops: keeps each window's cost
+# bounded by its room, not by the history's length.
+MAX_MISSES = 64
+
+
+@dataclass(frozen=True)
+class Request:
+    """One judge request: a state and the calls asked about next to it."""
+
+    state: dict[str, Any]
+    state_tokens: int
+    stage: str
+    calls: list[ToolCall]
+
+
+def plan_requests(
+    messages: Sequence[SessionMessage],
+    pairing: Pairing,
+    to_judge: list[ToolCall],
+    goal: str,
+    preserve_recent_messages: int,
+    max_state_tokens: float,
+    max_request_tokens: float,
+    question_cost: dict[str, int],
+) -> list[Request]:
+    """The requests that ask about every call in ``to_judge``, each within both budgets."""
+    largest_question = max(question_cost[call.id] for call in to_judge)
+    state_budget = max_request_tokens - REQUEST_OVERHEAD_TOKENS - largest_question
+    if state_budget < 1:
+        raise FittingError("request budget leaves no room for state and questions")
+    limit = min(max_state_tokens, state_budget)
+    if not _hopeless(pairing, goal, limit):
+        try:
+            fitted = fit_state(messages, pairing, goal, preserve_recent_messages, limit)
+        except FittingError:
+            pass
+        else:
+            batches = batch_calls(to_judge, fitted.tokens, max_request_tokens, question_cost)
+            return [Request(fitted.state, fitted.tokens, fitted.stage, batch) for batch in batches]
+    return _Windows(messages, pairing, goal, preserve_recent_messages, max_state_tokens, max_request_tokens,
+                    question_cost).requests(to_judge)
+
+
+def _hopeless(pairing: Pairing, goal: str, limit: float) -> bool:
+    """True when even one line per call cannot fit: every stage of fit_state keeps those lines."""
+    total = state_base_tokens(goal)
+    for call in pairing.calls:
+        total += estimate_tokens(one_line_call(call))
+        if total > limit:
+            return True
+    return False
+
+
+class _Windows:
+    def __init__(
+        self,
+        messages: Sequence[SessionMessage],
+        pairing: Pairing,
+        goal: str,
+        preserve_recent_messages: int,
+        max_state_tokens: float,
+        max_request_tokens: float,
+        question_cost: dict[str, int],
+    ) -> None:
+        self.messages = messages
+        self.goal = goal
+        self.max_state = max_state_tokens
+        self.max_request = max_request_tokens
+        self.question_cost = question_cost
+        self.completed, self.pending = calls_by_message(pairing)
+        self.outputs = {r.tool_use_id: r.text for m in messages for r in m.toolResults or ()}
+        self.memo = RenderMemo()
+        total = len(messages)
+        # Every message that shows anything, in order; the newest and the unfinished work are
+        # in every window's state.
+        self.shown = [
+            i for i, m in enumerate(messages) if m.text.strip() or i in self.completed or i in self.pending
+        ]
+        self.required = [
+            i for i in self.shown if is_pinned(i, total, preserve_recent_messages) or i in self.pending
+        ]
+        self.base = state_base_tokens(goal)
+        self.required_entries = {i: self._brief(i, RECENT_INPUT_CHARS) for i in self.required}
+        self.required_tokens = sum(entry_tokens(e) for e in self.required_entries.values())
+        if self.base + self.required_tokens > min(max_state_tokens, max_request_tokens):
+            raise FittingError(
+                f"newest messages too large for Jev (~{self.base + self.required_tokens} tokens, "
+                f"limit {format_number(min(max_state_tokens, max_request_tokens))})"
+            )
+        self._context_cost: dict[int, tuple[dict[str, Any], int]] = {}
+
+    def _brief(self, index: int, input_chars: int) -> dict[str, Any]:
+        """A required entry: text abridged, calls structured with short inputs."""
+        message = self.messages[index]
+        entry: dict[str, Any] = {"i": index, "role": message.role, "text": abridge(message.text, ABRIDGE_HEAD, ABRIDGE_TAIL)}
+        if index in self.completed:
+            entry["tool_calls"] = [
+                structured_call(c, input_chars, self.outputs.get(c.tool_use_id), self.memo) for c in self.completed[index]
+            ]
+        if index in self.pending:
+            entry["pending_calls"] = [pending_call(c, input_chars, self.memo) for c in self.pending[index]]
+        return entry
+
+    def _context(self, index: int) -> tuple[dict[str, Any], int]:
+        """A surrounding entry, rendered once: one-line calls, user text abridged, other text collapsed."""
+        cached = self._context_cost.get(index)
+        if cached is None:
+            message = self.messages[index]
+            text = message.text
+            if text:
+                text = abridge(text, ABRIDGE_HEAD, ABRIDGE_TAIL) if message.role == "user" else collapsed(len(text))
+            entry: dict[str, Any] = {"i": index, "role": message.role, "text": text}
+            if index in self.completed:
+                entry["tool_calls"] = [one_line_call(c) for c in self.completed[index]]
+            cached = (entry, entry_tokens(entry))
+            self._context_cost[index] = cached
+        return cached
+
+    def _detailed(self, index: int, window: set[str]) -> dict[str, Any]:
+        message = self.messages[index]
+        text = abridge(message.text, ABRIDGE_HEAD, ABRIDGE_TAIL)
+        calls = [
+            structured_call(c, WINDOW_INPUT_CHARS, self.outputs.get(c.tool_use_id), self.memo) if c.id in window else one_line_call(c)
+            for c in self.completed.get(index, [])
+        ]
+        return {"i": index, "role": message.role, "text": text, "tool_calls": calls}
+
+    def requests(self, to_judge: list[ToolCall]) -> list[Request]:
+        requests: list[Request] = []
+        for window in self._split(to_judge):
+            requests.extend(self._request(window))
+        return requests
+
+    def _room(self) -> float:
+        return min(self.max_state, self.max_request - REQUEST_OVERHEAD_TOKENS) - self.base - self.required_tokens
+
+    def _split(self, to_judge: list[ToolCall]) -> list[list[ToolCall]]:
+        """Consecutive windows whose detail and questions take at most WINDOW_SHARE of the room."""
+        room = self._room() * WINDOW_SHARE
+        windows: list[list[ToolCall]] = []
+        current: list[ToolCall] = []
+        used = 0.0
+        for call in to_judge:
+            cost = self._call_cost(call) + self.question_cost[call.id]
+            if current and used + cost > room:
+                windows.append(current)
+                current, used = [], 0.0
+            current.append(call)
+            used += cost
+        if current:
+            windows.append(current)
+        return windows
+
+    def _call_cost(self, call: ToolCall) -> int:
+        # The detailed call plus a share of its message's text, when that message is not shown anyway.
+        detail = entry_tokens(structured_call(call, WINDOW_INPUT_CHARS, self.outputs.get(call.tool_use_id), self.memo))
+        if call.call_index in self.required_entries:
+            return detail
+        return detail + estimate_tokens(abridge(self.messages[call.call_index].text, ABRIDGE_HEAD, ABRIDGE_TAIL)) + 12
+
+    def _request(self, window: list[ToolCall]) -> list[Request]:
+        ids = {call.id for call in window}
+        first, last = window[0].call_index, window[-1].call_index
+        entries: dict[int, dict[str, Any]] = dict(self.required_entries)
+        tokens = self.base + self.required_tokens
+        for index in sorted({call.call_index for call in window}):
+            if index in self.required_entries:
+                # A window call inside a newest message: shown in detail there.
+                entry = {**self.required_entries[index], **self._detailed(index, ids)}
+                tokens += entry_tokens(entry) - entry_tokens(self.required_entries[index])
+            else:
+                entry = self._detailed(index, ids)
+                tokens += entry_tokens(entry)
+            entries[index] = entry
+        questions = sum(self.question_cost[call.id] for call in window)
+        limit = min(self.max_state, self.max_request - REQUEST_OVERHEAD_TOKENS - questions)
+        if tokens > limit:
+            # One call's detail alone overflows: show the window's calls as one-liners.
+            for index in {call.call_index for call in window}:
+                if index not in self.required_entries:
+                    entry, cost = self._context(index)
+                    tokens += cost - entry_tokens(entries[index])
+                    entries[index] = entry
+            if tokens > limit:
+                raise FittingError(
+                    f"window too large for Jev (~{tokens} tokens, limit {format_number(limit)})"
+                )
+        tokens = self._surround(entries, tokens, limit, first, last)
+        history = [entries[i] for i in sorted(entries)]
+        state = build_state(self.goal, history)
+        return [
+            Request(state, tokens, WINDOWED, batch)
+            for batch in batch_calls(window, tokens, self.max_request, self.question_cost)
+        ]
+
+    def _surround(self, entries: dict[int, dict[str, Any]], tokens: int, limit: float, first: int, last: int) -> int:
+        """Add surrounding entries, nearest first on both sides, until the room is spent."""
+        shown = self.shown
+        misses = 0
+        left = bisect_left(shown, first) - 1
+        right = bisect_left(shown, last) + 1
+        while left >= 0 or right < len(shown):
+            grew = False
+            for side in (0, 1):
+                if side == 0 and left >= 0:
+                    index, left = shown[left], left - 1
+                elif side == 1 and right < len(shown):
+                    index, right = shown[right], right + 1
+                else:
+                    continue
+                if index in entries:
+                    grew = True
+                    continue
+                entry, cost = self._context(index)
+                if tokens + cost <= limit:
+                    entries[index] = entry
+                    tokens += cost
+                    grew = True
+                else:
+                    misses += 1
+            if not grew or misses > MAX_MISSES:
+                break
+        return tokens

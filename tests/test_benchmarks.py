@@ -1,0 +1,35 @@
+"""Speed benchmarks (pytest-benchmark). Disabled by default (``--benchmark-disable`` in
+pyproject): each then runs once as an ordinary test of its result. Time them with
+``pytest tests/test_benchmarks.py --benchmark-enable``; ``fast-jev bench`` reports the same core
+per 1,000 messages, and ``fast-jev bench --synthetic 5000 --synthetic 50000`` its linearity."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fast_jev_compaction.commands.bench import ConstantAsker
+from fast_jev_compaction.compaction import compact_sync
+from fast_jev_compaction.synthetic import transcript_lines
+from fast_jev_compaction.textutil import js_json
+from fast_jev_compaction.tokens import _accumulated, estimate_tokens
+from fast_jev_compaction.transcript import parse_transcript
+
+
+@pytest.fixture(scope="module")
+def session():
+    return parse_transcript(list(transcript_lines(2000)))
+
+
+def test_estimate_tokens_of_a_large_state(benchmark):
+    text = js_json([json.loads(line) for line in transcript_lines(400)])
+    assert benchmark(estimate_tokens, text) == _accumulated(text)
+
+
+def test_core_without_the_judge(benchmark, session):
+    asker = ConstantAsker(measure=True)
+    result = benchmark(compact_sync, session, asker)
+    assert result.stats.requests >= 1
+    assert 0 < asker.largest_request <= 30_000
+    assert result.stats.chars_after < result.stats.chars_before

@@ -1,0 +1,45 @@
+"""A JSONL transcript read line by line gives exactly what the whole-file reader gives."""
+
+from __future__ import annotations
+
+import json
+
+from fast_jev_compaction.synthetic import transcript_lines
+from fast_jev_compaction.transcript import _read_streamed, load_messages, read_messages
+
+
+def dumped(messages):
+    return [m.model_dump() for m in messages]
+
+
+def test_every_corpus_transcript_reads_the_same_streamed(corpus_dir):
+    streamed = 0
+    for path in sorted(corpus_dir.rglob("*.jsonl")):
+        try:
+            whole = load_messages(path.read_text(encoding="utf-8"), source=path.name)
+        except ValueError:
+            continue
+        lines = _read_streamed(path)
+        if lines is not None:
+            streamed += 1
+            assert dumped(lines) == dumped(whole), path
+    assert streamed >= 20
+
+
+def test_a_compact_boundary_is_read_whole(tmp_path):
+    lines = list(transcript_lines(40))
+    boundary = {"type": "system", "subtype": "compact_boundary", "uuid": "b1", "content": "Conversation compacted"}
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines[:20] + [json.dumps(boundary)] + lines[20:]) + "\n", encoding="utf-8")
+    assert _read_streamed(path) is None
+    whole = load_messages(path.read_text(encoding="utf-8"))
+    assert dumped(read_messages(path)) == dumped(whole)
+    assert len(whole) < 30
+
+
+def test_a_generated_session_reads_the_same_streamed(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_text("\ufeff" + "\n".join(transcript_lines(300)) + "\r\n", encoding="utf-8")
+    streamed = _read_streamed(path)
+    assert streamed is not None and len(streamed) > 250
+    assert dumped(streamed) == dumped(load_messages(path.read_text(encoding="utf-8")))

@@ -212,7 +212,7 @@ OPTIONS: tuple[Option, ...] = (
            "figure: below this reduction (0-1) the built-in summary runs instead",
            _where("hook"), key="minReductionRatio", title="Minimum reduction", minimum=0, maximum=1),
     Option("timeout_seconds", "number", 120.0, "how long the Python side may take before the built-in summary runs",
-           _where("mod"), key="timeoutSeconds", title="Compaction time limit (seconds)", minimum=1, maximum=600),
+           _where("hook", "mod"), key="timeoutSeconds", title="Compaction time limit (seconds)", minimum=1, maximum=600),
     Option("python", "string", "", "an interpreter with fast-jev-compaction installed; empty: the environment "
            "the plugin prepares in its data folder (or $FAST_JEV_PYTHON)",
            _where("mod"), key="python", title="Python interpreter", shown_default="prepared venv"),

@@ -312,9 +312,10 @@ def run_compaction(
 
     # The local judge answers in this process without waiting: no event loop to start.
     waits = judge != "local"
-    result = run_sync(
-        _compact(messages, asker, options, closer, answer_cache(log), deadline if waits else None), waits=waits
-    )
+    # Remembered answers save remote requests; the embedded judge scores in process, cheaply, and
+    # its answers must not stand in for Jev's (the cache is keyed by the asker seen here).
+    cache = answer_cache(log) if waits else None
+    result = run_sync(_compact(messages, asker, options, closer, cache, deadline if waits else None), waits=waits)
     result = saved_or_unpointed(result, messages, options, log.error)
 
     lines.extend(decision_log_lines(result.decisions))

@@ -117,6 +117,19 @@ def test_stats_through_a_real_process(tmp_path: Path) -> None:
     )
     assert (proc.returncode, proc.stderr) == (0, "")
     assert "60.0% kept out of context" in proc.stdout
+    assert "archive: no saved outputs yet" in proc.stdout
+
+
+def test_stats_counts_the_archive_beside_the_log(tmp_path: Path) -> None:
+    from fast_jev_compaction.archive import write_archive
+
+    db = make_db(tmp_path / "d.sqlite", (replaced(), []))
+    write_archive({str(tmp_path / "archive" / "a.txt"): "x" * 2048, str(tmp_path / "archive" / "b.txt"): "y"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "fast_jev_compaction.cli", "stats", "--db", str(db), "--json"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert json.loads(proc.stdout)["archive"] == {"path": str(tmp_path / "archive"), "files": 2, "bytes": 2049}
 
 
 @given(before=st.integers(min_value=1, max_value=10**12), data=st.data())

@@ -724,3 +724,16 @@ def test_an_ignored_option_is_named_in_hook_log_and_another_tools_key_stays_unus
     assert "option apiKey=*** ignored (expected text); using $TYPESAFE_API_KEY" in logged
     [(row, _)] = compactions(data_dir)
     assert row.judge == "local"
+
+
+def test_hook_log_is_bounded_by_rotation(data_dir: Path) -> None:
+    from fast_jev_compaction.hook.entry import HookLog, rotate_if_full
+
+    data_dir.mkdir(parents=True)
+    log = data_dir / "hook.log"
+    log.write_bytes(b"x" * 100)
+    rotate_if_full(log, limit=50)
+    assert not log.exists() and (data_dir / "hook.log.1").read_bytes() == b"x" * 100
+    HookLog(data_dir).info("a fresh line")
+    assert log.read_text(encoding="utf-8").endswith("a fresh line\n")
+    assert log.stat().st_mode & 0o077 == 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -198,9 +199,31 @@ def run_stats(args: argparse.Namespace) -> int:
         return _fail("stats", str(exc), EXIT_BUSY)
     except DecisionLogError as exc:
         return _fail("stats", str(exc))
+    archive = archive_usage(path.parent / "archive")
     if args.json:
         doc = report.stats_document(totals, args.session, lifetime, db=str(path))
+        doc["archive"] = archive
         print(json.dumps(doc, ensure_ascii=False, indent=2))
     else:
         sys.stdout.write(report.format_stats(totals, args.session, lifetime))
+        if archive["files"]:
+            print(
+                f"archive: {archive['files']} saved outputs, {archive['bytes'] / 2**20:.1f} MiB in {archive['path']} "
+                "(the oldest go past 512 MiB or 30 days)"
+            )
+        else:
+            print("archive: no saved outputs yet")
     return EXIT_OK
+
+
+def archive_usage(folder: Path) -> dict[str, object]:
+    """How many cut outputs the archive beside the log holds, and their size."""
+    files = size = 0
+    try:
+        for entry in os.scandir(folder):
+            if entry.is_file(follow_symlinks=False) and entry.name.endswith(".txt"):
+                files += 1
+                size += entry.stat(follow_symlinks=False).st_size
+    except OSError:
+        pass  # no archive yet
+    return {"path": str(folder), "files": files, "bytes": size}

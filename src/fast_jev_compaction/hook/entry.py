@@ -69,6 +69,19 @@ def data_dir(event_data: str | None = None, env: Mapping[str, str] | None = None
     return None
 
 
+# hook.log is bounded: past this size it becomes hook.log.1 (the one before goes), so the log
+# never holds more than twice this.
+HOOK_LOG_MAX_BYTES = 4 * 1024 * 1024
+
+
+def rotate_if_full(path: Path, limit: int = HOOK_LOG_MAX_BYTES) -> None:
+    try:
+        if path.stat().st_size >= limit:
+            os.replace(path, path.with_name(path.name + ".1"))
+    except OSError:
+        pass  # missing, or a race with another hook rotating it: appending is what matters
+
+
 @dataclass
 class HookLog:
     """Appends redacted lines to ``hook.log`` (0600) in the data folder, else in the per-user
@@ -89,6 +102,7 @@ class HookLog:
             try:
                 target = folder if folder is not None else user_temp_dir()
                 make_private_dirs(target)
+                rotate_if_full(target / HOOK_LOG)
                 fd = open_private_append(target / HOOK_LOG)
                 try:
                     os.write(fd, data)

@@ -26,6 +26,7 @@ from fast_jev_compaction.decisions import action_name
 from fast_jev_compaction.hook.entry import in_flight_preserve, keeps_handle, wire_messages
 from fast_jev_compaction.hook.turns import turn_problems
 from fast_jev_compaction.hook.stdin import StdinIdleError, StdinTooLargeError, read_stdin
+from fast_jev_compaction.markers import LEAD_NOTE
 from fast_jev_compaction.messages import parse_messages
 
 REPO = Path(__file__).resolve().parents[1]
@@ -155,8 +156,10 @@ def test_replace_keeps_pairs_whole_prose_verbatim_and_logs_decisions(data_dir: P
     # Pairs stay whole: every call in the output has its result, and the other way round.
     uses, results = tool_ids(out)
     assert sorted(uses) == sorted(results)
-    # Prose is never edited: every text the input had is still there, word for word, in order.
-    assert [m["text"] for m in out if m["text"]] == [m["text"] for m in messages if m["text"]]
+    # Prose is never edited: every text the input had is still there, word for word, in order,
+    # after the one lead line that says what the markers mean.
+    assert out[0] == {"role": "user", "text": LEAD_NOTE, "toolUses": []}
+    assert [m["text"] for m in out[1:] if m["text"]] == [m["text"] for m in messages if m["text"]]
     # Plain prompts keep the engine's handle; tool traffic and assistant turns go back rebuilt.
     by_text = {m["text"]: m for m in out if m["text"]}
     assert by_text["do the thing"]["handle"] == "h-prompt"
@@ -215,7 +218,8 @@ def test_parallel_calls_go_back_one_turn_at_a_time_with_their_results_next(data_
         if message in turns:
             results = out[index + 1]["toolResults"]
             assert sorted(r["tool_use_id"] for r in results) == sorted(u["tool_use_id"] for u in message["toolUses"])
-    assert [m["role"] for m in out] == ["user", *["assistant", "user"] * 4, "assistant"]
+    # The lead line, then the prompt (the engine merges the two user messages), then the turns.
+    assert [m["role"] for m in out] == ["user", "user", *["assistant", "user"] * 4, "assistant"]
     # Something inside the turns was cut, and what was kept is verbatim.
     original = {r["tool_use_id"]: r["text"] for m in messages for r in m.get("toolResults") or []}
     now = {r["tool_use_id"]: r["text"] for m in out for r in m.get("toolResults") or []}
@@ -737,3 +741,19 @@ def test_hook_log_is_bounded_by_rotation(data_dir: Path) -> None:
     HookLog(data_dir).info("a fresh line")
     assert log.read_text(encoding="utf-8").endswith("a fresh line\n")
     assert log.stat().st_mode & 0o077 == 0
+
+
+def test_a_compacted_history_starts_with_one_lead_line_and_a_later_pass_adds_none(data_dir: Path) -> None:
+    from fast_jev_compaction.markers import LEAD_NOTE
+
+    first, _ = run_hook(json.dumps(event(tool_heavy_conversation(), data_dir)).encode(), data_dir)
+    assert first["action"] == "replace"
+    assert first["messages"][0] == {"role": "user", "text": LEAD_NOTE, "toolUses": []}
+    assert [m.get("text") for m in first["messages"]].count(LEAD_NOTE) == 1
+    again = first["messages"] + [
+        {"role": "assistant", "text": "More work.", "toolUses": [{"tool_use_id": "toolu_new", "tool": "Bash", "input": {"command": "seq 1 9000"}}]},
+        {"role": "user", "text": "", "toolUses": [], "toolResults": [{"tool_use_id": "toolu_new", "text": "\n".join(map(str, range(9000))), "isError": False}]},
+    ] + [{"role": "assistant", "text": f"step {n}", "toolUses": []} for n in range(6)]
+    second, _ = run_hook(json.dumps(event(again, data_dir)).encode(), data_dir)
+    assert second["action"] == "replace", second.get("reason")
+    assert [m.get("text") for m in second["messages"]].count(LEAD_NOTE) == 1

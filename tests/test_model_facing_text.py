@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from fast_jev_compaction.markers import carries_mark, drop_marker, gap, saved_path, truncation_note
+from fast_jev_compaction.markers import LEAD_NOTE, carries_mark, drop_marker, gap, saved_path, truncation_note
 from fast_jev_compaction.pairing import ToolCall
 from fast_jev_compaction.questions import STATE_CONTEXT, questions_for
 
@@ -53,6 +53,12 @@ EXPECTED_UNSAVED_DROP = (
     "re-run it if needed]"
 )
 
+EXPECTED_LEAD = (
+    "[fast-jev-compaction: this conversation was compacted without a summary. Older tool outputs "
+    "were cut to their key lines or moved out of it; each marker names the file that holds the full "
+    "output, and one Read of that file brings it back]"
+)
+
 # Shouting and command words that steer a model by alarm rather than by information.
 FORBIDDEN = ["BLOCKED", "MANDATORY", "Do NOT", "NEVER"]
 FORBIDDEN_ANY_CASE = ["must not", "for efficiency", "do not"]
@@ -69,6 +75,7 @@ def model_facing_texts() -> dict[str, str]:
         "drop marker": drop_marker("Read", "src/app.py", 12345, False, ARCHIVE),
         "unsaved drop marker": drop_marker("Bash", "pytest -q", 980, True, None),
         "gap": gap(24396),
+        "lead note": LEAD_NOTE,
     }
 
 
@@ -93,6 +100,7 @@ def test_markers_are_pinned():
     assert texts["drop marker"] == EXPECTED_DROP
     assert texts["unsaved drop marker"] == EXPECTED_UNSAVED_DROP
     assert texts["gap"] == "[… 24,396 chars …]"
+    assert texts["lead note"] == EXPECTED_LEAD
 
 
 @pytest.mark.parametrize("name", list(model_facing_texts()))

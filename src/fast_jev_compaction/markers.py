@@ -53,6 +53,14 @@ def drop_marker(tool: str, target: str, output_chars: int, is_error: bool, archi
     return f"{PREFIX}: the {called} ran here; its {output_chars:,}-char {what} was left out; re-run it if needed]"
 
 
+# The first line of a compacted history: the model learns once, up front, what the markers mean.
+LEAD_NOTE: Final = (
+    f"{PREFIX}: this conversation was compacted without a summary. Older tool outputs were cut "
+    "to their key lines or moved out of it; each marker names the file that holds the full "
+    "output, and one Read of that file brings it back]"
+)
+
+
 def gap(omitted_chars: int) -> str:
     """Stands inside a digest where lines were left out."""
     return f"[… {omitted_chars:,} chars …]"

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
+from ..markers import LEAD_NOTE
 from ..messages import SessionMessage
 from ..redaction import redact_text
 from ..textutil import escape_unwritable, js_json
@@ -345,6 +346,10 @@ def run_compaction(
         return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, gate.category)
 
     out = regroup(result.messages, carried_by(messages, _hung_texts(event, messages, log)))
+    if (result.stats.truncated or result.stats.dropped) and not any(m.text == LEAD_NOTE for m in out):
+        # Once per history: a later pass finds it and adds none (the engine merges it into the
+        # first user message of the request).
+        out = [SessionMessage(role="user", text=LEAD_NOTE), *out]
     toast = toast_text(result.stats, gate.reason)
     answer: Answer = {"action": "replace", "messages": wire_messages(out), "toast": toast, "log": lines}
     if _size(answer) > STDOUT_SOFT_LIMIT:

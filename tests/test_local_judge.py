@@ -8,8 +8,7 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fast_jev_compaction.asker import AskResult, JevAsker
 from fast_jev_compaction.judge import CALL_WEIGHTS, RESULT_WEIGHTS, JudgeInputError, LocalJudge
@@ -355,7 +354,7 @@ def test_explain_sums_through_the_logistic_to_the_answer() -> None:
 def test_probabilities_in_range_and_call_at_least_result() -> None:
     s, q = _mixed_state()
     answers = LocalJudge().answer(s, q)
-    for name, a in answers.items():
+    for a in answers.values():
         assert a["type"] == "noul" and 0.0 <= a["noul"] <= 1.0
     for cid in ("t1", "t2", "t3", "t4", "t5"):
         assert answers[f"call_{cid}"]["noul"] >= answers[f"result_{cid}"]["noul"]

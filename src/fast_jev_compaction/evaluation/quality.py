@@ -15,8 +15,8 @@ from typing import Callable, Sequence
 from ..archive import write_archive
 from ..compaction import CompactResult, compact_sync
 from ..goal import goal_from_messages
-from ..judge.local import LocalJudge
 from ..judge.features import call_features, feature_vector
+from ..judge.local import LocalJudge
 from ..judge.model import JudgeModel
 from ..judge.reuse import build_reuse_index
 from ..messages import SessionMessage

@@ -23,9 +23,9 @@ from typing import Any, Callable, Mapping, Sequence, TextIO
 
 from ..messages import SessionMessage
 from .archive import ARCHIVE_DIR, saved_or_unpointed
-from .gate import after_pass, before_pass, window_of
 from .config import HookConfig, resolve_hook_config
 from .event import HookEvent
+from .gate import after_pass, before_pass, window_of
 from .meta import read_hung_texts, transcript_file
 from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_stdin
 from .tally import Tally

@@ -243,7 +243,7 @@ def run_sync(coroutine: Coroutine[Any, Any, T], *, waits: bool = True) -> T:
         try:
             coroutine.send(None)
         except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            return done.value
         coroutine.close()
         raise RuntimeError("an in-process judge waited on an event loop")
     import asyncio

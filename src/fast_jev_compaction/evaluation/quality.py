@@ -144,14 +144,14 @@ def evaluate(
         judge = dict(
             zip(((r.group, r.fraction, r.tool_use_id) for r in report.rows), report.scores.by_ranker[report.frontier_ranker])
         )
-        for policy in FRONTIER:
-            report.frontier[policy.name] = total = Outcome()
+        for cut in FRONTIER:
+            report.frontier[cut.name] = total = Outcome()
             for point in points:
 
                 def keep_result(call: ToolCall, p: _Point = point) -> float:
                     return judge[(p.group, p.fraction, call.tool_use_id)]
 
-                kept = cut_by_policy(point.head, point.pairing, point.originals, keep_result, policy)
+                kept = cut_by_policy(point.head, point.pairing, point.originals, keep_result, cut)
                 total.add(
                     measure(point.pairing.calls, point.originals, point.labels, point.fire, Context.of(kept), point.before)
                 )

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+
+# The mod's timeoutSeconds runs from the spawn; the package's imports already count against it.
+_STARTED = time.monotonic()
 
 
 def _silence_stderr() -> None:
@@ -23,10 +27,9 @@ def _silence_stderr() -> None:
 
 
 def _answer_without_package(exc: BaseException) -> int:
-    """Stdlib only: drain stdin, log why, answer a fallback."""
+    """Stdlib only: drain stdin, log why (in the plugin data folder only), answer a fallback."""
     import json
     import select
-    import tempfile
     import time
 
     # Read what the host sends so its write does not fail on a closed pipe; bounded in time.
@@ -39,13 +42,19 @@ def _answer_without_package(exc: BaseException) -> int:
     except OSError:
         pass
     reason = f"the fast-jev-compaction package cannot be imported ({type(exc).__name__}: {exc})"
-    folder = os.environ.get("CLAUDE_PLUGIN_DATA") or os.path.join(tempfile.gettempdir(), "fast-jev-compaction")
+    folder = os.environ.get("CLAUDE_PLUGIN_DATA", "")
     try:
-        os.makedirs(folder, exist_ok=True)
-        with open(os.path.join(folder, "hook.log"), "a", encoding="utf-8") as fh:
+        if folder:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-            fh.write(f"[{stamp}Z] pid={os.getpid()} ERROR fallback: {reason} (python {sys.executable})\n")
-    except OSError:
+            line = f"[{stamp}Z] pid={os.getpid()} ERROR fallback: {reason} (python {sys.executable})\n"
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+            fd = os.open(os.path.join(folder, "hook.log"), flags, 0o600)
+            try:
+                os.write(fd, line.encode("utf-8", errors="backslashreplace"))
+            finally:
+                os.close(fd)
+    except (OSError, ValueError):
         pass
     answer = {"action": "fallback", "reason": reason, "toast": f"fallback to built-in summary ({reason})", "log": []}
     sys.stdout.write(json.dumps(answer) + "\n")
@@ -54,11 +63,15 @@ def _answer_without_package(exc: BaseException) -> int:
 
 
 def _run() -> int:
+    # Everything this process creates (hook.log, the decision log, archives) is the user's alone.
+    os.umask(0o077)
     _silence_stderr()
     try:
         from fast_jev_compaction.hook.entry import main
     except ImportError:
-        # A source checkout used as the plugin: the package sits beside hooks/ in src/.
+        # A source checkout used as the plugin: the package sits beside hooks/ in src/. The mod
+        # runs this script with -I, so neither this folder nor the cwd is on sys.path; only
+        # src/ is added, and only when the installed package is missing.
         src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
         sys.path.insert(0, src)
         try:
@@ -68,7 +81,7 @@ def _run() -> int:
     except Exception as exc:  # noqa: BLE001
         return _answer_without_package(exc)
     try:
-        return main(sys.argv[1:])
+        return main(sys.argv[1:], started=_STARTED)
     except BaseException:  # noqa: BLE001 - main answers itself; this only guards the exit code
         return 0
 

@@ -69,10 +69,14 @@ async function pythonFor($, options, pluginData) {
   return undefined
 }
 
+// Python runs isolated (-I): neither the session's cwd nor PYTHONPATH is on sys.path, so a
+// venv.py, pip.py or sitecustomize.py planted in the project is never imported.
+const ISOLATED = '-I'
+
 // bootstrap.py forks the slow part (venv + pip) and returns at once, so this never blocks long.
 async function startBootstrap($, env) {
   try {
-    const run = await $.process.run(['python3', `${$.plugin.root}/hooks/bootstrap.py`], {
+    const run = await $.process.run(['python3', ISOLATED, `${$.plugin.root}/hooks/bootstrap.py`], {
       env,
       timeoutMs: BOOTSTRAP_TIMEOUT_MS,
     })
@@ -167,7 +171,7 @@ async function askPython($, e, options, quiet) {
   }
   const timeoutSeconds = numberOption(options.timeoutSeconds, DEFAULT_TIMEOUT_SECONDS, v => v >= 1 && v <= 600)
   try {
-    const run = await $.process.run([python, `${$.plugin.root}/hooks/fast_jev_hook.py`], {
+    const run = await $.process.run([python, ISOLATED, `${$.plugin.root}/hooks/fast_jev_hook.py`], {
       stdin: JSON.stringify(document),
       timeoutMs: Math.round(timeoutSeconds * 1000),
       env,

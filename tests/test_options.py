@@ -19,7 +19,7 @@ def test_defaults_match_upstream():
     # Ours: a cut keeps a digest whose opening is 500 chars (upstream kept a 300-char head only).
     assert opts.truncate_head_chars == 500
     assert opts.max_concurrent_requests == 4
-    assert (opts.digest_chars, opts.policy, opts.target_reduction, opts.keep_floor) == (1600, "budget", 0.7, 1.0)
+    assert (opts.digest_chars, opts.policy, opts.target_reduction, opts.keep_floor) == (1600, "budget", 0.9, 1.0)
     assert (opts.archive_dir, opts.use_rules) == (None, True)
     # The dataclass defaults are the same resolved values, so CompactOptions() is safe to use.
     assert CompactOptions() == opts

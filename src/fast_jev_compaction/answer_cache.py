@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Protocol
 
 from .pairing import ToolCall
-from .textutil import js_json
+from .textutil import escape_unwritable, js_json
 
 Scores = tuple[float, float]
 FILE_NAME = "answers.sqlite"
@@ -40,7 +40,8 @@ def answer_key(call: ToolCall, output: str, scope: str = "") -> str:
     except (TypeError, ValueError):
         rendered = repr(call.input)
     digest = hashlib.sha256("\0".join((scope, call.tool, rendered, output)).encode("utf-8", "replace"))
-    return f"{call.tool_use_id}:{digest.hexdigest()[:32]}"
+    # The id as SQLite can store it: a lone surrogate or a NUL would fail the lookup.
+    return f"{escape_unwritable(call.tool_use_id)}:{digest.hexdigest()[:32]}"
 
 
 class MemoryAnswerCache:

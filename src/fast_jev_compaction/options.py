@@ -167,7 +167,7 @@ OPTIONS: tuple[Option, ...] = (
            "targetReduction of them is freed; threshold: keep, truncate or drop each call by keepThreshold",
            _where("core", "cli", "hook"), flag="--policy", key="policy", title="Decision policy",
            choices=("budget", "threshold")),
-    Option("target_reduction", "number", 0.7, "budget policy: the share of the judged outputs' characters to free",
+    Option("target_reduction", "number", 0.9, "budget policy: the share of the judged outputs' characters to free",
            _where("core", "cli", "hook"), flag="--target-reduction", key="targetReduction",
            title="Target reduction", minimum=0, maximum=1, metavar="SHARE"),
     Option("keep_floor", "number", 1.0, "budget policy: an output the judge values at this or more is never cut "
@@ -212,7 +212,7 @@ OPTIONS: tuple[Option, ...] = (
            "figure: below this reduction (0-1) the built-in summary runs instead",
            _where("hook"), key="minReductionRatio", title="Minimum reduction", minimum=0, maximum=1),
     Option("timeout_seconds", "number", 120.0, "how long the Python side may take before the built-in summary runs",
-           _where("mod"), key="timeoutSeconds", title="Compaction time limit (seconds)", minimum=1, maximum=600),
+           _where("hook", "mod"), key="timeoutSeconds", title="Compaction time limit (seconds)", minimum=1, maximum=600),
     Option("python", "string", "", "an interpreter with fast-jev-compaction installed; empty: the environment "
            "the plugin prepares in its data folder (or $FAST_JEV_PYTHON)",
            _where("mod"), key="python", title="Python interpreter", shown_default="prepared venv"),

@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Final, Mapping, Sequence
 
-from .decisions import DROP, KEEP, Action
+from .decisions import DROP, KEEP, TRUNCATE, Action
 from .lexicon import DECISION, EDIT, READ, SIDE_EFFECT, TEST_BUILD, TODO, CallShape, call_shape
 from .markers import carries_mark
 from .pairing import ToolCall
@@ -37,12 +37,20 @@ class CallFacts:
     fixed_later: bool = False
 
 
+# A kept log longer than this keeps its digest instead (opening, closing, every failure and
+# error line within the budget): the failure a test run ends with survives, its 50 kB of passes
+# go to the archive.
+LOG_CAP = 16_000
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
     action: Action
     applies: Callable[[CallFacts], bool]
     why: str
+    # Kept whole up to this many characters; past it, truncated to its digest (None: no cap).
+    cap: int | None = None
 
 
 RULES: Final[tuple[Rule, ...]] = (
@@ -61,9 +69,9 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule("superseded-todo", DROP, lambda f: f.todo_replaced,
          "a later TODO list replaces this one"),
     Rule("open-error", KEEP, lambda f: f.call.is_error and not f.fixed_later,
-         "an error not yet followed by a success of the same call"),
+         "an error not yet followed by a success of the same call", cap=LOG_CAP),
     Rule("latest-run", KEEP, lambda f: f.shape.kind == TEST_BUILD and not f.newer_run_later,
-         "the latest run of a test, build or lint command"),
+         "the latest run of a test, build or lint command", cap=LOG_CAP),
     Rule("superseded-rerun", DROP, lambda f: f.rerun_later,
          "an identical call runs again later"),
 )
@@ -139,6 +147,9 @@ def settle(facts: Sequence[CallFacts]) -> dict[str, Verdict]:
             continue
         for rule in RULES:
             if rule.applies(fact):
-                verdicts[fact.call.tool_use_id] = Verdict(rule.name, rule.action)
+                action = rule.action
+                if rule.cap is not None and fact.call.result_chars > rule.cap:
+                    action = TRUNCATE
+                verdicts[fact.call.tool_use_id] = Verdict(rule.name, action)
                 break
     return verdicts

@@ -14,6 +14,7 @@ from typing import Any
 
 ELLIPSIS = "\u2026"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNWRITABLE = re.compile("[\ud800-\udfff\x00]")
 
 
 def _js_value(value: Any) -> Any:
@@ -61,6 +62,17 @@ def plain_json(value: Any) -> str:
     if not text.isascii() and _LONE_SURROGATE.search(text):
         text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
+
+
+def escape_unwritable(text: str) -> str:
+    """Lone surrogates and NULs as ``\\udXXX`` / ``\\x00`` text, so any file or database takes it.
+
+    A tool output cut mid-emoji arrives as a lone surrogate, which strict UTF-8 refuses to encode;
+    a NUL ends a C string. Everything else is left as it is.
+    """
+    if not _UNWRITABLE.search(text):
+        return text
+    return _UNWRITABLE.sub(lambda m: "\\x00" if m.group() == "\x00" else f"\\u{ord(m.group()):04x}", text)
 
 
 def truncate(text: str, limit: int) -> str:

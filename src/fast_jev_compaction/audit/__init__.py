@@ -1,8 +1,9 @@
 """The decision-log audit: a SQLite record of every compaction and per-call decision.
 
-Only the store (with its schema and spill entries) and the redaction live here (stdlib only,
-imported by the hook); the text rendering for ``fast-jev log``/``stats`` is in ``audit.report``,
-and ``fast-jev report``'s session summary and HTML page in ``audit.session`` and ``audit.html``.
+Only the store (with its schema and spill entries) and the redacted previews live here (stdlib
+only, imported by the hook; the redactor itself is ``fast_jev_compaction.redaction``); the text
+rendering for ``fast-jev log``/``stats`` is in ``audit.report``, and ``fast-jev report``'s session
+summary and HTML page in ``audit.session`` and ``audit.html``.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ def saved_or_unpointed(
     try:
         write_archive(result.archive, max_bytes=MAX_ARCHIVE_BYTES, max_age_days=MAX_ARCHIVE_AGE_DAYS)
         return result
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a NUL or unencodable surrogate in the path
         report_error(f"cut outputs not archived ({exc}); markers say to re-run the tool instead")
     decisions = [replace(d, archive_path=None) for d in result.decisions]
     rebuilt = apply_decisions(messages, decisions, result.calls, shape_of(options))

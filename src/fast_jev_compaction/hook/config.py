@@ -46,6 +46,8 @@ class HookConfig:
     provider: str = _d("provider")
     goal: str = _d("goal")
     jev_timeout_seconds: float = _d("jev_timeout_seconds")
+    # The mod kills the hook process after this long; the hook's deadline (hook/deadline.py) answers first.
+    timeout_seconds: float = _d("timeout_seconds")
     notes: tuple[str, ...] = field(default=(), compare=False)
 
     def __repr__(self) -> str:  # the key must never reach a log line

@@ -14,7 +14,7 @@ import datetime as _dt
 import json
 import os
 import sys
-import tempfile
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field, replace
@@ -22,11 +22,15 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
 from ..messages import SessionMessage
+from ..redaction import redact_text
+from ..textutil import escape_unwritable, js_json
 from .archive import ARCHIVE_DIR, saved_or_unpointed
 from .config import HookConfig, resolve_hook_config
-from .event import HookEvent
+from .deadline import Deadline, DeadlineError
+from .event import HookEvent, read_event
 from .gate import after_pass, before_pass, window_of
 from .meta import read_hung_texts, transcript_file
+from .private_files import make_private_dirs, open_private_append, user_temp_dir
 from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_stdin
 from .tally import Tally
 from .turns import carried_by, keeps_handle, regroup, turn_problems
@@ -45,36 +49,53 @@ Answer = dict[str, Any]
 # --------------------------------------------------------------------------- logging
 
 
-def fallback_log_dir() -> Path:
-    return Path(tempfile.gettempdir()) / PLUGIN
+def _usable_folder(candidate: str | None) -> bool:
+    # Relative would mean "under whatever the cwd is": the user's project.
+    if not candidate or not candidate.strip() or not os.path.isabs(candidate):
+        return False
+    try:
+        os.fsencode(candidate)  # a NUL or an unencodable surrogate cannot name a file
+    except (UnicodeError, ValueError):
+        return False
+    return "\x00" not in candidate
 
 
-def data_dir(event_data: str | None = None, env: Mapping[str, str] | None = None) -> Path:
-    """The plugin data folder: the event's, then CLAUDE_PLUGIN_DATA, then a temp folder."""
+def data_dir(event_data: str | None = None, env: Mapping[str, str] | None = None) -> Path | None:
+    """The plugin data folder: the event's, then CLAUDE_PLUGIN_DATA; None when neither is usable."""
     env = os.environ if env is None else env
     for candidate in (event_data, env.get("CLAUDE_PLUGIN_DATA")):
-        if candidate and candidate.strip():
-            return Path(candidate)
-    return fallback_log_dir()
+        if _usable_folder(candidate):
+            return Path(candidate)  # type: ignore[arg-type]
+    return None
 
 
 @dataclass
 class HookLog:
-    """Appends lines to ``hook.log``; a folder that cannot be written falls back to a temp one."""
+    """Appends redacted lines to ``hook.log`` (0600) in the data folder, else in the per-user
+    temp folder; a log that cannot be written anywhere is given up on, never raised."""
 
-    directory: Path
+    directory: Path | None
     pid: int = field(default_factory=os.getpid)
 
     def write(self, level: str, message: str) -> None:
-        stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
-        line = f"[{stamp}] pid={self.pid} {level} {message}".replace("\r", " ")
-        for folder in (self.directory, fallback_log_dir()):
+        try:
+            stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+            text = escape_unwritable(redact_text(message)).replace("\r", " ")
+            line = f"[{stamp}] pid={self.pid} {level} {text}".rstrip("\n") + "\n"
+            data = line.encode("utf-8", errors="backslashreplace")
+        except Exception:  # noqa: BLE001 - logging must never cost the answer
+            return
+        for folder in (self.directory, None):
             try:
-                folder.mkdir(parents=True, exist_ok=True)
-                with (folder / HOOK_LOG).open("a", encoding="utf-8") as fh:
-                    fh.write(line.rstrip("\n") + "\n")
+                target = folder if folder is not None else user_temp_dir()
+                make_private_dirs(target)
+                fd = open_private_append(target / HOOK_LOG)
+                try:
+                    os.write(fd, data)
+                finally:
+                    os.close(fd)
                 return
-            except OSError:
+            except Exception:  # noqa: BLE001 - try the next folder, then give up quietly
                 continue
 
     def info(self, message: str) -> None:
@@ -91,6 +112,7 @@ class HookLog:
 
 
 def fallback_answer(reason: str, log: Sequence[str] = ()) -> Answer:
+    reason = redact_text(reason)  # it can quote an error body; the toast and the mod's log show it
     return {
         "action": "fallback",
         "reason": reason,
@@ -109,6 +131,8 @@ def friendly_reason(exc: BaseException) -> str:
 
     from ..errors import CompactionError, explain  # local: only needed once something went wrong
 
+    if isinstance(exc, DeadlineError):
+        return str(exc)
     if isinstance(exc, EmptyInputError):
         return "the hook received no input"
     if isinstance(exc, StdinError):
@@ -183,11 +207,22 @@ def build_asker(config: HookConfig, log: HookLog) -> tuple[Any, Callable[[], Any
     return LocalJudge(), None, "local"
 
 
-async def _compact(messages: list[SessionMessage], asker: Any, options: Any, closer: Any, cache: Any = None) -> Any:
+async def _compact(
+    messages: list[SessionMessage], asker: Any, options: Any, closer: Any, cache: Any = None, deadline: Deadline | None = None
+) -> Any:
+    """The compaction; with a ``deadline`` (a judge that waits on the network) it stops in time."""
     from ..compaction import compact
 
     try:
-        return await compact(messages, asker, options, cache)
+        if deadline is None:  # an in-process judge never waits: the watchdog covers it
+            return await compact(messages, asker, options, cache)
+        import asyncio
+
+        try:
+            async with asyncio.timeout(deadline.compaction_budget_s()):
+                return await compact(messages, asker, options, cache)
+        except TimeoutError:
+            raise deadline.error() from None
     finally:
         if closer is not None:
             await closer()
@@ -241,12 +276,15 @@ class Outcome:
     ms: int = 0  # the whole hook run, parse to answer
 
 
-def run_compaction(event: HookEvent, log: HookLog, tally: Tally | None = None) -> Outcome:
+def run_compaction(
+    event: HookEvent, log: HookLog, tally: Tally | None = None, deadline: Deadline | None = None
+) -> Outcome:
     from ..stats import decision_log_lines, summarize
 
     config = resolve_hook_config(event.options)
     for note in config.notes:
         log.info(note)
+    deadline = deadline or Deadline(config.timeout_seconds)
     messages = list(event.messages)
     lines: list[str] = []
     if event.agentId:
@@ -268,11 +306,15 @@ def run_compaction(event: HookEvent, log: HookLog, tally: Tally | None = None) -
     asker, closer, judge = build_asker(config, log)
     if tally is not None:
         asker = tally.watch(asker)
-    options = replace(options, archive_dir=str(log.directory / ARCHIVE_DIR))
+    if log.directory is not None:  # without a data folder nothing is archived: markers say to re-run
+        options = replace(options, archive_dir=str(log.directory / ARCHIVE_DIR))
     from ..compaction import run_sync
 
     # The local judge answers in this process without waiting: no event loop to start.
-    result = run_sync(_compact(messages, asker, options, closer, answer_cache(log)), waits=judge != "local")
+    waits = judge != "local"
+    result = run_sync(
+        _compact(messages, asker, options, closer, answer_cache(log), deadline if waits else None), waits=waits
+    )
     result = saved_or_unpointed(result, messages, options, log.error)
 
     lines.extend(decision_log_lines(result.decisions))
@@ -303,6 +345,11 @@ def run_compaction(event: HookEvent, log: HookLog, tally: Tally | None = None) -
     return Outcome(answer, "replaced", summary, result, goal, judge)
 
 
+def answer_text(answer: Answer) -> str:
+    """The answer as one line of JSON that encodes as strict UTF-8 (lone surrogates escaped)."""
+    return js_json(answer)
+
+
 def toast_text(stats: Any, how: str) -> str:
     """``12 of 40 tool outputs moved to the archive (9 cut to digests, 3 dropped), context 61% → 23%, no summary``."""
     unpinned = stats.calls - stats.pinned
@@ -318,28 +365,34 @@ def _hung_texts(event: HookEvent, messages: list[SessionMessage], log: HookLog) 
     """Engine text hung on the messages, by handle, from the session transcript; none for a subagent."""
     if event.agentId:
         return {}
-    path = transcript_file(event.pluginData, event.sessionId, os.environ)
-    if path is None:
-        return {}
     try:
+        path = transcript_file(event.pluginData, event.sessionId, os.environ)
+        if path is None:
+            return {}
         return read_hung_texts(path, [m.handle for m in messages if m.handle is not None])
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a NUL or surrogate in a path or id
         log.error(f"transcript not read ({exc}); text hung on rebuilt messages is left out")
         return {}
 
 
 def _size(answer: Answer) -> int:
-    return len(json.dumps(answer, ensure_ascii=False).encode("utf-8"))
+    return len(answer_text(answer).encode("utf-8"))
 
 
 # --------------------------------------------------------------------------- decision log
 
 
-def record_decisions(event: HookEvent | None, outcome: Outcome, directory: Path, log: HookLog) -> None:
+def record_decisions(event: HookEvent | None, outcome: Outcome, directory: Path | None, log: HookLog) -> None:
     """One row per compaction and one per decided call; a failing log never changes the answer."""
+    if directory is None:
+        log.error("decision log not written (no usable plugin data folder)")
+        return
     try:
         from .record import record_outcome
 
+        make_private_dirs(directory)
+        # Created 0600 before SQLite opens it: its -wal and -shm files copy the database's mode.
+        os.close(os.open(directory / DECISIONS_DB, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
         written = record_outcome(directory / DECISIONS_DB, event, outcome)
         if isinstance(written, Path):
             log.info(f"decision log busy past its budget; row kept in {written.name} for the next write")
@@ -358,18 +411,109 @@ def _env_float(env: Mapping[str, str], name: str, default: float) -> float:
     return value if value > 0 else default
 
 
-def handle(raw_reader: Callable[[], str], env: Mapping[str, str], log_holder: list[HookLog]) -> tuple[Answer, HookEvent | None, Outcome]:
+class AnswerGuard:
+    """Exactly one record and one answer leave the process, and in time.
+
+    The main path ``claim``s the right to write the decision-log row, then ``send``s its answer.
+    ``watch`` arms a last resort for work that never yields to the compaction deadline (a
+    CPU-bound stage on a huge input): at ``deadline.last_resort_at`` it claims instead, logs,
+    writes a fallback row (waiting for it until ``answer_at`` at most), answers a fallback and
+    ends the process, before the mod kills it.
+    """
+
+    def __init__(self, out: TextIO, deadline: Deadline) -> None:
+        self.deadline = deadline
+        self.event: HookEvent | None = None
+        # The main path's answer, known once the compaction is done and before its row is written.
+        self.pending: Answer | None = None
+        self._out = out
+        self._claim_lock = threading.Lock()
+        self._claimed = False
+        self._send_lock = threading.Lock()
+        self._sent = False
+
+    def claim(self) -> bool:
+        with self._claim_lock:
+            if self._claimed:
+                return False
+            self._claimed = True
+            return True
+
+    def send(self, answer: Answer) -> bool:
+        text = answer_text(answer) + "\n"
+        with self._send_lock:  # held while writing, so a losing sender waits for a whole answer
+            if self._sent:
+                return False
+            self._sent = True
+            self._out.write(text)
+            self._out.flush()
+            return True
+
+    def watch(self, log_holder: list[HookLog]) -> None:
+        # Imported now, not when the deadline strikes: then the main thread competes for the GIL.
+        from . import record  # noqa: F401
+
+        def last_resort() -> None:
+            while (left := self.deadline.last_resort_at - time.monotonic()) > 0:
+                time.sleep(min(left, 0.05))
+            if not self.claim():
+                # The main path is recording and answering; if the row outlasts the answer's
+                # deadline (a long-locked database), the answer still goes out in time.
+                while (left := self.deadline.answer_at - time.monotonic()) > 0:
+                    if self._sent:
+                        return
+                    time.sleep(min(left, 0.05))
+                if not self._sent:
+                    log_holder[0].error("answering before the decision log row is written: out of time")
+                    try:
+                        self.send(self.pending or fallback_answer(str(self.deadline.error())))
+                    finally:
+                        os._exit(0)
+                return
+            log = log_holder[0]
+            reason = str(self.deadline.error())
+            log.error(f"fallback: {reason}; the compaction was still running")
+            outcome = Outcome(fallback_answer(reason), "fallback", reason, category="deadline")
+            # In this thread: handing the row to another one would give the stuck work more
+            # chances to take the GIL back (a long C call does not let go of it).
+            record_decisions(self.event, outcome, log.directory, log)
+            try:
+                self.send(outcome.answer)
+            finally:
+                os._exit(0)
+
+        threading.Thread(target=last_resort, name="fast-jev-deadline", daemon=True).start()
+
+
+def handle(
+    raw_reader: Callable[[], str],
+    env: Mapping[str, str],
+    log_holder: list[HookLog],
+    started: float | None = None,
+    guard: AnswerGuard | None = None,
+) -> tuple[Answer, HookEvent | None, Outcome]:
     """Parse, compact, decide. Raises nothing: every failure is a fallback answer."""
     event: HookEvent | None = None
-    started = time.monotonic()
+    started = time.monotonic() if started is None else started
     tally = Tally()
     try:
         raw = raw_reader()
         if not raw.strip():
             raise EmptyInputError()
-        event = HookEvent.model_validate(json.loads(raw))
-        log_holder[0] = HookLog(data_dir(event.pluginData, env))
-        outcome = run_compaction(event, log_holder[0], tally)
+        document = json.loads(raw)
+        # The deadline and the data folder are known before validating, the slow part of
+        # reading a large event, so a last resort during it still logs and records.
+        fields = document if isinstance(document, dict) else {}
+        plugin_data = fields.get("pluginData")
+        log_holder[0] = HookLog(data_dir(plugin_data if isinstance(plugin_data, str) else None, env))
+        options = fields.get("options")
+        deadline = Deadline(resolve_hook_config(options if isinstance(options, dict) else None).timeout_seconds, started)
+        if guard is not None:
+            guard.deadline = deadline
+        event = read_event(document)
+        if guard is not None:
+            guard.event = event
+        outcome = run_compaction(event, log_holder[0], tally, deadline)
     except Exception as exc:
         from .category import fallback_category
 
@@ -385,29 +529,57 @@ def handle(raw_reader: Callable[[], str], env: Mapping[str, str], log_holder: li
     log.info(f"{outcome.action} session={session} trigger={trigger}{who} in {ms} ms: {outcome.reason}")
     if outcome.goal:
         goal_line = outcome.goal.replace("\n", " | ")
-        log.info(f"goal: {goal_line[:GOAL_LOG_CHARS]}")
+        # Redacted before the cut: a secret cut in half would escape the patterns.
+        log.info(f"goal: {redact_text(goal_line)[:GOAL_LOG_CHARS]}")
     return outcome.answer, event, outcome
 
 
-def main(argv: Sequence[str] | None = None, *, stdin_fd: int = 0, stdout: TextIO | None = None) -> int:
-    """Read stdin, answer on stdout, exit 0. ``argv`` is accepted for symmetry and ignored."""
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdin_fd: int = 0,
+    stdout: TextIO | None = None,
+    started: float | None = None,
+) -> int:
+    """Read stdin, answer on stdout, exit 0. ``argv`` is accepted for symmetry and ignored.
+
+    Run as the hook process (``stdout`` left to default), a watchdog also guarantees the answer
+    before the default ``timeoutSeconds``, or the event's own once it is read. ``started`` is
+    when the process began (``time.monotonic()``), so the imports count against the deadline.
+    """
+    started = time.monotonic() if started is None else started
     env = os.environ
+    if stdout is None:
+        try:  # never the locale's codec: the answer is UTF-8 JSON whatever LANG says
+            sys.stdout.reconfigure(encoding="utf-8", errors="strict")  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            pass
     out = stdout if stdout is not None else sys.stdout
     log_holder = [HookLog(data_dir(None, env))]
+    guard = AnswerGuard(out, Deadline(HookConfig.timeout_seconds, started))
+    if stdout is None:
+        guard.watch(log_holder)
     answer: Answer = fallback_answer("internal error")
     try:
         idle = _env_float(env, "FAST_JEV_STDIN_IDLE_SECONDS", DEFAULT_IDLE_SECONDS)
         cap = int(_env_float(env, "FAST_JEV_STDIN_MAX_BYTES", DEFAULT_MAX_BYTES))
-        answer, event, outcome = handle(lambda: read_stdin(stdin_fd, idle_seconds=idle, max_bytes=cap), env, log_holder)
+        reader = lambda: read_stdin(stdin_fd, idle_seconds=idle, max_bytes=cap)  # noqa: E731
+        answer, event, outcome = handle(reader, env, log_holder, started, guard)
+        if not guard.claim():
+            threading.Event().wait()  # the last resort is recording and answering; it ends the process
+        guard.pending = answer
         record_decisions(event, outcome, log_holder[0].directory, log_holder[0])
     except BaseException as exc:  # noqa: BLE001 - the last line of defence: still answer
         log_holder[0].error("hook failed outside the compaction", exc)
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             answer = fallback_answer("interrupted")
-    try:
-        out.write(json.dumps(answer, ensure_ascii=False))
-        out.write("\n")
-        out.flush()
-    except Exception as exc:  # stdout gone (the host gave up): nothing left to tell it
-        log_holder[0].error("could not write the answer", exc)
+    for candidate in (answer, fallback_answer("internal error (the answer could not be written)")):
+        try:
+            guard.send(candidate)
+            break
+        except OSError as exc:  # stdout gone (the host gave up): nothing left to tell it
+            log_holder[0].error("could not write the answer", exc)
+            break
+        except Exception as exc:  # noqa: BLE001 - an answer that cannot be serialised: send the fallback
+            log_holder[0].error("could not serialise the answer", exc)
     return 0

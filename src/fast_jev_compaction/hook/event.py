@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..messages import SessionMessage
 
@@ -37,3 +37,21 @@ class HookEvent(BaseModel):
     @property
     def is_precompute(self) -> bool:
         return self.trigger == "precompute"
+
+
+def read_event(document: Any) -> HookEvent:
+    """Validate one event, message by message.
+
+    pydantic validates in Rust without releasing the GIL, so one call over a huge event would
+    starve the deadline watchdog (``entry.AnswerGuard``); one call per message lets it run.
+    An invalid event is validated again as a whole, for an error that names the field.
+    """
+    messages = document.get("messages") if isinstance(document, dict) else None
+    if not isinstance(messages, list):
+        return HookEvent.model_validate(document)
+    try:
+        event = HookEvent.model_validate({**document, "messages": []})
+        event.messages = [SessionMessage.model_validate(message) for message in messages]
+    except ValidationError:
+        return HookEvent.model_validate(document)
+    return event

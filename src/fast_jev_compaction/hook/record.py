@@ -13,22 +13,30 @@ from typing import TYPE_CHECKING, Any
 
 from ..audit.redact import preview
 from ..audit.store import CompactionRow, DecisionRow, record_or_spill
+from ..redaction import redact_text
 from ..rules import RULE_NAMES
+from ..textutil import escape_unwritable
 
 if TYPE_CHECKING:
     from .entry import Outcome
     from .event import HookEvent
 
 
+def _text(value: str) -> str:
+    # What the host sent may hold a lone surrogate or a NUL, which SQLite's text cannot.
+    return escape_unwritable(value)
+
+
 def rows_for(event: "HookEvent | None", outcome: "Outcome") -> tuple[CompactionRow, list[DecisionRow]]:
     result: Any = outcome.result
     row = CompactionRow(
-        session_id=(event.sessionId if event and event.sessionId else ""),
-        trigger=(event.trigger if event else ""),
+        session_id=_text(event.sessionId if event and event.sessionId else ""),
+        trigger=_text(event.trigger if event else ""),
         outcome=outcome.action,
-        reason=outcome.reason,
+        # A reason can quote an error body or the input; it goes through the one redactor.
+        reason=_text(redact_text(outcome.reason)),
         judge=outcome.judge or "none",
-        agent_id=event.agentId if event else None,
+        agent_id=_text(event.agentId) if event and event.agentId else None,
         fallback_reason=outcome.category if outcome.action == "fallback" else None,
     )
     decisions: list[DecisionRow] = []
@@ -67,14 +75,14 @@ def rows_for(event: "HookEvent | None", outcome: "Outcome") -> tuple[CompactionR
         call = calls.get(decision.tool_use_id)
         decisions.append(
             DecisionRow(
-                tool_use_id=decision.tool_use_id,
-                call_id=decision.id,
-                tool=decision.tool,
+                tool_use_id=_text(decision.tool_use_id),
+                call_id=_text(decision.id),
+                tool=_text(decision.tool),
                 action=decision.action,
                 reason=decision.reason,
                 keep_call=decision.keep_call,
                 keep_result=decision.keep_result,
-                input_preview=preview(call.input if call else {}),
+                input_preview=_text(preview(call.input if call else {})),
                 chars_freed=decision.chars_freed if outcome.action == "replaced" else 0,
                 result_chars=call.result_chars if call else None,
                 rule=decision.reason if decision.reason in RULE_NAMES else None,

@@ -14,7 +14,8 @@ import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential
 
 from ..asker import AskResult, Usage
-from ..errors import JevConfigError, JevError, JevRequestError, JevTimeoutError, JevTransportError
+from ..errors import JevConfigError, JevError, JevRequestError, JevResponseError, JevTimeoutError, JevTransportError
+from ..redaction import redact_json
 from .providers import Endpoint, resolve_endpoint
 from .wire import CloudflareForm, build_body, build_cloudflare_body, parse_cloudflare_response, parse_response
 
@@ -23,6 +24,8 @@ DEFAULT_RETRIES = 2
 DEFAULT_RETRY_DELAY_S = 0.5
 # Each wait is the previous one times this: 0.5 s then 1.5 s with the defaults.
 RETRY_BACKOFF = 3
+# A real answer set is a few KiB; past this the body is refused, not read whole into memory.
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 
 
 def _check_timeout(value: Any) -> float:
@@ -75,11 +78,13 @@ class JevClient:
         retry_delay_s: float = DEFAULT_RETRY_DELAY_S,
         transport: httpx.AsyncBaseTransport | None = None,
         env: Mapping[str, str] | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
         report: Callable[[str], None] | None = None,
     ) -> None:
         # ``report`` hears "retrying after 429 (1/2)…" before each wait, for a progress line.
         self._report = report
         self.timeout_s = _check_timeout(timeout_s)
+        self.max_response_bytes = max_response_bytes
         self.retries = _check_retries(retries)
         self.retry_delay_s = _check_delay(retry_delay_s)
         self.endpoint: Endpoint = resolve_endpoint(
@@ -94,6 +99,8 @@ class JevClient:
         self._http: httpx.AsyncClient | None = None
         # The Workers AI route form that answered last, so later calls skip the probe.
         self._cloudflare_form: CloudflareForm | None = None
+        # (state, its redacted copy): every batch of a compaction shares one state object.
+        self._redacted_state: tuple[Any, Any] | None = None
 
     @property
     def warning(self) -> str | None:
@@ -126,10 +133,15 @@ class JevClient:
         """One request (plus retries) answering every question against ``state``.
 
         Raises ``JevConfigError`` before sending anything when unconfigured. A failed ask raises
-        the last typed error, with ``error.retries`` set to the retries spent.
+        the last typed error, with ``error.retries`` set to the retries spent. Credentials in the
+        state and the questions are masked first (``redaction.redact_json``): nothing secret
+        leaves the process, and the body stays valid JSON.
         """
         if self.endpoint.problem:
             raise JevConfigError(self.endpoint.problem, self.endpoint.hint)
+        if self._redacted_state is None or self._redacted_state[0] is not state:
+            self._redacted_state = (state, redact_json(state))
+        state, questions = self._redacted_state[1], redact_json(dict(questions))
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.retries + 1),
             wait=wait_exponential(multiplier=self.retry_delay_s, exp_base=RETRY_BACKOFF, min=0),
@@ -194,7 +206,7 @@ class JevClient:
                 response = await http.send(request, stream=True)
                 try:
                     try:
-                        raw = await response.aread()
+                        raw = await self._read_capped(response)
                     except httpx.TransportError:
                         if response.is_success:
                             raise
@@ -212,3 +224,21 @@ class JevClient:
         except httpx.HTTPError as exc:
             raise JevTransportError(f"cannot reach {url} ({type(exc).__name__}: {exc})") from exc
         return response.status_code, raw.decode("utf-8", errors="replace")
+
+    async def _read_capped(self, response: httpx.Response) -> bytes:
+        """The body, streamed; a 2xx body past ``max_response_bytes`` is a ``JevResponseError``,
+        a failed one is cut there (its status is the useful part)."""
+        chunks: list[bytes] = []
+        received = 0
+        async for chunk in response.aiter_bytes():
+            received += len(chunk)
+            if received > self.max_response_bytes:
+                if response.is_success:
+                    raise JevResponseError(
+                        f"Jev sent a response body larger than {self.max_response_bytes // 1024} KiB; "
+                        "check the endpoint URL"
+                    )
+                chunks.append(chunk[: max(0, len(chunk) - (received - self.max_response_bytes))])
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)

@@ -1,0 +1,250 @@
+"""The one redactor: credentials are masked before any text leaves the process.
+
+``redact_text(str) -> str`` masks secret-looking substrings of free text; ``redact_json(value)``
+walks a JSON-like value, masks the values of secret-named keys and redacts every string, so a
+JSON document stays valid. The Jev request body, the decision log and ``hook.log`` all go through
+here. Archives keep the user's own bytes and never do.
+
+What is masked: AWS access keys and secret keys, GitHub tokens (``ghp_``, ``gho_``, ``ghs_``,
+``ghu_``, ``ghr_``, ``github_pat_``), Slack tokens (``xox?-``), OpenAI/Anthropic-style keys
+(``sk-…``), JWTs, bearer/basic credentials, PEM private-key blocks, ``KEY=value`` /
+``key: value`` / ``--key value`` where the name says secret, and URL userinfo passwords.
+
+Linear time by construction (the old patterns were quadratic on long identifier runs because
+every position of the run started a fresh scan to its end):
+
+- every pattern opens with a negative lookbehind on the character class its first run scans,
+  so inside such a run only its first position can start a match;
+- every unbounded repeat is possessive (``*+``, ``++``) and stops at a character its successor
+  needs, so a failed attempt never backtracks into it;
+- ``name = value`` forms only match the name and the operator; the value is scanned (and
+  consumed) only when the name is secret, so no value is scanned twice.
+
+Stdlib only: the hook imports this on its hot path.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Any, Callable
+
+MASK = "***"
+PEM_MASK = "[private key redacted]"
+
+# Name segments that mark a secret on their own ("github_token", "DB_PASSWORD", "SIGNING_KEY").
+_SECRET_SEGMENTS = frozenset(
+    {
+        "password",
+        "passwd",
+        "passphrase",
+        "pwd",
+        "token",
+        "secret",
+        "key",
+        "apikey",
+        "authorization",
+        "auth",
+        "credential",
+        "credentials",
+        "cookie",
+        "privatekey",
+    }
+)
+# "key" after one of these names a lookup key, not a credential ("sort_key", "primary_key").
+_PLAIN_KEY_PREFIXES = frozenset(
+    {"primary", "foreign", "sort", "cache", "partition", "hash", "dict", "map", "row", "hot", "unique", "lookup", "group"}
+)
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_NON_ALNUM = re.compile(r"[^A-Za-z0-9]+")
+
+
+def is_secret_key(name: str) -> bool:
+    """True when a key, flag or variable name says its value is a credential.
+
+    Whole segments, not substrings: ``max_tokens``, ``passthrough`` and ``sort_key`` stay visible.
+    """
+    segments = [s for s in _NON_ALNUM.split(_CAMEL.sub("_", name[:256]).lower()) if s]
+    if not segments:
+        return False
+    if "".join(segments) in _SECRET_SEGMENTS:
+        return True
+    if any(s in _SECRET_SEGMENTS and s != "key" for s in segments):
+        return True
+    # "key" names a credential as the last word ("SIGNING_KEY", "api_key"), unless a lookup key
+    # ("sort_key"); "KeyError" or "key_file" are not secrets.
+    return segments[-1] == "key" and (len(segments) == 1 or segments[-2] not in _PLAIN_KEY_PREFIXES)
+
+
+def _entropy(text: str) -> float:
+    counts = Counter(text)
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _looks_random(value: str, min_length: int = 20, min_entropy: float = 3.5) -> bool:
+    """Long, upper and lower case and digits, high per-character entropy: a key, not a word,
+    a path or a (single-case) hex hash."""
+    if len(value) < min_length:
+        return False
+    if not (any(c.isdigit() for c in value) and any(c.isupper() for c in value) and any(c.islower() for c in value)):
+        return False
+    return _entropy(value) >= min_entropy
+
+
+def _quoted_mask(value: str) -> str:
+    # Keep the quotes so the surrounding command or document still reads as one.
+    if value[:1] in ("'", '"'):
+        return f"{value[0]}{MASK}{value[0] if value[-1:] == value[0] and len(value) > 1 else ''}"
+    return MASK
+
+
+# --------------------------------------------------------------------------- PEM blocks
+
+_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----")
+_PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----")
+
+
+def _mask_pem(text: str) -> str:
+    if "PRIVATE KEY-----" not in text:
+        return text
+    out: list[str] = []
+    pos = 0
+    while (begin := _PEM_BEGIN.search(text, pos)) is not None:
+        out.append(text[pos : begin.start()])
+        end = _PEM_END.search(text, begin.end())
+        out.append(PEM_MASK)
+        if end is None:  # an unterminated block: everything after BEGIN is key material
+            return "".join(out)
+        pos = end.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------- value patterns
+
+_URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]*+://[^\s/?#@:]++:)[^\s/?#@]++@")
+_AUTH_SCHEME = re.compile(r"(?<![A-Za-z0-9_])((?i:bearer|basic)[ \t]++)([A-Za-z0-9._~+/\-]++=*+)")
+_AWS_ACCESS_KEY = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|AIDA|AROA|AGPA|ANPA|ANVA|AIPA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Za-z0-9])")
+_AWS_SECRET_KEY = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_GITHUB_TOKEN = re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{20}|github_pat_[A-Za-z0-9_]{20})[A-Za-z0-9_]*+")
+_SLACK_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-])xox[abposr]-[A-Za-z0-9\-]{10}[A-Za-z0-9\-]*+")
+_SK_KEY = re.compile(r"(?<![A-Za-z0-9_\-])sk-[A-Za-z0-9_\-]{16}[A-Za-z0-9_\-]*+")
+_JWT = re.compile(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]++\.eyJ[A-Za-z0-9_\-]++\.[A-Za-z0-9_\-]*+")
+
+
+def _mask_auth_scheme(match: re.Match[str]) -> str:
+    credential = match.group(2)
+    # "Basic authentication" is prose; a credential has digits, symbols or inner capitals.
+    looks_like_one = len(credential) >= 8 and (
+        any(not c.isalpha() for c in credential) or any(c.isupper() for c in credential[1:])
+    )
+    return f"{match.group(1)}{MASK}" if looks_like_one else match.group(0)
+
+
+def _mask_aws_secret(match: re.Match[str]) -> str:
+    return MASK if _looks_random(match.group(0), 40, 4.0) else match.group(0)
+
+
+# --------------------------------------------------------------------------- named values
+
+# Names worth a closer look contain one of these words; the lookahead is bounded and runs only at
+# the start of a name, so a text full of ordinary ``name=value`` pairs is scanned in C alone.
+def _maybe_secret(name_class: str) -> str:
+    return rf"(?=[{name_class}]{{0,64}}?(?i:pass|pwd|token|secret|key|auth|credential|cookie))"
+
+
+# NAME=value (shell, .env lines, query strings, --flag=value).
+_ASSIGN_NAME = re.compile(r"(?<![A-Za-z0-9_.\-])-{0,2}" + _maybe_secret(r"A-Za-z0-9_.\-") + r"([A-Za-z_][A-Za-z0-9_.\-]*+)[ \t]*+=(?!=)[ \t]*+")
+# Quotes may come escaped (\"): tool inputs often sit in the state as serialised JSON.
+_ASSIGN_VALUE = re.compile(r"\\?\"[^\"\n]*+\"?|\\?'[^'\n]*+'?|[^\s&;,\"'`}\\]++")
+# =value that looks like a generated key, whatever the name ("SIGNING=q8Zr4TbX2mWn7KpL9vYc").
+_ASSIGNED_RANDOM = re.compile(r"(?<==)([\"']?+)([A-Za-z0-9+/_\-.~]{20,}+)")
+# "name": value / name: value (JSON, YAML, HTTP headers).
+_COLON_NAME = re.compile(
+    r"(?<![A-Za-z0-9_\-])([\"']?)" + _maybe_secret(r"A-Za-z0-9_\-") + r"([A-Za-z_][A-Za-z0-9_\-]*+)\\?\1[ \t]*+:(?!//)[ \t]*+"
+)
+# One word, or two when the first is an auth scheme ("Authorization: Token abc").
+_COLON_VALUE = re.compile(
+    r"\\?\"[^\"\n]*+\"?|\\?'[^'\n]*+'?|(?:(?i:bearer|basic|token|digest|negotiate)[ \t]++)?[^\s,}\"'\\]++"
+)
+# --password value
+_FLAG_NAME = re.compile(r"(?<![A-Za-z0-9_\-])--?" + _maybe_secret(r"A-Za-z0-9\-") + r"([A-Za-z][A-Za-z0-9\-]*+)[ \t]++")
+_FLAG_VALUE = re.compile(r"\"[^\"\n]*+\"?|'[^'\n]*+'?|[^\s\-*][^\s]*+")
+
+
+def _colon_secret(name: str) -> bool:
+    # "key: value" is as often prose ("no Jev key: set one") as a credential; "api_key:" is not.
+    return name.lower() != "key" and is_secret_key(name)
+
+
+def _mask_named(
+    text: str,
+    name_pattern: re.Pattern[str],
+    name_group: int,
+    value_pattern: re.Pattern[str],
+    secret: Callable[[str], bool] = is_secret_key,
+) -> str:
+    """Mask the value after every secret name; scanning resumes right after what was read."""
+    out: list[str] = []
+    pos = 0
+    while (match := name_pattern.search(text, pos)) is not None:
+        end = match.end()
+        value = value_pattern.match(text, end) if secret(match.group(name_group)) else None
+        if value is None:
+            out.append(text[pos:end])
+            pos = end
+            continue
+        out.append(text[pos:end])
+        out.append(_quoted_mask(value.group(0)))
+        pos = value.end()
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _mask_assigned_random(match: re.Match[str]) -> str:
+    return f"{match.group(1)}{MASK}" if _looks_random(match.group(2)) else match.group(0)
+
+
+_SUBSTITUTIONS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
+    (_URL_USERINFO, rf"\1{MASK}@"),
+    (_AUTH_SCHEME, _mask_auth_scheme),
+    (_AWS_ACCESS_KEY, MASK),
+    (_AWS_SECRET_KEY, _mask_aws_secret),
+    (_GITHUB_TOKEN, MASK),
+    (_SLACK_TOKEN, MASK),
+    (_SK_KEY, f"sk-{MASK}"),
+    (_JWT, MASK),
+    (_ASSIGNED_RANDOM, _mask_assigned_random),
+)
+
+
+def redact_text(text: str) -> str:
+    """Mask secret-looking substrings of free text. Idempotent; linear in ``len(text)``."""
+    text = _mask_pem(text)
+    for pattern, replacement in _SUBSTITUTIONS:
+        text = pattern.sub(replacement, text)
+    text = _mask_named(text, _ASSIGN_NAME, 1, _ASSIGN_VALUE)
+    text = _mask_named(text, _COLON_NAME, 2, _COLON_VALUE, _colon_secret)
+    return _mask_named(text, _FLAG_NAME, 1, _FLAG_VALUE)
+
+
+def redact_json(value: Any) -> Any:
+    """A copy of a JSON-like value: secret-named keys' values masked, every string redacted."""
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            if isinstance(key, str) and is_secret_key(key) and item not in (None, "", [], {}):
+                out[key] = MASK
+            else:
+                out[key] = redact_json(item)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [redact_json(item) for item in value]
+    if isinstance(value, str):
+        return redact_text(value)
+    return value

@@ -1,0 +1,299 @@
+"""Issue 6's reproductions, each against the real hook process, real files and real servers.
+
+Secrets never leave (Jev body, decision log, hook.log); every file is private from creation;
+a slow judge cannot push the answer past timeoutSeconds; lone surrogates and NULs never cost
+a compaction or the answer; the per-user temp log folder refuses what it cannot trust.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jev_fault_server import FaultServer, Reply, Seen, answers_body
+from test_hook_entry import _bash, event, hook_env, tool_heavy_conversation
+from test_redaction import SECRETS
+
+REPO = Path(__file__).resolve().parents[1]
+HOOK = REPO / "hooks" / "fast_jev_hook.py"
+SAFETY_TIMEOUT = 120
+
+
+def run_hook(doc: Any, data: Path, *, timeout: float = SAFETY_TIMEOUT, cwd: Path | None = None, **env: str) -> dict[str, Any]:
+    """The mod's call: ``python -I hooks/fast_jev_hook.py``, JSON on stdin, killed at ``timeout``."""
+    stdin = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
+    proc = subprocess.run(
+        [sys.executable, "-I", str(HOOK)],
+        input=stdin,
+        capture_output=True,
+        env=hook_env(data, **env),
+        timeout=timeout,
+        cwd=cwd,
+    )
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    lines = proc.stdout.decode("utf-8").splitlines()
+    assert len(lines) == 1, proc.stdout[:500]
+    return json.loads(lines[0])
+
+
+def rows(data: Path) -> list[dict[str, Any]]:
+    with sqlite3.connect(data / "decisions.sqlite") as db:
+        db.row_factory = sqlite3.Row
+        return [dict(r) for r in db.execute("SELECT * FROM compactions ORDER BY id")]
+
+
+def judge_drops_everything(seen: Seen) -> Reply:
+    return Reply(body=answers_body(list(seen.json()["questions"]), value=0.05))
+
+
+# --------------------------------------------------------------------------- secrets
+
+
+def secret_conversation() -> list[dict[str, Any]]:
+    """Every kind of secret, in prompts (goal and context) and in tool inputs (history)."""
+    planted = [text for text, _ in SECRETS.values()]
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "text": "set up the deploy. " + " ; ".join(planted[:10]), "toolUses": [], "handle": "h-0"}
+    ]
+    for index, text in enumerate(planted):
+        messages += _bash(index, f"run {text}", "output line\n" * 200)
+    messages.append({"role": "user", "text": "and now: " + " ; ".join(planted[10:]), "toolUses": [], "handle": "h-1"})
+    messages.append({"role": "assistant", "text": "Done.", "toolUses": [], "handle": "h-2"})
+    return messages
+
+
+def leaked(text: str) -> list[str]:
+    return [name for name, (_, secret) in SECRETS.items() if secret in text]
+
+
+def test_planted_secrets_reach_neither_jev_nor_the_decision_log_nor_hook_log(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with FaultServer(judge_drops_everything) as server:
+        options = {"apiKey": "sk-test-key-that-is-long-enough", "baseUrl": f"{server.url}/v1/systemone"}
+        answer = run_hook(event(secret_conversation(), data, options=options), data)
+        bodies = [seen.body.decode("utf-8") for seen in server.requests]
+    assert answer["action"] in ("replace", "fallback")  # either way the judge was asked
+    assert bodies and all(json.loads(body) for body in bodies)  # still valid JSON
+    for body in bodies:
+        assert leaked(body) == []
+        # The redacted state still carries the conversation: only the secrets went.
+        assert "set up the deploy." in body and "run " in body
+
+    log_text = (data / "hook.log").read_text(encoding="utf-8")
+    assert "goal: " in log_text and "set up the deploy." in log_text  # the prompt is logged, redacted
+    assert leaked(log_text) == []
+    db_bytes = b"".join(p.read_bytes() for p in data.glob("decisions.sqlite*"))
+    assert leaked(db_bytes.decode("utf-8", errors="replace")) == []
+    assert len(rows(data)) == 1
+
+
+def test_a_secret_echoed_by_a_failing_jev_stays_out_of_the_reason_log_and_row(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    aws = SECRETS["aws access key"][1]
+    with FaultServer([Reply(status=418, body=f"teapot refuses key {aws} and password=hunter2")]) as server:
+        options = {"apiKey": "sk-test-key-that-is-long-enough", "baseUrl": server.url}
+        answer = run_hook(event(tool_heavy_conversation(), data, options=options), data)
+    assert answer["action"] == "fallback" and "418" in answer["reason"]
+    everything = json.dumps(answer) + (data / "hook.log").read_text() + json.dumps(rows(data))
+    assert aws not in everything and "hunter2" not in everything
+
+
+# --------------------------------------------------------------------------- private files
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode)
+
+
+def test_everything_the_hook_creates_is_private(tmp_path: Path) -> None:
+    data = tmp_path / "plugin" / "data"  # neither folder exists yet
+    answer = run_hook(event(tool_heavy_conversation(), data), data)
+    assert answer["action"] == "replace"
+    archived = list((data / "archive").rglob("*"))
+    assert any(p.is_file() for p in archived)
+    for folder in [data.parent, data, *[p for p in archived if p.is_dir()], data / "archive"]:
+        assert mode(folder) == 0o700, folder
+    for file in [data / "hook.log", *data.glob("decisions.sqlite*"), *[p for p in archived if p.is_file()]]:
+        assert mode(file) == 0o600, file
+
+
+def _unusable_data(tmp_path: Path) -> Path:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the data folder should be")
+    return blocker
+
+
+def test_the_temp_log_folder_is_per_user_and_private(tmp_path: Path) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    answer = run_hook(b"garbage", _unusable_data(tmp_path), TMPDIR=str(temp))
+    assert answer["action"] == "fallback"
+    folder = temp / f"fast-jev-compaction-{os.getuid()}"
+    assert mode(folder) == 0o700 and mode(folder / "hook.log") == 0o600
+    assert "the hook input is not valid JSON" in (folder / "hook.log").read_text()
+
+
+@pytest.mark.parametrize("planted", ["symlink", "open folder"])
+def test_a_planted_temp_log_folder_is_refused(tmp_path: Path, planted: str) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    elsewhere = tmp_path / "attacker"
+    elsewhere.mkdir()
+    folder = temp / f"fast-jev-compaction-{os.getuid()}"
+    if planted == "symlink":
+        folder.symlink_to(elsewhere)
+        target = elsewhere
+    else:
+        folder.mkdir()
+        folder.chmod(0o777)
+        target = folder
+    answer = run_hook(b"garbage", _unusable_data(tmp_path), TMPDIR=str(temp))
+    assert answer["action"] == "fallback"  # still one answer
+    assert not (target / "hook.log").exists()
+
+
+# --------------------------------------------------------------------------- deadline
+
+
+def many_calls(count: int, lines: int = 40) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "user", "text": "go through every file", "toolUses": [], "handle": "h-0"}]
+    for index in range(count):
+        messages += _bash(index, f"cat file_{index}.txt", f"contents of file {index}\n" * lines)
+    messages.append({"role": "assistant", "text": "All read.", "toolUses": [], "handle": "h-end"})
+    return messages
+
+
+def test_a_slow_judge_over_many_batches_falls_back_before_the_timeout_with_a_row(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    timeout_s = 6
+
+    def reply(seen: Seen) -> Reply:
+        return Reply(delay_s=1.0, body=answers_body(list(seen.json()["questions"]), 0.05))
+
+    with FaultServer(reply) as server:
+        options = {
+            "apiKey": "sk-test-key-that-is-long-enough",
+            "baseUrl": server.url,
+            "timeoutSeconds": timeout_s,
+            "maxConcurrentRequests": 1,
+            # Requests with room for about one call each: the judge needs 27 round trips.
+            "maxStateTokens": 3000,
+            "maxRequestTokens": 3100,
+        }
+        # The mod's own kill: the process must have answered before timeoutSeconds.
+        answer = run_hook(event(many_calls(30), data, options=options), data, timeout=timeout_s)
+        asked = len(server.requests)
+    assert answer["action"] == "fallback"
+    assert answer["reason"].startswith("out of time after ") and "timeoutSeconds 6" in answer["reason"]
+    assert 2 <= asked < 27  # several batches were asked, the rest were never sent
+    [row] = rows(data)
+    assert (row["outcome"], row["session_id"]) == ("fallback", "session-1")
+    assert row["reason"].startswith("out of time after ")
+    assert "INFO fallback session=session-1" in (data / "hook.log").read_text()
+
+
+def test_a_compaction_that_never_yields_is_answered_by_the_last_resort(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    # A 15 MB session: reading and validating it alone outlasts a 3 s budget, with no await
+    # where the compaction deadline could stop it.
+    doc = event(many_calls(5000), data, options={"timeoutSeconds": 3})
+    answer = run_hook(doc, data, timeout=3)  # killed at timeoutSeconds, as the mod does
+    assert answer["action"] == "fallback" and answer["reason"].startswith("out of time after ")
+    [row] = rows(data)
+    assert row["outcome"] == "fallback" and row["reason"].startswith("out of time after ")
+    assert "the compaction was still running" in (data / "hook.log").read_text()
+
+
+# --------------------------------------------------------------------------- unicode
+
+
+def test_a_lone_surrogate_in_kept_history_still_replaces(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    messages = tool_heavy_conversation()
+    messages[1]["text"] = "cut mid-emoji \ud83d"  # a kept prose message
+    messages[3]["toolResults"][0]["text"] += "\udc80 tail"  # a cut result, archived
+    answer = run_hook(event(messages, data), data)
+    assert answer["action"] == "replace", answer.get("reason")
+    texts = [m.get("text") for m in answer["messages"]]
+    assert "cut mid-emoji \ud83d" in texts  # escaped on the wire, the same string once parsed
+    assert "internal error" not in (data / "hook.log").read_text()
+    assert rows(data)[-1]["outcome"] == "replaced"
+
+
+@pytest.mark.parametrize("plugin_data", ["/tmp/x\x00y", "/tmp/x\ud800y"])
+def test_a_nul_or_surrogate_in_plugin_data_still_answers(tmp_path: Path, plugin_data: str) -> None:
+    doc = event(tool_heavy_conversation(), tmp_path, pluginData=plugin_data)
+    answer = run_hook(doc, tmp_path / "env-data", TMPDIR=str(tmp_path))
+    assert answer["action"] == "replace"
+
+
+def test_nuls_and_surrogates_in_ids_are_escaped_in_the_row(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    messages = tool_heavy_conversation()
+    odd = "toolu_\x00\ud800"
+    messages[2]["toolUses"][0]["tool_use_id"] = odd
+    messages[3]["toolResults"][0]["tool_use_id"] = odd
+    answer = run_hook(event(messages, data, sessionId="s\x00\udfff", agentId="a\ud800"), data)
+    assert answer["action"] == "replace"
+    with sqlite3.connect(data / "decisions.sqlite") as db:
+        [(session, agent)] = db.execute("SELECT session_id, agent_id FROM compactions").fetchall()
+        ids = [r[0] for r in db.execute("SELECT tool_use_id FROM decisions")]
+    assert (session, agent) == ("s\\x00\\udfff", "a\\ud800")
+    assert "toolu_\\x00\\ud800" in ids
+    assert all(p.resolve().is_relative_to((data / "archive").resolve()) for p in (data / "archive").rglob("*"))
+
+
+# --------------------------------------------------------------------------- Jev response size
+
+
+def test_a_huge_2xx_jev_body_is_refused_not_read_whole() -> None:
+    import asyncio
+
+    from fast_jev_compaction.errors import JevResponseError
+    from fast_jev_compaction.jev.client import JevClient
+
+    huge = b'{"answers": {}, "padding": "' + b"x" * (6 * 1024 * 1024) + b'"}'
+
+    async def ask(url: str) -> None:
+        async with JevClient(api_key="sk-test-key-that-is-long-enough", base_url=url, retries=0, max_response_bytes=1 << 20) as client:
+            await client.ask({"goal": "g"}, {"call_t1": {"type": "noul", "question": "q"}})
+
+    with FaultServer([Reply(body=huge)]) as server:
+        with pytest.raises(JevResponseError, match="larger than 1024 KiB"):
+            asyncio.run(ask(server.url))
+        assert len(server.requests) == 1  # a response error is never retried
+
+
+def test_a_relative_plugin_data_never_writes_into_the_project(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    data = tmp_path / "data"
+    answer = run_hook(event(tool_heavy_conversation(), data, pluginData="relative/data"), data, cwd=project)
+    assert answer["action"] == "replace"
+    assert list(project.iterdir()) == []
+    assert (data / "hook.log").exists()  # CLAUDE_PLUGIN_DATA, the absolute one, is used instead
+
+
+def test_a_decision_log_locked_past_the_deadline_still_gets_the_answer_out_in_time(tmp_path: Path) -> None:
+    from fast_jev_compaction.audit.store import DecisionLog
+
+    data = tmp_path / "data"
+    data.mkdir()
+    DecisionLog(data / "decisions.sqlite").close()
+    holder = sqlite3.connect(data / "decisions.sqlite", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # held longer than the row's whole budget
+    try:
+        # The row's own budget (4.5 s of retries) outlasts this deadline (answer by 5 s).
+        answer = run_hook(event(tool_heavy_conversation(), data, options={"timeoutSeconds": 6}), data, timeout=6)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert answer["action"] == "replace"  # the compaction's own answer, not a fallback

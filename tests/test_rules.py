@@ -1,0 +1,97 @@
+"""The deterministic rules, each on the smallest conversation that shows it, through compact()."""
+
+from __future__ import annotations
+
+import pytest
+
+from fast_jev_compaction.compaction import compact_sync
+from fast_jev_compaction.options import resolve_options
+from fast_jev_compaction.rules import LOG_CAP, RULE_NAMES, RULES
+from scripted_asker import ScriptedAsker, assistant, result, results, use, user
+
+BIG = "x" * 9000
+
+
+def run(*calls, use_rules=True):
+    """Each call is (tool, input, output[, is_error]); the judge answers 0.5 to anything asked."""
+    messages = [user("go")]
+    for n, spec in enumerate(calls):
+        tool, tool_input, output, *error = spec
+        messages.append(assistant("", use(f"c{n}", tool, **tool_input)))
+        messages.append(results(result(f"c{n}", output, True if error else None)))
+    messages += [assistant("done"), user("next")]
+    asker = ScriptedAsker(0.5)
+    out = compact_sync(messages, asker, resolve_options(preserve_recent_messages=1, use_rules=use_rules))
+    return {d.tool_use_id: (d.action, d.reason) for d in out.decisions}, asker
+
+
+def test_the_table_is_data_and_every_rule_says_why():
+    assert len(RULE_NAMES) == len(set(RULE_NAMES)) == len(RULES)
+    assert all(rule.why and rule.action in ("keep", "drop") for rule in RULES)
+
+
+def test_a_reread_of_the_same_file_drops_the_earlier_read_and_an_edit_alone_does_not():
+    decisions, asker = run(("Read", {"file_path": "a.py"}, BIG), ("Read", {"file_path": "a.py"}, BIG + "y"))
+    assert decisions["c0"] == ("drop", "superseded-reread")
+    assert "call_t1" not in asker.asked_names  # settled: the judge is not asked
+    edited, _ = run(("Read", {"file_path": "a.py"}, BIG), ("Edit", {"file_path": "a.py", "old_string": "x", "new_string": "y"}, "ok"))
+    assert edited["c0"][1] not in RULE_NAMES and edited["c1"] == ("keep", "protect-edit")
+
+
+def test_a_partial_read_is_not_superseded_by_another_range():
+    decisions, _ = run(("Read", {"file_path": "a.py", "offset": 10, "limit": 50}, BIG), ("Read", {"file_path": "a.py", "offset": 500, "limit": 50}, BIG))
+    assert decisions["c0"][1] not in RULE_NAMES
+
+
+def test_runs_of_the_same_test_keep_the_latest_and_drop_the_older():
+    decisions, _ = run(("Bash", {"command": "pytest -q"}, BIG, True), ("Bash", {"command": "pytest -q tests/a"}, BIG))
+    assert decisions == {"c0": ("drop", "superseded-older-run"), "c1": ("keep", "latest-run")}
+
+
+def test_a_huge_latest_log_keeps_its_digest_not_all_of_it():
+    decisions, _ = run(("Bash", {"command": "pytest -q"}, "y" * (LOG_CAP + 1)))
+    assert decisions["c0"] == ("truncate", "latest-run")
+
+
+def test_an_error_stays_until_the_same_call_succeeds():
+    open_error, _ = run(("Bash", {"command": "python tools/check.py"}, BIG, True), ("Bash", {"command": "ls"}, BIG))
+    assert open_error["c0"] == ("keep", "open-error")
+    fixed, _ = run(("Bash", {"command": "python tool.py"}, BIG, True), ("Bash", {"command": "python tool.py"}, BIG))
+    assert fixed["c0"] == ("drop", "superseded-rerun")
+
+
+@pytest.mark.parametrize(
+    "call, rule",
+    [
+        (("AskUserQuestion", {"questions": []}, BIG), "protect-decision"),
+        (("ExitPlanMode", {"plan": "p"}, BIG), "protect-decision"),
+        (("Bash", {"command": "git push origin main"}, BIG), "protect-side-effect"),
+        (("Bash", {"command": "gh pr create --fill"}, BIG), "protect-side-effect"),
+        (("Bash", {"command": "curl -X POST https://api.example.com/items"}, BIG), "protect-side-effect"),
+        (("mcp__github__create_issue", {"title": "t"}, BIG), "protect-side-effect"),
+        (("Write", {"file_path": "a.py", "content": "x"}, BIG), "protect-edit"),
+        (("Read", {"file_path": "a.py"}, "head\n[fast-jev-compaction kept 1 of 9 chars of this output (its opening, closing and key lines); re-run the tool if needed]"), "already-cut"),
+    ],
+)
+def test_what_cannot_be_had_again_stays(call, rule):
+    decisions, asker = run(call)
+    assert decisions["c0"] == ("keep", rule)
+    assert asker.asked_names == []
+
+
+def test_a_replaced_todo_list_and_an_identical_search_go():
+    decisions, _ = run(("TodoWrite", {"todos": [1]}, BIG), ("TodoWrite", {"todos": [2]}, "ok"))
+    assert decisions["c0"] == ("drop", "superseded-todo")
+    searched, _ = run(("Grep", {"pattern": "refund"}, BIG), ("Grep", {"pattern": "refund"}, BIG))
+    assert searched["c0"] == ("drop", "superseded-rerun")
+
+
+def test_a_redundant_call_smaller_than_its_marker_stays():
+    decisions, _ = run(("Bash", {"command": "ls"}, "a"), ("Bash", {"command": "ls"}, "a"))
+    assert decisions["c0"] == ("keep", "small")
+
+
+def test_rules_off_asks_the_judge_about_everything():
+    decisions, asker = run(("Read", {"file_path": "a.py"}, BIG), ("Read", {"file_path": "a.py"}, BIG), use_rules=False)
+    assert all(reason not in RULE_NAMES for _, reason in decisions.values())
+    assert sorted(asker.asked_names) == ["call_t1", "call_t2", "result_t1", "result_t2"]

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fast_jev_compaction.audit import (
     CompactionRow,
@@ -27,8 +28,8 @@ from fast_jev_compaction.audit import (
     DecisionRow,
     default_db_path,
     preview,
-    store as store_module,
 )
+from fast_jev_compaction.audit import store as store_module
 from fast_jev_compaction.audit.redact import is_secret_key, redact_text
 
 HERE = Path(__file__).resolve().parent

@@ -19,7 +19,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fast_jev_compaction.answers import read_noul_answers, read_usage
 from fast_jev_compaction.asker import AskResult, JevAsker, Usage

@@ -8,7 +8,8 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fast_jev_compaction.asker import AskResult, JevAsker
 from fast_jev_compaction.judge import CALL_WEIGHTS, RESULT_WEIGHTS, JudgeInputError, LocalJudge

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fast_jev_compaction.compaction import compact
 from fast_jev_compaction.markers import carries_mark, saved_path

@@ -6,7 +6,8 @@ import json
 import math
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fast_jev_compaction.textutil import js_json
 from fast_jev_compaction.tokens import estimate_tokens

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fast_jev_compaction.errors import CompactionError
 from fast_jev_compaction.messages import SessionMessage, parse_messages

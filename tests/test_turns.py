@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import get_args
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fast_jev_compaction.decisions import Action, CallDecision
 from fast_jev_compaction.digest import DigestShape

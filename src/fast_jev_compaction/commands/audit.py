@@ -17,7 +17,9 @@ from typing import Any
 
 from ..audit import report
 from ..audit.store import DecisionLog, DecisionLogBusy, DecisionLogError, Totals, default_db_path, open_log
-from ..errors import EXIT_BAD_INPUT as EXIT_USAGE, EXIT_FAILED as EXIT_BUSY, EXIT_OK
+from ..errors import EXIT_BAD_INPUT as EXIT_USAGE
+from ..errors import EXIT_FAILED as EXIT_BUSY
+from ..errors import EXIT_OK
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:

@@ -25,7 +25,8 @@ from ..pairing import Pairing, ToolCall, pair_tool_calls
 from .corpus import Session
 from .firepoints import EVAL_FIRE_POINTS, fire_index
 from .fit import Row, fit_logistic, leave_one_session_out
-from .frontier import POLICIES as FRONTIER, cut_by_policy
+from .frontier import POLICIES as FRONTIER
+from .frontier import cut_by_policy
 from .labels import OutputLabel, label_outputs
 from .metrics import auc
 from .outcome import BASELINES, Context, Outcome, Scores, measure, original_results, result_chars

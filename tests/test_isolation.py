@@ -156,6 +156,7 @@ def test_constraints_cover_the_whole_resolved_closure() -> None:
     pinned = pins()
     todo = list(project_dependencies())
     seen: set[str] = set()
+    unwalked: set[str] = set()
     while todo:
         requirement = todo.pop()
         name = canonicalize_name(requirement.name)
@@ -169,9 +170,14 @@ def test_constraints_cover_the_whole_resolved_closure() -> None:
         except PackageNotFoundError:
             pytest.fail(f"{name} is not installed here; install the package to check its closure")
         if dist.version != pinned[name]:
+            unwalked.add(name)
             continue  # another version installed here: its requirements say nothing about the pin's
         for text in dist.requires or []:
             child = Requirement(text)
             if child.marker is None or child.marker.evaluate({"extra": ""}):
                 todo.append(child)
-    assert seen == set(pinned), f"pinned but not needed: {sorted(set(pinned) - seen)}"
+    if unwalked:
+        # What those pins pull in cannot be read here; the ones walked must still be pinned.
+        assert seen <= set(pinned)
+    else:
+        assert seen == set(pinned), f"pinned but not needed: {sorted(set(pinned) - seen)}"

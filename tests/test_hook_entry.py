@@ -7,8 +7,8 @@ JSON document on stdout, and a decision-log row (or a hook.log line for failures
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -21,11 +21,11 @@ import pytest
 
 from fast_jev_compaction.archive import archive_name
 from fast_jev_compaction.audit.store import DecisionLog, open_log
-from fast_jev_compaction.hook.config import HookConfig, resolve_hook_config
 from fast_jev_compaction.decisions import action_name
+from fast_jev_compaction.hook.config import HookConfig, resolve_hook_config
 from fast_jev_compaction.hook.entry import in_flight_preserve, keeps_handle, wire_messages
-from fast_jev_compaction.hook.turns import turn_problems
 from fast_jev_compaction.hook.stdin import StdinIdleError, StdinTooLargeError, read_stdin
+from fast_jev_compaction.hook.turns import turn_problems
 from fast_jev_compaction.markers import LEAD_NOTE
 from fast_jev_compaction.messages import parse_messages
 
@@ -134,11 +134,6 @@ def tool_ids(messages: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     uses = [u["tool_use_id"] for m in messages for u in m.get("toolUses", [])]
     results = [r["tool_use_id"] for m in messages for r in m.get("toolResults") or []]
     return uses, results
-
-
-@pytest.fixture()
-def data_dir(tmp_path: Path) -> Path:
-    return tmp_path / "plugin-data"
 
 
 # --------------------------------------------------------------------------- replace / fallback

@@ -30,10 +30,10 @@ from fast_jev_compaction.errors import (
     JevResponseError,
     JevTimeoutError,
     JevTransportError,
+    explain,
 )
 from fast_jev_compaction.jev import parse_cloudflare_response, parse_response, resolve_endpoint
 from fast_jev_compaction.jev.client import JevClient
-from fast_jev_compaction.errors import explain
 from fast_jev_compaction.jev.providers import OPENROUTER_URL, SYSTEM_ONE_URL, cleartext_warning
 from fast_jev_compaction.jev.wire import build_body, build_cloudflare_body, hint_for_status
 from fast_jev_compaction.textutil import js_json

@@ -355,7 +355,7 @@ def test_explain_sums_through_the_logistic_to_the_answer() -> None:
 def test_probabilities_in_range_and_call_at_least_result() -> None:
     s, q = _mixed_state()
     answers = LocalJudge().answer(s, q)
-    for name, a in answers.items():
+    for a in answers.values():
         assert a["type"] == "noul" and 0.0 <= a["noul"] <= 1.0
     for cid in ("t1", "t2", "t3", "t4", "t5"):
         assert answers[f"call_{cid}"]["noul"] >= answers[f"result_{cid}"]["noul"]

@@ -85,7 +85,7 @@ def test_archived_output_links_to_the_file_and_an_older_log_shows_none() -> None
 
 def test_everything_from_the_log_is_escaped() -> None:
     evil = "<script>alert(1)</script>"
-    row = replaced(session=f'"><script>x()</script>', id=1, agent_id="<b>agent</b>")
+    row = replaced(session='"><script>x()</script>', id=1, agent_id="<b>agent</b>")
     bad = DecisionRow(
         tool_use_id='toolu_"x', call_id='t1" onclick="x()', tool="<img src=x onerror=alert(1)>",
         action="<i>keep</i>", reason=evil, input_preview=f'{{"command":"echo {evil}"}}',

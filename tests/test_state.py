@@ -11,7 +11,7 @@ from fast_jev_compaction.goal import goal_from_messages, goal_with_instructions
 from fast_jev_compaction.history import DIGEST_CHARS, history_entries, one_line_call, one_line_input, output_digest
 from fast_jev_compaction.pairing import pair_tool_calls
 from fast_jev_compaction.questions import STATE_CONTEXT
-from fast_jev_compaction.textutil import abridge, js_json, truncate
+from fast_jev_compaction.textutil import js_json, truncate
 from fast_jev_compaction.tokens import estimate_tokens
 from scripted_asker import (
     BASH_OUT,

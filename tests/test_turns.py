@@ -9,19 +9,18 @@ they ran one by one). Every mix of keep / truncate / drop inside one turn is exe
 from __future__ import annotations
 
 import re
-
 from typing import get_args
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fast_jev_compaction.decisions import Action, CallDecision
+from fast_jev_compaction.digest import DigestShape
 from fast_jev_compaction.hook.entry import wire_messages
 from fast_jev_compaction.hook.turns import carried_by, keeps_handle, regroup, turn_problems
+from fast_jev_compaction.markers import drop_marker
 from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
 from fast_jev_compaction.pairing import pair_tool_calls
-from fast_jev_compaction.digest import DigestShape
-from fast_jev_compaction.markers import drop_marker
 from fast_jev_compaction.rebuild import apply_decisions, cut_output
 
 # The three outcomes in decisions.py order; a rename of the actions changes nothing here.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from scripted_asker import ScriptedAsker, pair, user
 
 from fast_jev_compaction.compaction import compact_sync
 from fast_jev_compaction.fitting import fit_state
@@ -13,6 +12,7 @@ from fast_jev_compaction.pairing import pair_tool_calls
 from fast_jev_compaction.textutil import js_json
 from fast_jev_compaction.tokens import estimate_tokens
 from fast_jev_compaction.windows import WINDOWED
+from scripted_asker import ScriptedAsker, pair, user
 
 OUTPUT = "def handler(event):\n    return process(event)\n" * 8
 

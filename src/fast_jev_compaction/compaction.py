@@ -11,7 +11,7 @@ from .answers import read_noul_answers
 from .archive import archive_path
 from .asker import AskResult, JevAsker
 from .batches import run_bounded
-from .decisions import DROP, KEEP, PINNED, SMALL, TRUNCATE, Action, CallDecision
+from .decisions import KEEP, PINNED, SMALL, TRUNCATE, Action, CallDecision
 from .digest import DigestShape
 from .goal import goal_from_messages
 from .messages import SessionMessage, ToolResult
@@ -23,7 +23,6 @@ from .rebuild import apply_decisions, freed_chars
 from .rules import Verdict, call_facts, settle
 from .stats import CompactStats, message_chars
 from .windows import WINDOWED, Request, plan_requests
-
 
 T = TypeVar("T")
 
@@ -244,7 +243,7 @@ def run_sync(coroutine: Coroutine[Any, Any, T], *, waits: bool = True) -> T:
         try:
             coroutine.send(None)
         except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            return done.value
         coroutine.close()
         raise RuntimeError("an in-process judge waited on an event loop")
     import asyncio

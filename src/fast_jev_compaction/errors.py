@@ -146,7 +146,7 @@ class JevConfigError(JevError):
     """The client is not configured (no key, a key over plain http). Never retried."""
 
     def __init__(self, message: str, hint: str = "set {api_key}, or use the embedded judge ({judge=local})") -> None:
-        self.hint = hint  # type: ignore[misc]
+        self.hint = hint
         super().__init__(message)
 
 

@@ -153,7 +153,7 @@ def fit_state(
 
 
 def _foldable(entry: dict[str, Any], pinned: bool) -> bool:
-    calls = entry.get("tool_calls")
+    calls = entry.get("tool_calls") or []
     return (
         not pinned
         and entry["text"] == ""

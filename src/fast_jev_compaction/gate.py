@@ -200,7 +200,7 @@ class GatedHTTPServer(HTTPServer):
 class HeadFirstReader(io.RawIOBase):
     """A connection's byte stream: the head the gate already read, then the socket."""
 
-    def __init__(self, head: bytes, rest: io.BufferedReader) -> None:
+    def __init__(self, head: bytes, rest: io.BufferedIOBase) -> None:
         self._head = memoryview(head)
         self._rest = rest
 

@@ -142,8 +142,8 @@ def calls_by_message(pairing: Pairing) -> tuple[dict[int, list[ToolCall]], dict[
     for call in pairing.calls:
         completed.setdefault(call.call_index, []).append(call)
     pending: dict[int, list[PendingCall]] = {}
-    for call in pairing.pending:
-        pending.setdefault(call.call_index, []).append(call)
+    for waiting in pairing.pending:
+        pending.setdefault(waiting.call_index, []).append(waiting)
     return completed, pending
 
 

@@ -12,10 +12,10 @@ from typing import Mapping, Sequence
 
 from .decisions import DROP, TRUNCATE, CallDecision
 from .digest import DigestShape, digest
+from .lexicon import call_target
 from .markers import drop_marker, truncation_note
 from .messages import SessionMessage, ToolResult, ToolUse
 from .pairing import ToolCall
-from .lexicon import call_target
 from .stats import input_chars
 
 # A cut must free at least this many characters, marker included, or the output stays whole.

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Sequence
 
-from .decisions import BUDGET, PINNED, THRESHOLD, CallDecision, action_name
+from .decisions import BUDGET, PINNED, THRESHOLD, CallDecision
 from .messages import SessionMessage
 from .textutil import js_json
 

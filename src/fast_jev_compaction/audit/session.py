@@ -84,7 +84,7 @@ class SessionSummary:
         )
 
     def counts(self) -> dict[str, int]:
-        total = Counter({kind: 0 for kind in KINDS})
+        total: Counter[str] = Counter({kind: 0 for kind in KINDS})
         for compaction in self.replaced():
             total.update(compaction.counts())
         return {kind: total[kind] for kind in KINDS}
@@ -132,8 +132,8 @@ def _session_text(summary: SessionSummary) -> list[str]:
         f"  {summary.kept_out()}",
         f"  calls: {counts['keep']:,} keep, {counts['truncate']:,} truncate, {counts['drop']:,} drop",
     ]
-    for outcome, reason, n in summary.fallback_reasons():
-        lines.append(f"  {outcome} ×{n:,}: {reason}")
+    for outcome, reason, times in summary.fallback_reasons():
+        lines.append(f"  {outcome} ×{times:,}: {reason}")
     hidden = len(summary.compactions) - SUMMARY_LINES
     if hidden > 0:
         lines.append(f"  … {hidden:,} earlier compaction(s); --html FILE shows them all")

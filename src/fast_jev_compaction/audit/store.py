@@ -459,7 +459,8 @@ class DecisionLog:
         """Compactions oldest first; ``last`` keeps only the newest N (still oldest first)."""
         if last is not None and last < 0:
             raise ValueError("last must be >= 0")
-        where, params = ("WHERE session_id = ?", [session_id]) if session_id is not None else ("", [])
+        where = "WHERE session_id = ?" if session_id is not None else ""
+        params: list[object] = [session_id] if session_id is not None else []
         sql = f"SELECT id, {', '.join(_COMPACTION_FIELDS)} FROM compactions {where} ORDER BY id DESC"
         if last is not None:
             sql += " LIMIT ?"

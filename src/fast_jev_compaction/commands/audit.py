@@ -216,7 +216,7 @@ def run_stats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def archive_usage(folder: Path) -> dict[str, object]:
+def archive_usage(folder: Path) -> dict[str, Any]:
     """How many cut outputs the archive beside the log holds, and their size."""
     files = size = 0
     try:

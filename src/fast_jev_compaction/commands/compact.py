@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import EXIT_BAD_INPUT, EXIT_OK, explain, exit_code
+from ..errors import EXIT_BAD_INPUT, EXIT_OK, exit_code, explain
 from ..options import DEFAULT_LOG, OPTIONS, Option, OptionValueError
 
 DESCRIPTION = """\

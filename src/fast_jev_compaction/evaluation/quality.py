@@ -15,8 +15,8 @@ from typing import Callable, Sequence
 from ..archive import write_archive
 from ..compaction import CompactResult, compact_sync
 from ..goal import goal_from_messages
-from ..judge.local import LocalJudge
 from ..judge.features import call_features, feature_vector
+from ..judge.local import LocalJudge
 from ..judge.model import JudgeModel
 from ..judge.reuse import build_reuse_index
 from ..messages import SessionMessage
@@ -25,7 +25,8 @@ from ..pairing import Pairing, ToolCall, pair_tool_calls
 from .corpus import Session
 from .firepoints import EVAL_FIRE_POINTS, fire_index
 from .fit import Row, fit_logistic, leave_one_session_out
-from .frontier import POLICIES as FRONTIER, cut_by_policy
+from .frontier import POLICIES as FRONTIER
+from .frontier import cut_by_policy
 from .labels import OutputLabel, label_outputs
 from .metrics import auc
 from .outcome import BASELINES, Context, Outcome, Scores, measure, original_results, result_chars
@@ -144,14 +145,14 @@ def evaluate(
         judge = dict(
             zip(((r.group, r.fraction, r.tool_use_id) for r in report.rows), report.scores.by_ranker[report.frontier_ranker])
         )
-        for policy in FRONTIER:
-            report.frontier[policy.name] = total = Outcome()
+        for cut in FRONTIER:
+            report.frontier[cut.name] = total = Outcome()
             for point in points:
 
                 def keep_result(call: ToolCall, p: _Point = point) -> float:
                     return judge[(p.group, p.fraction, call.tool_use_id)]
 
-                kept = cut_by_policy(point.head, point.pairing, point.originals, keep_result, policy)
+                kept = cut_by_policy(point.head, point.pairing, point.originals, keep_result, cut)
                 total.add(
                     measure(point.pairing.calls, point.originals, point.labels, point.fire, Context.of(kept), point.before)
                 )

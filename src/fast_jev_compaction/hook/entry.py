@@ -247,6 +247,8 @@ def answer_cache(log: HookLog) -> Any:
     """The judge's remembered answers in the data folder; a broken file only costs the memory."""
     from ..answer_cache import open_answer_cache
 
+    if log.directory is None:  # no data folder to remember answers in
+        return None
     try:
         return open_answer_cache(log.directory)
     except Exception as exc:  # sqlite3.Error, OSError: compact without it

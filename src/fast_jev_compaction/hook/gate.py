@@ -21,7 +21,7 @@ how full the window is (right after a compaction it does not know yet).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, TypeGuard
 
 from ..stats import CompactStats, percent
 
@@ -47,13 +47,16 @@ class Window:
         return 100.0 * max(0.0, self.tokens - freed_chars / CHARS_PER_TOKEN) / self.size
 
 
+def _positive_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
 def window_of(context: Any) -> Window | None:
     """The engine's ``$.session.usage().context`` (``{tokens, window, percent}``), when usable."""
     if not isinstance(context, Mapping):
         return None
     tokens, size = context.get("tokens"), context.get("window")
-    ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in (tokens, size))
-    return Window(int(tokens), int(size)) if ok else None
+    return Window(int(tokens), int(size)) if _positive_number(tokens) and _positive_number(size) else None
 
 
 Verdict = Literal["replace", "skip", "fallback"]

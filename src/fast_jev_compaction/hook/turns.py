@@ -91,20 +91,25 @@ def keeps_handle(message: SessionMessage) -> bool:
     return message.handle is not None and message.role == "user" and not message.toolResults
 
 
+def _block_ids(message: SessionMessage) -> list[str]:
+    """The tool_use ids a message's tool blocks name: its calls, then its results."""
+    return [u.tool_use_id for u in message.toolUses] + [r.tool_use_id for r in message.toolResults or []]
+
+
 def carried_by(original: Sequence[SessionMessage], hung: Mapping[str, str]) -> Callable[[SessionMessage], str]:
     """The engine text a rebuilt message must carry: what hung on its source, unless it keeps its handle.
 
     A message rebuilt by the decisions has lost its handle; its tool blocks name the source.
     """
-    by_block = {b.tool_use_id: m.handle for m in original for b in [*m.toolUses, *(m.toolResults or [])]}
+    by_block = {block_id: m.handle for m in original for block_id in _block_ids(m)}
 
     def carried(message: SessionMessage) -> str:
         if keeps_handle(message):
             return ""
         handle = message.handle
         if handle is None:
-            blocks = [*message.toolUses, *(message.toolResults or [])]
-            handle = by_block.get(blocks[0].tool_use_id) if blocks else None
+            block_ids = _block_ids(message)
+            handle = by_block.get(block_ids[0]) if block_ids else None
         return hung.get(handle, "") if handle is not None else ""
 
     return carried

@@ -27,15 +27,13 @@ from ..messages import SessionMessage
 from ..pairing import Pairing
 from ..textutil import ELLIPSIS, js_json
 from ..tokens import estimate_tokens
-from .lexicon import (
-    FILE_KINDS as _FILE_KINDS,
-    GENERIC_HEADS as _GENERIC_HEADS,
-    RERUNNABLE_KINDS as _RERUNNABLE_KINDS,
-    basename as _basename,
-    command_file_terms as _command_file_terms,
-    command_head as _command_head,
-    tool_kind as _tool_kind,
-)
+from .lexicon import FILE_KINDS as _FILE_KINDS
+from .lexicon import GENERIC_HEADS as _GENERIC_HEADS
+from .lexicon import RERUNNABLE_KINDS as _RERUNNABLE_KINDS
+from .lexicon import basename as _basename
+from .lexicon import command_file_terms as _command_file_terms
+from .lexicon import command_head as _command_head
+from .lexicon import tool_kind as _tool_kind
 
 
 class JudgeInputError(ValueError):

@@ -629,7 +629,7 @@ def test_jev_package_import_does_not_load_httpx() -> None:
 
 @pytest.fixture(scope="module")
 def serve_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    pytest.importorskip("fast_jev_compaction.server")
+    pytest.importorskip("fast_jev_compaction.jev.server")
     # stderr goes to a file and stdout is drained by a thread: a full pipe would stall the server.
     err_path = tmp_path_factory.mktemp("serve") / "stderr.txt"
     with open(err_path, "w") as err_file:

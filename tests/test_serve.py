@@ -258,9 +258,10 @@ def test_api_key_from_environment() -> None:
 
 
 def test_start_server_in_process() -> None:
-    from fast_jev_compaction.server import start_server
+    from fast_jev_compaction.jev.server import start_server
+    from fast_jev_compaction.judge.local import LocalJudge
 
-    server, thread, url = start_server("127.0.0.1", 0)
+    server, thread, url = start_server(LocalJudge(), "127.0.0.1", 0)
     try:
         assert url == f"http://127.0.0.1:{server.server_address[1]}"
         r = httpx.post(f"{url}/v1/systemone", json={"state": STATE, "questions": QUESTIONS}, timeout=30)

@@ -9,7 +9,7 @@ import sys
 import threading
 from typing import Any
 
-from ..gate import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS
+from ..jev.connections import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS
 
 DESCRIPTION = """\
 Serve the Jev wire protocol on a local port, answered offline by the embedded judge, so any Jev
@@ -84,11 +84,12 @@ def jev_url(url: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..server import is_loopback, start_server
+    from ..jev.server import is_loopback, start_server
+    from ..judge.local import LocalJudge
 
     token = args.token or os.environ.get(TOKEN_ENV) or os.environ.get(LEGACY_KEY_ENV) or None
     try:
-        server, thread, url = start_server(args.host, args.port, api_key=token, access_log=args.access_log,
+        server, thread, url = start_server(LocalJudge(), args.host, args.port, api_key=token, access_log=args.access_log,
                                            allow_hosts=args.allow_host, workers=args.workers,
                                            timeout_s=args.timeout)
     except (OSError, OverflowError) as exc:

@@ -1,4 +1,7 @@
-"""``fast-jev serve``: the Jev protocol over HTTP, answered by the embedded LocalJudge.
+"""``fast-jev serve``: the Jev protocol over HTTP, answered by the judge it is handed.
+
+It lives beside the client and never imports a judge: ``commands/serve.py`` hands it the
+embedded ``LocalJudge``.
 
 Any Jev client (this project's, upstream's, a fork's) can point its base URL here and work
 offline. The routes mirror the three hosted shapes: System One, OpenRouter Decisions and the two
@@ -24,12 +27,12 @@ import time
 from collections.abc import Iterable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
-from .gate import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS, GatedHTTPServer, HeadFirstReader
-from .judge.local import JudgeInputError, LocalJudge
-from .options import JEV_DEFAULT_MODEL
-from .textutil import js_json
+from ..asker import Usage
+from ..options import JEV_DEFAULT_MODEL
+from ..textutil import js_json
+from .connections import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS, GatedHTTPServer, HeadFirstReader
 
 __all__ = ["DEFAULT_MODEL", "LOOPBACK_HOSTS", "MAX_BODY_BYTES", "JevServer", "is_loopback", "start_server"]
 
@@ -73,18 +76,27 @@ class _HttpError(Exception):
         self.message = message
 
 
+class StateJudge(Protocol):
+    """What the server is handed: answers for one state and its questions.
+
+    A state or questions outside the Jev protocol's shape raise ``ValueError`` (answered 400).
+    """
+
+    def answer_with_usage(self, state: Any, questions: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], Usage]: ...
+
+
 class JevServer(GatedHTTPServer):
     """The HTTP server; carries the judge, the optional bearer key and the allowed hosts."""
 
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], api_key: str | None = None, judge: LocalJudge | None = None,
+    def __init__(self, address: tuple[str, int], judge: StateJudge, api_key: str | None = None,
                  access_log: bool = False, *, allow_hosts: Iterable[str] = (), workers: int = DEFAULT_WORKERS,
                  timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         self.api_key = api_key or None
-        self.judge = judge or LocalJudge()
+        self.judge = judge
         self.access_log = access_log
         super().__init__(address, _Handler, workers=workers, timeout_s=timeout_s)
         bound = str(self.server_address[0])
@@ -292,7 +304,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise _HttpError(HTTPStatus.BAD_REQUEST, "missing questions")
         try:
             answers, usage = self.server.judge.answer_with_usage(state, questions)
-        except JudgeInputError as exc:
+        except ValueError as exc:  # the judge's word for "not the Jev protocol's shape"
             raise _HttpError(HTTPStatus.BAD_REQUEST, str(exc)) from None
         return {"answers": answers, "usage": {"input_tokens": usage.input_tokens,
                                               "output_tokens": usage.output_tokens}}
@@ -326,7 +338,7 @@ class _Handler(BaseHTTPRequestHandler):
         return {"success": True, "result": {**judged, "model": model}, "errors": [], "messages": []}
 
 
-def start_server(host: str = "127.0.0.1", port: int = 8787, api_key: str | None = None,
+def start_server(judge: StateJudge, host: str = "127.0.0.1", port: int = 8787, api_key: str | None = None,
                  access_log: bool = False, *, allow_hosts: Iterable[str] = (), workers: int = DEFAULT_WORKERS,
                  timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[JevServer, threading.Thread, str]:
     """Bind and serve on a background thread; port 0 picks a free port (the URL has the real one).
@@ -334,7 +346,7 @@ def start_server(host: str = "127.0.0.1", port: int = 8787, api_key: str | None 
     ``allow_hosts`` adds ``Host`` names to the loopback ones and the bound address (``"*"``:
     any). Stop it with ``server.shutdown(); server.server_close()``.
     """
-    server = JevServer((host, port), api_key=api_key, access_log=access_log, allow_hosts=allow_hosts,
+    server = JevServer((host, port), judge, api_key=api_key, access_log=access_log, allow_hosts=allow_hosts,
                        workers=workers, timeout_s=timeout_s)
     # a short poll keeps shutdown() (SIGTERM, tests) prompt; an idle wake-up costs nothing
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="fast-jev-serve",

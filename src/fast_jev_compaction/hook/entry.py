@@ -31,6 +31,7 @@ from .deadline import Deadline, DeadlineError
 from .event import HookEvent, read_event
 from .gate import after_pass, before_pass, window_of
 from .meta import read_hung_texts, transcript_file
+from .outcome import Answer, Outcome
 from .private_files import make_private_dirs, open_private_append, user_temp_dir
 from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_stdin
 from .tally import Tally
@@ -44,7 +45,6 @@ STDOUT_SOFT_LIMIT = 3 * 1024 * 1024
 LOG_LINE_CHARS = 4096
 GOAL_LOG_CHARS = 300
 
-Answer = dict[str, Any]
 
 
 # --------------------------------------------------------------------------- logging
@@ -278,19 +278,6 @@ def wire_messages(out: Sequence[SessionMessage], *, compact: bool = False) -> li
                 data["toolResults"] = [_without_bulk(b) for b in data["toolResults"]]
         wired.append(data)
     return wired
-
-
-@dataclass
-class Outcome:
-    answer: Answer
-    action: str
-    reason: str
-    result: Any = None
-    goal: str = ""
-    judge: str = ""
-    category: str | None = None  # a fallback's FALLBACK_REASONS item
-    tally: Tally | None = None  # what the judge was asked, failed runs included
-    ms: int = 0  # the whole hook run, parse to answer
 
 
 def run_compaction(

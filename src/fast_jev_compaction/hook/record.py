@@ -18,8 +18,8 @@ from ..rules import RULE_NAMES
 from ..textutil import escape_unwritable
 
 if TYPE_CHECKING:
-    from .entry import Outcome
     from .event import HookEvent
+    from .outcome import Outcome
 
 
 def _text(value: str) -> str:

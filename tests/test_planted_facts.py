@@ -29,12 +29,32 @@ def tool_io(messages) -> int:
 
 
 def test_planted_facts_stay_in_context_and_every_cut_is_recoverable(tmp_path: Path) -> None:
+    check_planted(tmp_path, SEEDS, LocalJudge)
+
+
+def test_the_same_holds_through_a_jev_protocol_endpoint(tmp_path: Path) -> None:
+    """Through `fast-jev serve` on loopback: the judge reads states (notes and digests), not the
+    messages, and the budget, the rules, the markers and the archive do the same work."""
+    from fast_jev_compaction.jev.client import JevClient
+    from fast_jev_compaction.jev.server import start_server
+
+    server, thread, url = start_server(LocalJudge(), "127.0.0.1", 0)
+    try:
+        check_planted(tmp_path, range(5), lambda: JevClient(base_url=f"{url}/v1/systemone"), requests=True)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def check_planted(tmp_path: Path, seeds, make_judge, requests: bool = False) -> None:
     facts = in_context = recoverable = 0
     before = after = 0
-    for seed in SEEDS:
+    for seed in seeds:
         session = planted_session(seed)
         archive = tmp_path / f"archive-{seed}"
-        result = compact_sync(session.messages, LocalJudge(), CompactOptions(archive_dir=str(archive)))
+        result = compact_sync(session.messages, make_judge(), CompactOptions(archive_dir=str(archive)))
+        assert (result.stats.requests > 0) == requests
         write_archive(result.archive)
         out = result.messages
         context = "\n".join([m.text for m in out] + [r.text for m in out for r in m.toolResults or ()])

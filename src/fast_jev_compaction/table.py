@@ -6,13 +6,17 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .decisions import action_name
+from .decisions import BUDGET, THRESHOLD, action_name
 
 TARGET_CHARS = 48
 # Input fields that name what a call worked on, most telling first.
 _TARGET_KEYS = ("file_path", "notebook_path", "command", "pattern", "path", "url", "query", "description", "prompt")
 # Reasons that only restate the outcome; anything else (pinned, a rule's name) is worth showing.
-PLAIN_REASONS = frozenset({"", "kept", "result_dropped", "call_dropped", "judge", "threshold", "keep", "truncate", "drop"})
+# Reasons that mean "the judge's probabilities decided" (old logs' spellings included): the table
+# shows the probabilities; any other reason is a rule's name and is shown as it is.
+PLAIN_REASONS = frozenset(
+    {"", "kept", "result_dropped", "call_dropped", "judge", THRESHOLD, BUDGET, "keep", "truncate", "drop"}
+)
 DECISION_HEADERS = ("call", "tool", "target", "size", "decision", "rule / probabilities", "freed")
 _RIGHT = {"size", "freed"}
 

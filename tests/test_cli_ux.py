@@ -8,6 +8,7 @@ against real servers on 127.0.0.1.
 from __future__ import annotations
 
 import json
+import re
 import os
 import pty
 import select
@@ -389,6 +390,20 @@ def test_bench_shows_progress_on_a_terminal(home: Path, tmp_path: Path) -> None:
     piped = fast_jev(home, "bench", str(folder), "--repeat", "1")
     assert piped.returncode == 0 and piped.stderr == ""
     assert piped.stdout.count(" calls  ") == 3 and "skipped" in piped.stdout and "broken.jsonl:1" in piped.stdout
+
+
+def test_eval_shows_progress_on_a_terminal_and_is_silent_when_piped(home: Path) -> None:
+    from fast_jev_compaction.evaluation.corpus import default_corpus
+
+    corpus = default_corpus()
+    if not corpus.is_dir():
+        pytest.skip(f"the corpus is not at {corpus}: an evaluation long enough to draw progress needs it")
+    argv = [sys.executable, "-m", "fast_jev_compaction.cli", "eval", str(corpus)]
+    code, shown = run_on_a_terminal(argv, clean_env(home))
+    assert code == 0
+    assert re.search(r"eval: session \d+/\d+", shown), shown[-500:]
+    piped = fast_jev(home, "eval", str(corpus))
+    assert piped.returncode == 0 and piped.stderr == ""
 
 
 def test_ctrl_c_during_bench_exits_130_with_one_line(home: Path) -> None:

@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation.report import fit_markdown, markdown_report, text_report, to_json
     from ..judge.features import FEATURE_NAMES
     from ..judge.model import WEIGHTS_PATH, ModelError, load_model
+    from ..progress import Progress
 
     paths = args.paths or [str(default_corpus())]
     missing = [p for p in paths if not Path(p).exists()]
@@ -99,8 +100,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"fast-jev eval: {exc}", file=sys.stderr)
         return 2
     # Cut outputs are always archived, as the plugin archives them, so "recoverable" is measured.
-    with tempfile.TemporaryDirectory(prefix="fast-jev-eval-") as scratch:
-        evaluation = evaluate(sessions, model, archive=Path(args.archive or scratch), frontier=args.frontier)
+    with tempfile.TemporaryDirectory(prefix="fast-jev-eval-") as scratch, Progress() as progress:
+        evaluation = evaluate(
+            sessions, model, archive=Path(args.archive or scratch), frontier=args.frontier, progress=progress.update
+        )
     if args.markdown:
         _write_text(Path(args.markdown), markdown_report(evaluation, model.fit))
     if args.json:

@@ -86,8 +86,11 @@ def evaluate(
     compactor: Compactor = compact_at_defaults,
     archive: Path | None = None,
     frontier: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> Evaluation:
-    """Measure the pipeline and the baselines; with ``frontier``, the rank-and-cut policies too."""
+    """Measure the pipeline and the baselines; with ``frontier``, the rank-and-cut policies too.
+
+    ``progress`` hears "session N/M" as each session starts (the CLI's progress line)."""
     report = Evaluation(fractions=tuple(fractions), sessions=len(sessions))
     points: list[_Point] = []
     policies = (PIPELINE, *BASELINES)
@@ -95,6 +98,8 @@ def evaluate(
         report.outcomes[policy] = Outcome()
     preserve = CompactOptions().preserve_recent_messages
     for number, session in enumerate(sessions):
+        if progress is not None:
+            progress(f"eval: session {number + 1}/{len(sessions)}")
         messages = session.messages
         labels = label_outputs(messages)
         for fraction in fractions:

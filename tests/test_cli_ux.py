@@ -8,9 +8,9 @@ against real servers on 127.0.0.1.
 from __future__ import annotations
 
 import json
-import re
 import os
 import pty
+import re
 import select
 import signal
 import socket

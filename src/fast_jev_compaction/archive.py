@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from .private_files import make_private_dirs, write_private
+
 SUFFIX = ".txt"
 # Enough of a SHA-256 to make an accidental collision impossible in practice, short enough to read.
 NAME_HEX = 32
@@ -54,17 +56,13 @@ def write_archive(files: Mapping[str, str], *, max_bytes: int | None = None, max
     for path, text in files.items():
         target = Path(path)
         folders.add(target.parent)
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private_dirs(target.parent)
         if target.exists():
             # Same name, same content: refresh its age so pruning keeps what is still pointed at.
             os.utime(target)
             report.reused += 1
             continue
-        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(encoded(text))
-        os.replace(temporary, target)
+        write_private(target, encoded(text), replace=False)
         report.written += 1
     if max_bytes is not None or max_age_days is not None:
         for folder in folders:

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..private_files import write_private
+
 SUFFIX = ".json"
 # An entry the mod is still writing may not parse yet; past this age an unreadable one is set aside.
 UNREADABLE_GRACE_S = 60.0
@@ -46,16 +48,8 @@ def write(db: Path, compaction: dict[str, Any], decisions: list[dict[str, Any]])
     # Milliseconds first, as the mod names its entries, so both kinds replay in time order.
     name = f"{_prefix(db)}{time.time_ns() // 1_000_000}-{os.getpid()}-{secrets.token_hex(4)}{SUFFIX}"
     final = db.parent / name
-    temporary = db.parent / f".{name}.tmp"
     body = json.dumps({"compaction": compaction, "decisions": decisions}, ensure_ascii=True)
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="ascii") as fh:
-            fh.write(body)
-        os.replace(temporary, final)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    write_private(final, body.encode("ascii"))
     return final
 
 

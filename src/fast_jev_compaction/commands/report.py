@@ -9,7 +9,6 @@ the retry budget exits 1, as ``fast-jev log`` does.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from ..audit.html import render_page
 from ..audit.session import SessionSummary, summarise, summary_text
 from ..audit.store import DecisionLog, DecisionLogBusy, DecisionLogError, default_db_path
+from ..private_files import write_private
 
 EXIT_OK = 0
 EXIT_BUSY = 1
@@ -93,19 +93,6 @@ def _read(path: Path, wanted: str) -> list[SessionSummary]:
         return summaries
 
 
-def _write_private(target: Path, text: str) -> None:
-    """Write atomically, readable by the user only: the page holds previews of tool inputs."""
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temporary, target)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
 def run(args: argparse.Namespace) -> int:
     path = Path(args.db).expanduser() if args.db else default_db_path()
     try:
@@ -130,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     if not target.parent.is_dir():
         return _fail(f"--html {target}: folder {target.parent} does not exist")
     try:
-        _write_private(target, page)
+        write_private(target, page.encode("utf-8"))
     except OSError as exc:
         return _fail(f"cannot write --html {target}: {exc.strerror or exc}")
     compactions = sum(len(s.compactions) for s in sessions)

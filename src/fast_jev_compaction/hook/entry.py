@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Sequence, TextIO
 
 from ..markers import LEAD_NOTE
 from ..messages import SessionMessage
+from ..private_files import make_private_dirs, open_private_append, user_temp_dir
 from ..redaction import redact_text
 from ..textutil import escape_unwritable, js_json
 from .archive import ARCHIVE_DIR, saved_or_unpointed
@@ -32,7 +33,6 @@ from .event import HookEvent, read_event
 from .gate import after_pass, before_pass, window_of
 from .meta import read_hung_texts, transcript_file
 from .outcome import Answer, Outcome
-from .private_files import make_private_dirs, open_private_append, user_temp_dir
 from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_stdin
 from .tally import Tally
 from .turns import carried_by, keeps_handle, regroup, turn_problems

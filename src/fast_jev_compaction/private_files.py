@@ -1,4 +1,4 @@
-"""Files the hook creates are the user's alone: folders 0700, files 0600, from creation on.
+"""Files the plugin and the CLI create are the user's alone: folders 0700, files 0600, from creation on.
 
 ``hook.log`` holds prompt text and the archive holds tool output, so nothing is created readable
 by others and then tightened (a reader could open it in between). The hook process also sets
@@ -66,3 +66,24 @@ def user_temp_dir() -> Path:
     if info.st_mode & 0o077:
         raise UnsafeFolderError(f"{folder} is open to other users ({stat.filemode(info.st_mode)})")
     return folder
+
+
+def write_private(path: Path, data: bytes, *, replace: bool = True) -> None:
+    """Write ``data`` to ``path`` atomically (a temporary file renamed into place), 0600 from
+    creation; with ``replace=False`` an existing file is left as it is (written once)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        if replace:
+            os.replace(temporary, path)
+        else:
+            try:
+                os.link(temporary, path)  # fails when the file is there: never overwritten
+            except FileExistsError:
+                pass
+            temporary.unlink()
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise

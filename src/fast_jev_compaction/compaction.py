@@ -81,11 +81,7 @@ async def compact(
         if call.pinned:
             by_id[call.tool_use_id] = CallDecision(call.id, call.tool_use_id, call.tool, 1.0, 1.0, KEEP, PINNED)
         elif verdict is not None:
-            ruled = _ruled(call, verdict)
-            if ruled.action != KEEP and freed(call, ruled.action) <= 0:
-                # Redundant, but smaller than the marker that would replace it: it stays.
-                ruled = replace(ruled, action=KEEP, keep_call=1.0, keep_result=1.0, reason=SMALL)
-            by_id[call.tool_use_id] = ruled
+            by_id[call.tool_use_id] = _ruled(call, verdict)
     scored = [Scored(call, *answers[call.id]) for call in to_judge]
     if opts.policy == "threshold":
         judged = threshold_decisions(scored, opts.keep_threshold)
@@ -94,7 +90,7 @@ async def compact(
         judged = budget_decisions(
             scored,
             target_chars=opts.target_reduction * sum(call.result_chars for call in pool),
-            already_freed=sum(freed(call, d.action) for call in pool if (d := by_id.get(call.tool_use_id))),
+            already_freed=sum(max(0, freed(call, d.action)) for call in pool if (d := by_id.get(call.tool_use_id))),
             keep_floor=opts.keep_floor,
             freed_by=freed,
         )

@@ -146,19 +146,8 @@ class Totals:
 
 _COMPACTION_FIELDS = tuple(f.name for f in fields(CompactionRow) if f.name != "id")
 _DECISION_FIELDS = tuple(f.name for f in fields(DecisionRow) if f.name != "compaction_id")
-_INT_FIELDS = (
-    "messages_before",
-    "messages_after",
-    "chars_before",
-    "chars_after",
-    "freed_chars",
-    "requests",
-    "retries",
-    "failed_batches",
-    "input_tokens",
-    "output_tokens",
-    "duration_ms",
-)
+# The counts of a compaction row (the dataclass says which fields are whole numbers).
+_INT_FIELDS = tuple(f.name for f in fields(CompactionRow) if f.type == "int")
 
 
 def _now_iso() -> str:

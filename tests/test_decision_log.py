@@ -30,7 +30,7 @@ from fast_jev_compaction.audit import (
     preview,
 )
 from fast_jev_compaction.audit import store as store_module
-from fast_jev_compaction.audit.redact import is_secret_key, redact_text
+from fast_jev_compaction.redaction import is_secret_key, redact_text
 
 HERE = Path(__file__).resolve().parent
 

@@ -50,7 +50,8 @@ def target(tool_input: Mapping[str, Any] | str | None) -> str:
         return _short(tool_input)
     if not tool_input:
         return "-"
-    from .audit.redact import preview, redact_text
+    from .audit.redact import preview
+    from .redaction import redact_text
 
     for key in _TARGET_KEYS:
         value = tool_input.get(key)

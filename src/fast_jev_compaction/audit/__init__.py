@@ -8,7 +8,8 @@ summary and HTML page in ``audit.session`` and ``audit.html``.
 
 from __future__ import annotations
 
-from .redact import preview, redact_text
+from ..redaction import redact_text
+from .redact import preview
 from .store import (
     FALLBACK_REASONS,
     CompactionRow,

@@ -12,9 +12,9 @@ import json
 import re
 from typing import Any
 
-from ..redaction import MASK, is_secret_key, redact_json, redact_text
+from ..redaction import redact_json, redact_text
 
-__all__ = ["ELLIPSIS", "MASK", "PREVIEW_LIMIT", "clip", "is_secret_key", "preview", "redact_text"]
+__all__ = ["ELLIPSIS", "PREVIEW_LIMIT", "clip", "preview"]
 
 PREVIEW_LIMIT = 160
 ELLIPSIS = "…"

@@ -25,8 +25,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..redaction import redact_text
 from . import spill
-from .redact import PREVIEW_LIMIT, clip, redact_text
+from .redact import PREVIEW_LIMIT, clip
 from .schema import MIGRATIONS, SCHEMA_VERSION, refusal, user_version
 
 DEFAULT_BUSY_TIMEOUT_MS = 2000

@@ -149,6 +149,14 @@ _COMPACTION_FIELDS = tuple(f.name for f in fields(CompactionRow) if f.name != "i
 _DECISION_FIELDS = tuple(f.name for f in fields(DecisionRow) if f.name != "compaction_id")
 # The counts of a compaction row (the dataclass says which fields are whole numbers).
 _INT_FIELDS = tuple(f.name for f in fields(CompactionRow) if f.type == "int")
+# Context sizes are summed over replaced compactions only (a fallback leaves the context as it was);
+# the other counts Totals shares with a row measure work, spent whatever the outcome.
+_REPLACED_SUMS = ("chars_before", "chars_after", "freed_chars")
+_WORK_SUMS = tuple(
+    name
+    for name in _INT_FIELDS
+    if name not in _REPLACED_SUMS and name in {f.name for f in fields(Totals)}
+)
 
 
 def _now_iso() -> str:
@@ -483,9 +491,9 @@ class DecisionLog:
         where, params = ("WHERE session_id = ?", [session_id]) if session_id is not None else ("", [])
         replaced_sums = ", ".join(
             f"COALESCE(SUM(CASE WHEN outcome = 'replaced' THEN {name} END), 0) AS {name}"
-            for name in ("chars_before", "chars_after", "freed_chars")
+            for name in _REPLACED_SUMS
         )
-        work_sums = ", ".join(f"COALESCE(SUM({name}), 0) AS {name}" for name in _INT_FIELDS[5:])
+        work_sums = ", ".join(f"COALESCE(SUM({name}), 0) AS {name}" for name in _WORK_SUMS)
         head = self._rows(
             "SELECT COUNT(DISTINCT session_id) AS sessions, COUNT(*) AS compactions, "
             "COALESCE(SUM(outcome = 'replaced'), 0) AS replaced, "

@@ -175,6 +175,44 @@ def test_totals_count_only_replaced_context(tmp_path: Path) -> None:
     assert (s1.sessions, s1.compactions, s1.skipped) == (1, 2, 0)
 
 
+def _decision_count(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        (count,) = conn.execute("SELECT COUNT(*) FROM decisions").fetchone()
+    return int(count)
+
+
+def test_prune_drops_old_compactions_with_their_decisions(tmp_path: Path) -> None:
+    path = tmp_path / "d.sqlite"
+    with DecisionLog(path) as log:
+        log.record(compaction(session_id="old", created_at="2020-01-01T00:00:00.000Z"), [decision("a")])
+        log.record(compaction(session_id="new"), [decision("b"), decision("c")])
+        assert log.prune(keep_days=90) == 1
+        assert [row.session_id for row in log.compactions()] == ["new"]
+        assert log.decisions_for(1) == []
+    assert _decision_count(path) == 2
+
+
+def test_prune_keeps_only_the_newest_compactions(tmp_path: Path) -> None:
+    path = tmp_path / "d.sqlite"
+    with DecisionLog(path) as log:
+        for n in range(5):
+            log.record(compaction(session_id=f"s{n}"), [decision(f"t{n}")])
+        assert log.prune(keep_compactions=2) == 3
+        assert sorted(row.session_id for row in log.compactions()) == ["s3", "s4"]
+    assert _decision_count(path) == 2
+
+
+def test_writes_prune_the_log_now_and_then(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "PRUNE_EVERY", 4)
+    monkeypatch.setattr(store_module, "KEEP_COMPACTIONS", 3)
+    with DecisionLog(tmp_path / "d.sqlite") as log:
+        for n in range(3):
+            log.record(compaction(session_id=f"s{n}"))
+        assert len(log.compactions()) == 3
+        log.record(compaction(session_id="s3"))  # the 4th write prunes down to the newest 3
+        assert sorted(row.session_id for row in log.compactions()) == ["s1", "s2", "s3"]
+
+
 def test_rows_that_would_lie_are_refused_and_nothing_is_written(tmp_path: Path) -> None:
     db = tmp_path / "d.sqlite"
     with DecisionLog(db) as log:

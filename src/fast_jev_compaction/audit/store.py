@@ -35,6 +35,13 @@ DEFAULT_RETRY_DELAYS_S: tuple[float, ...] = (0.05, 0.2, 0.8)
 # Busy waits + sleeps of one write never exceed this, far below the hook's ~60 s timeout.
 DEFAULT_BUDGET_S = 4.5
 
+# The log is bounded like the archive: compactions older than KEEP_DAYS, and any beyond the newest
+# KEEP_COMPACTIONS, go with their decisions. Checked on every PRUNE_EVERY-th write, so a hook run
+# rarely pays for the delete.
+KEEP_DAYS = 90
+KEEP_COMPACTIONS = 20_000
+PRUNE_EVERY = 64
+
 OUTCOMES = ("replaced", "fallback", "skipped")
 # Why a compaction fell back, as counted by ``fast-jev stats``. "python-not-ready" and
 # "broken-interpreter" are seen only by the mod, which spills their rows (audit.spill).
@@ -353,6 +360,8 @@ class DecisionLog:
             with self._transaction():
                 replayed = self._insert_spilled(entries)
                 compaction_id = self._insert(*row)
+                if compaction_id % PRUNE_EVERY == 0:
+                    self._prune(KEEP_DAYS, KEEP_COMPACTIONS)
             spill.remove(replayed)
             return compaction_id
 
@@ -371,6 +380,27 @@ class DecisionLog:
             return len(replayed)
 
         return self._retry(write)
+
+    def prune(self, *, keep_days: float = KEEP_DAYS, keep_compactions: int = KEEP_COMPACTIONS) -> int:
+        """Delete compactions older than ``keep_days`` or beyond the newest ``keep_compactions``,
+        with their decisions; return how many compactions went."""
+
+        def write() -> int:
+            with self._transaction():
+                return self._prune(keep_days, keep_compactions)
+
+        return self._retry(write)
+
+    def _prune(self, keep_days: float, keep_compactions: int) -> int:
+        cutoff = datetime.fromtimestamp(time.time() - keep_days * 86400, timezone.utc)
+        # created_at is ISO 8601 UTC text, so text order is time order; a row without one (written
+        # by hand) is judged by its place only.
+        cursor = self._conn.execute(
+            "DELETE FROM compactions WHERE (created_at != '' AND created_at < ?) OR id <= "
+            "(SELECT id FROM compactions ORDER BY id DESC LIMIT 1 OFFSET ?)",
+            (cutoff.strftime("%Y-%m-%dT%H:%M:%S"), max(0, keep_compactions)),
+        )
+        return cursor.rowcount
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:

@@ -1,0 +1,154 @@
+"""Repeated compaction of one growing session in the real Claude Code 2.1.332 (issue 7).
+
+The seed system's later passes destroyed what the first one kept: a second pass that freed
+little fell to the built-in summary, the 60 % trigger fired again on every turn, and a result
+cut twice overwrote its archived original. These cases drive one session through several
+passes and check, from the fake API's side, that no summary is ever asked for, that each pass
+hands the model the pruned history with its markers, and that every marker's file still holds
+the output it stands for.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from claude_harness import Claude
+from fake_anthropic import FINAL_TEXT, conversation
+from fast_jev_compaction.markers import LEAD_NOTE, carries_mark
+from test_claude_plugin import _blocks, _result_text, items
+
+pytestmark = pytest.mark.e2e
+
+ROUNDS = ("do the thing", "do round two", "do round three")
+# Every path a marker names: a cut output's note ("saved at …; Read it if needed") or a drop
+# marker ("… is saved at …; Read it if needed"), or an older spelling ("full output: …").
+NAMED_PATH = re.compile(r"(?:saved at|full output:) (\S+?)(?:;|\s|\])")
+
+
+def results_of(body: dict[str, Any]) -> dict[str, str]:
+    return {b["tool_use_id"]: _result_text(b) for m in conversation(body) for b in _blocks(m) if b.get("type") == "tool_result"}
+
+
+def texts_of(body: dict[str, Any]) -> list[str]:
+    """Every text the model is sent: prose blocks and tool results."""
+    out: list[str] = []
+    for message in conversation(body):
+        for block in _blocks(message):
+            if block.get("type") == "text":
+                out.append(block.get("text", ""))
+            elif block.get("type") == "tool_result":
+                out.append(_result_text(block))
+    return out
+
+
+def originals_seen(requests: list[dict[str, Any]]) -> dict[str, str]:
+    """Each tool output as the tool first returned it (before any pass could cut it)."""
+    found: dict[str, str] = {}
+    for body in requests:
+        for tool_use_id, text in results_of(body).items():
+            if tool_use_id not in found and not carries_mark(text):
+                found[tool_use_id] = text
+    return found
+
+
+def assert_pass_applied(body: dict[str, Any], decisions: list[Any], originals: dict[str, str], before: dict[str, str]) -> None:
+    """The request after a pass: kept results as they were, cut ones carry a note whose file
+    holds the original, dropped calls are gone and a marker names where their output went."""
+    now = results_of(body)
+    named = {path for text in texts_of(body) for path in NAMED_PATH.findall(text)}
+    for decision in decisions:
+        tool_use_id = decision.tool_use_id
+        if decision.action == "drop":
+            assert tool_use_id not in json.dumps(body), f"dropped call {tool_use_id} is still sent"
+            assert decision.archive_path in named, f"no marker names {decision.archive_path}"
+            continue
+        assert tool_use_id in now, f"{decision.action} result {tool_use_id} is gone"
+        if decision.action == "keep":
+            assert now[tool_use_id] == before[tool_use_id], f"kept result {tool_use_id} changed"
+        else:
+            assert decision.action == "truncate"
+            assert f"saved at {decision.archive_path}; Read it if needed]" in now[tool_use_id]
+            assert len(now[tool_use_id]) < len(originals[tool_use_id])
+        if decision.archive_path:
+            assert Path(decision.archive_path).read_text(encoding="utf-8") == originals[tool_use_id]
+
+
+# --------------------------------------------------------------------------- three passes
+
+
+def test_three_passes_over_a_growing_session_never_summarise_and_keep_every_original(claude: Claude) -> None:
+    settings = claude.settings(preserveRecentMessages=2)
+    (claude.project / "notes.txt").write_text("".join(f"notes row {n}\n" for n in range(1, 1501)))
+    sid: str | None = None
+    passes: list[list[Any]] = []
+    for number, prompt in enumerate(ROUNDS, start=1):
+        asked = len(claude.api.message_requests())
+        grown = claude.run(prompt, resume=sid, settings=settings)
+        assert grown.returncode == 0 and grown.result["result"] == FINAL_TEXT, grown.stderr[-2000:]
+        sid = sid or grown.session_id
+        requests = claude.api.message_requests()
+        if passes:
+            # The session went on from the pruned history the last pass left.
+            previous = results_of(requests[asked - 1])
+            assert_pass_applied(requests[asked], passes[-1], originals_seen(requests), previous)
+        last = requests[-1]
+
+        compacted = claude.run("/compact", resume=sid, settings=settings)
+        assert compacted.returncode == 0, compacted.stderr[-2000:]
+        assert [b["trigger"] for b in compacted.boundaries()] == ["manual"], f"pass {number}: {compacted.result}"
+        [toast] = compacted.toasts()
+        assert toast.endswith(", no summary"), toast
+        rows = claude.decisions()
+        assert [(row.trigger, row.outcome) for row, _ in rows] == [("manual", "replaced")] * number, [r.reason for r, _ in rows]
+        decisions = list(rows[-1][1])
+        # Each pass sees the whole history: this round's calls and every call kept before.
+        new_ids = set(results_of(last)) - {d.tool_use_id for p in passes for d in p if d.action == "drop"}
+        assert {d.tool_use_id for d in decisions} == new_ids
+        assert any(d.action != "keep" and d.tool_use_id not in {e.tool_use_id for p in passes for e in p} for d in decisions)
+        # An output cut by an earlier pass is never cut again.
+        for earlier in (d for p in passes for d in p if d.action == "truncate"):
+            [again] = [d for d in decisions if d.tool_use_id == earlier.tool_use_id]
+            assert (again.action, again.rule) == ("keep", "already-cut")
+        passes.append(decisions)
+        last_results = results_of(last)
+        assert claude.api.summarizer_requests() == [], f"pass {number} asked for a summary"
+
+    asked = len(claude.api.message_requests())
+    follow = claude.run("what now?", resume=sid, settings=settings)
+    assert follow.returncode == 0 and follow.result["is_error"] is False
+    requests = claude.api.message_requests()
+    final = requests[asked]
+    originals = originals_seen(requests)
+    assert_pass_applied(final, passes[-1], originals, last_results)
+    # One lead line for the model, however many passes ran.
+    assert sum(text.count(LEAD_NOTE) for text in texts_of(final)) == 1
+
+    # After three passes every path a marker names still holds a full original, and every
+    # output any pass moved out is at its path.
+    named = {path for text in texts_of(final) for path in NAMED_PATH.findall(text)}
+    moved = {d.archive_path: originals[d.tool_use_id] for p in passes for d in p if d.action != "keep" and d.archive_path}
+    assert named and set(moved) <= named
+    for path in named:
+        assert Path(path).read_text(encoding="utf-8") in originals.values(), path
+    for path, original in moved.items():
+        assert Path(path).read_text(encoding="utf-8") == original
+    assert {d.action for p in passes for d in p} == {"keep", "truncate", "drop"}
+
+    # A fourth pass finds nothing more to cut: it skips, and the history stays as it was.
+    again = claude.run("/compact", resume=sid, settings=settings)
+    assert again.returncode == 0 and again.result["result"].startswith("Not compacted"), again.result
+    assert again.boundaries() == [] and again.toasts() == []
+    [*_, (row, skipped)] = claude.decisions()
+    assert (row.trigger, row.outcome) == ("manual", "skipped") and row.reason.startswith("nothing left to prune"), row.reason
+    assert all(d.action == "keep" for d in skipped)
+    asked = len(claude.api.message_requests())
+    after = claude.run("and now?", resume=sid, settings=settings)
+    assert after.returncode == 0 and after.result["is_error"] is False
+    untouched = claude.api.message_requests()[asked]
+    assert items(untouched)[: len(items(final)) + 1] == [*items(final), ("assistant_text", follow.result["result"])]
+    assert claude.api.summarizer_requests() == []

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from claude_harness import Claude
+from claude_harness import Claude, Tui, wait_for
 from fake_anthropic import FINAL_TEXT, conversation
 from fast_jev_compaction.markers import LEAD_NOTE, carries_mark
 from test_claude_plugin import _blocks, _result_text, items
@@ -152,3 +153,66 @@ def test_three_passes_over_a_growing_session_never_summarise_and_keep_every_orig
     untouched = claude.api.message_requests()[asked]
     assert items(untouched)[: len(items(final)) + 1] == [*items(final), ("assistant_text", follow.result["result"])]
     assert claude.api.summarizer_requests() == []
+
+
+# --------------------------------------------------------------------------- the 60 % trigger
+
+
+# Turns of the interactive session: the prompt, and the input tokens the fake reports for its
+# answer (of the default model's 1,000,000-token window), so turn.complete reads that share.
+TRIGGER_TURNS = (
+    ("do the thing", 640_000),  # crosses 60 %: a pass replaces the history
+    ("quiet turn one", 640_000),  # still above: no pass
+    ("quiet turn two", 640_000),
+    ("quiet turn three", 770_000),  # grew more than 10 points: a pass, with nothing left to cut
+    ("quiet turn four", 770_000),
+    ("quiet turn five", 300_000),  # back under the threshold
+    ("quiet turn six", 620_000),  # a new crossing: a pass, still nothing left to cut
+    ("quiet turn seven", 620_000),
+    ("quiet turn eight", 740_000),  # grew 10 points again: a pass
+    ("quiet turn nine", 740_000),  # no pass; its answer also means the last pass has finished
+)
+# The decision-log rows after each turn: one per pass.
+PASSES_AFTER = [1, 1, 1, 2, 2, 2, 3, 3, 4, 4]
+
+
+def test_the_trigger_fires_once_per_crossing_and_a_pass_with_nothing_to_cut_skips(claude: Claude) -> None:
+    """Interactively (headless, $.session.compact() is refused): ten turns, four passes.
+
+    The seed system fired on every turn over the threshold and each pass that freed nothing
+    ran the built-in summary, throwing away the verbatim history the first pass kept.
+    """
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        pytest.skip("tmux is not installed (.ci/install-claude.sh installs it with apt-get); the TUI cannot be driven")
+    tui = Tui(claude, tmux)
+    counts: list[int] = []
+    try:
+        tui.start(claude.settings(preserveRecentMessages=2, minFreedPercent=0))
+        for (prompt, tokens), expected in zip(TRIGGER_TURNS, PASSES_AFTER):
+            claude.api.base_tokens = tokens
+            asked = len(claude.api.message_requests())
+            tui.type(prompt)
+            answer = f"Echo: {prompt}" if prompt.startswith("quiet") else FINAL_TEXT
+            wait_for(tui.screen, lambda s, a=answer: a in s)
+            assert len(claude.api.message_requests()) > asked, tui.screen()
+            # A firing turn's pass leaves its row; a spurious one would show up by the next count.
+            counts.append(len(wait_for(claude.decisions, lambda rows, n=expected: len(rows) >= n)))
+    finally:
+        tui.close()
+    assert counts == PASSES_AFTER
+    rows = claude.decisions()
+    assert [(row.trigger, row.outcome) for row, _ in rows] == [("plugin", "replaced")] + [("plugin", "skipped")] * 3, (
+        [(row.outcome, row.reason) for row, _ in rows]
+    )
+    # Each later pass fired at the turn that grew or crossed again (77 %, 62 %, 74 % of the
+    # window), found nothing left to cut, and left the history as it was.
+    shares = [re.match(r"nothing left to prune; context (\d+)", row.reason) for row, _ in rows[1:]]
+    assert [int(m.group(1)) // 10 if m else None for m in shares] == [7, 6, 7], [row.reason for row, _ in rows]
+    assert all(d.action == "keep" for _row, decisions in rows[1:] for d in decisions)
+    assert claude.api.summarizer_requests() == []
+    # The last turn was sent the history the first pass left: the lead line and the markers.
+    last = claude.api.message_requests()[-1]
+    assert sum(text.count(LEAD_NOTE) for text in texts_of(last)) == 1
+    assert any(NAMED_PATH.search(text) for text in texts_of(last))
+    assert "Echo: quiet turn one" in json.dumps(last)

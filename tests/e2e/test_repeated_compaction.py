@@ -70,13 +70,36 @@ def assert_pass_applied(body: dict[str, Any], decisions: list[Any], originals: d
             continue
         assert tool_use_id in now, f"{decision.action} result {tool_use_id} is gone"
         if decision.action == "keep":
-            assert now[tool_use_id] == before[tool_use_id], f"kept result {tool_use_id} changed"
+            # A call whose result the model has not read yet (a pass mid-turn) goes on whole.
+            assert now[tool_use_id] == before.get(tool_use_id, originals[tool_use_id]), f"kept result {tool_use_id} changed"
         else:
             assert decision.action == "truncate"
             assert f"saved at {decision.archive_path}; Read it if needed]" in now[tool_use_id]
             assert len(now[tool_use_id]) < len(originals[tool_use_id])
         if decision.archive_path:
             assert Path(decision.archive_path).read_text(encoding="utf-8") == originals[tool_use_id]
+
+
+def assert_history_holds(body: dict[str, Any], passes: list[list[Any]], originals: dict[str, str]) -> None:
+    """A request after several passes: each call as its first cut left it (a later pass keeps a
+    cut as it is), a never-cut result whole."""
+    first_cut: dict[str, Any] = {}
+    for decisions in passes:
+        for decision in decisions:
+            if decision.action != "keep" and first_cut.get(decision.tool_use_id) is None:
+                first_cut[decision.tool_use_id] = decision
+            first_cut.setdefault(decision.tool_use_id, None)
+    now = results_of(body)
+    named = {path for text in texts_of(body) for path in NAMED_PATH.findall(text)}
+    for tool_use_id, cut in first_cut.items():
+        if cut is None:
+            assert now[tool_use_id] == originals[tool_use_id], f"kept result {tool_use_id} changed"
+        elif cut.action == "drop":
+            assert tool_use_id not in json.dumps(body) and cut.archive_path in named
+        else:
+            assert f"saved at {cut.archive_path}; Read it if needed]" in now[tool_use_id]
+        if cut is not None and cut.archive_path:
+            assert Path(cut.archive_path).read_text(encoding="utf-8") == originals[tool_use_id]
 
 
 # --------------------------------------------------------------------------- three passes
@@ -153,6 +176,54 @@ def test_three_passes_over_a_growing_session_never_summarise_and_keep_every_orig
     untouched = claude.api.message_requests()[asked]
     assert items(untouched)[: len(items(final)) + 1] == [*items(final), ("assistant_text", follow.result["result"])]
     assert claude.api.summarizer_requests() == []
+
+
+def test_three_engine_auto_compactions_mid_turn_each_replace_the_history(claude: Claude) -> None:
+    """The engine's own trigger, three times in one growing session: each round crosses the
+    --autocompact limit between two of its tool calls, each pass replaces, the round goes on."""
+    # Input tokens = 1,000 + the conversation's characters: a pass that cuts them lowers them.
+    claude.api.token_factor = 4.0
+    settings = claude.settings(preserveRecentMessages=2)
+    (claude.project / "notes.txt").write_text("".join(f"notes row {n}\n" for n in range(1, 1501)))
+    # Where a later round starts (the fake's base tokens make up the difference to the pruned
+    # history): 2.1.332 under --autocompact 100000 compacts once the last usage plus the new
+    # output passes about 60k, so a later round crosses after its second output or later,
+    # never on its first. (Crossing on a first output of 21k chars pins it: the pass then frees
+    # under minReductionRatio of a history already pruned, and the engine's own trigger falls
+    # to the summary by design, hook/gate.py.)
+    later_start = 33_000
+    sid: str | None = None
+    for number, prompt in enumerate(ROUNDS, start=1):
+        asked = len(claude.api.message_requests())
+        if asked:  # the engine takes no limit under 100k: the fake's base moves instead
+            claude.api.base_tokens = later_start - len(json.dumps(conversation(claude.api.message_requests()[-1])))
+        passes = len(claude.decisions())
+        run = claude.run(prompt, "--autocompact", "100000", resume=sid, settings=settings)
+        assert run.returncode == 0 and run.result["result"] == FINAL_TEXT, (run.result, run.stderr[-2000:])
+        sid = sid or run.session_id
+        # At least one pass in each round (the last round's pinned outputs take several), every
+        # one a replacement.
+        rows = claude.decisions()
+        assert len(rows) > passes and {b["trigger"] for b in run.boundaries()} == {"auto"}
+        assert len(run.boundaries()) == len(rows) - passes
+        assert [(row.trigger, row.outcome) for row, _ in rows] == [("auto", "replaced")] * len(rows), [r.reason for r, _ in rows]
+        assert all(toast.endswith(", no summary") for toast in run.toasts()) and run.toasts()
+        assert claude.api.summarizer_requests() == [], f"round {number} asked for a summary"
+        # The round went on from the pruned history, ran each of its steps once, and its last
+        # request holds every pass's decisions so far.
+        requests = claude.api.message_requests()
+        uses = [json.dumps(b["input"], sort_keys=True) for m in conversation(requests[-1]) for b in _blocks(m) if b.get("type") == "tool_use"]
+        assert len(uses) == len(set(uses))
+        assert_history_holds(requests[-1], [list(ds) for _row, ds in rows], originals_seen(requests))
+    assert len(claude.decisions()) >= 3
+
+    requests = claude.api.message_requests()
+    originals = originals_seen(requests)
+    named = {path for text in texts_of(requests[-1]) for path in NAMED_PATH.findall(text)}
+    moved = {d.archive_path: originals[d.tool_use_id] for _row, ds in claude.decisions() for d in ds if d.action != "keep" and d.archive_path}
+    assert named and set(moved) <= named
+    for path in named:
+        assert Path(path).read_text(encoding="utf-8") in originals.values(), path
 
 
 # --------------------------------------------------------------------------- the 60 % trigger

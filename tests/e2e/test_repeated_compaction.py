@@ -149,6 +149,11 @@ def test_three_passes_over_a_growing_session_never_summarise_and_keep_every_orig
     final = requests[asked]
     originals = originals_seen(requests)
     assert_pass_applied(final, passes[-1], originals, last_results)
+    assert_history_holds(final, passes, originals)
+    # On disk: one boundary per pass, and no summary record after any of them.
+    records = claude.transcript(sid)
+    assert sum(r.get("subtype") == "compact_boundary" for r in records) == 3
+    assert not any(r.get("isCompactSummary") for r in records)
     # One lead line for the model, however many passes ran.
     assert sum(text.count(LEAD_NOTE) for text in texts_of(final)) == 1
 

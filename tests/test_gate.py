@@ -46,8 +46,16 @@ def test_under_the_target_an_automatic_pass_skips_before_any_work():
 def test_a_pass_that_frees_nothing_under_the_target_skips_and_over_it_falls_back():
     options = dict(target_percent=40, min_freed_percent=5, min_reduction_ratio=0.25)
     assert after_pass(stats(1000, 1000), Window(100, 1000), "manual", **options).verdict == "skip"
-    over = after_pass(stats(1000, 1000), Window(700, 1000), "plugin", **options)
+    over = after_pass(stats(1000, 1000), Window(700, 1000), "manual", **options)
     assert (over.verdict, over.category) == ("fallback", "below-target")
+
+
+def test_the_plugin_trigger_skips_a_pass_that_frees_nothing_even_over_the_target():
+    """Found in the real binary: the trigger re-fired after usage grew 10 points in turns
+    without tool output, the pass freed nothing, and the summary replaced the verbatim history."""
+    options = dict(target_percent=40, min_freed_percent=5, min_reduction_ratio=0.25)
+    result = after_pass(stats(1000, 1000), Window(770, 1000), "plugin", **options)
+    assert (result.verdict, result.reason) == ("skip", "nothing left to prune; context 77% → 77%, over the 40% target")
 
 
 def test_replace_when_the_target_or_the_minimum_is_reached():
@@ -81,8 +89,13 @@ def test_second_pass_over_an_already_pruned_history_never_summarises(data_dir: P
     manual = event(first["messages"], data_dir, context={"tokens": 30_000, "window": 100_000})
     third, _ = run_hook(json.dumps(manual).encode(), data_dir)
     assert third["action"] == "skip" and third["reason"].startswith("nothing left to prune")
+    # Over the target, the plugin's own trigger still skips: the engine's compaction is the backstop.
+    over = event(first["messages"], data_dir, trigger="plugin", context={"tokens": 77_000, "window": 100_000})
+    fourth, _ = run_hook(json.dumps(over).encode(), data_dir)
+    assert fourth["action"] == "skip" and fourth["reason"].startswith("nothing left to prune; context 77% → 77%")
+    assert "messages" not in fourth  # the history stays as the engine has it
     outcomes = [row.outcome for row, _ in compactions(data_dir)]
-    assert outcomes == ["replaced", "skipped", "skipped"]
+    assert outcomes == ["replaced", "skipped", "skipped", "skipped"]
 
 
 def test_the_toast_counts_calls_and_shows_the_window(data_dir: Path) -> None:

@@ -11,9 +11,10 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from fake_anthropic import FakeAnthropic
 
@@ -184,3 +185,67 @@ class Claude:
             return []
         with log:
             return [(row, log.decisions_for(row.id or 0)) for row in log.compactions()]
+
+
+def wait_for(read: Callable[[], Any], done: Callable[[Any], bool], attempts: int = 240) -> Any:
+    """Poll an outside process's state; the loop is bounded, and nothing asserts on its timing."""
+    value = None
+    for _ in range(attempts):
+        try:
+            value = read()
+        except Exception:  # noqa: BLE001 - the hook may be creating the log right now
+            value = None
+        if value is not None and done(value):
+            return value
+        time.sleep(0.25)
+    return value
+
+
+@dataclass
+class Tui:
+    """An interactive ``claude`` in a detached tmux session: the only way to reach turn.complete's
+    ``$.session.compact()``, which a headless session refuses."""
+
+    claude: Claude
+    tmux: str
+    socket: str = field(default_factory=lambda: f"fjtest-{os.getpid()}-{time.monotonic_ns()}")
+
+    def start(self, settings: Path | None = None) -> str:
+        """Start the session past onboarding and trust; the first screen."""
+        claude = self.claude
+        (claude.home / ".claude.json").write_text(
+            json.dumps(
+                {
+                    "hasCompletedOnboarding": True,
+                    "lastOnboardingVersion": CLAUDE_VERSION,
+                    "theme": "dark",
+                    "bypassPermissionsModeAccepted": True,
+                    "customApiKeyResponses": {"approved": ["test"], "rejected": []},
+                    "projects": {str(claude.project): {"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True}},
+                }
+            )
+        )
+        headless = ("-p", "x", "--output-format", "stream-json", "--verbose")
+        argv = [a for a in claude.argv("x", settings=settings) if a not in headless]
+        script = claude.root / "interactive.sh"
+        exports = "".join(f"export {k}={json.dumps(v)}\n" for k, v in claude.env().items() if k.isidentifier())
+        script.write_text(f"{exports}cd {json.dumps(str(claude.project))}\nexec {' '.join(json.dumps(a) for a in argv)}\n")
+        self.command("new-session", "-d", "-s", "fj", "-x", "200", "-y", "50", f"bash {script}")
+        return str(wait_for(self.screen, lambda s: "bypass permissions" in s))
+
+    def command(self, *args: str) -> str:
+        return subprocess.run([self.tmux, "-L", self.socket, *args], capture_output=True, text=True, timeout=30).stdout
+
+    def screen(self) -> str:
+        return self.command("capture-pane", "-p", "-J", "-t", "fj")
+
+    def scrollback(self) -> str:
+        """Everything the session printed, not only what is on screen now."""
+        return self.command("capture-pane", "-p", "-J", "-S", "-", "-t", "fj")
+
+    def type(self, text: str) -> None:
+        self.command("send-keys", "-t", "fj", "-l", text)
+        self.command("send-keys", "-t", "fj", "Enter")
+
+    def close(self) -> None:
+        self.command("kill-server")

@@ -66,6 +66,22 @@ SCENARIOS: dict[str, list[Step]] = {
     "do a small thing": [
         Step("Bash", {"command": "echo hello", "description": "Print hello"}),
     ],
+    # Later rounds of a growing session: each brings outputs of its own (no two rounds share
+    # one), so each compaction has something new to cut and each archive file one original.
+    "do round two": [
+        Step("Bash", {"command": "seq 100000 103000", "description": "List round two numbers"}, "Round two."),
+        Step("Bash", {"command": "yes 'round two build output' | head -n 700", "description": "Print round two filler"}),
+        Step("Bash", {"command": "echo two done", "description": "Print two done"}, "Round two almost done."),
+    ],
+    # notes.txt is read, changed, then read whole again: the first read is redundant (dropped).
+    "do round three": [
+        Step("Bash", {"command": "seq 300000 302500", "description": "List round three numbers"}, "Round three."),
+        Step("Read", {"file_path": "{cwd}/notes.txt", "offset": 1}, "Reading the notes."),
+        Step("Bash", {"command": "yes 'round three test log line' | head -n 800", "description": "Print round three log"}),
+        Step("Bash", {"command": "echo 'notes row 1501' >> {cwd}/notes.txt", "description": "Add a note"}),
+        Step("Read", {"file_path": "{cwd}/notes.txt"}, "Reading the notes again."),
+        Step("Bash", {"command": "echo three done", "description": "Print three done"}, "Round three almost done."),
+    ],
     # Turns of 2, 3 and 4 calls at once, as current models make them; big and small outputs mixed
     # inside each turn so a compaction keeps, truncates and drops calls of the same turn.
     "do things at once": [

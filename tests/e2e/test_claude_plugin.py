@@ -7,17 +7,15 @@ model is sent next) and what the plugin records (decision-log rows, hook.log).
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from claude_harness import RUN_TIMEOUT, Claude, isolated_env
+from claude_harness import RUN_TIMEOUT, Claude, Tui, isolated_env, wait_for
 from fake_anthropic import FINAL_TEXT, conversation
 from fast_jev_compaction.archive import archive_name
 from fast_jev_compaction.compaction import shape_of
@@ -284,58 +282,20 @@ def test_turn_complete_compacts_past_compact_at_percent_interactively(claude: Cl
     if tmux is None:
         pytest.skip("tmux is not installed (.ci/install-claude.sh installs it with apt-get); the TUI cannot be driven")
     claude.api.base_tokens = 700_000  # of the default model's 1,000,000-token window
-    (claude.home / ".claude.json").write_text(
-        json.dumps(
-            {
-                "hasCompletedOnboarding": True,
-                "lastOnboardingVersion": "2.1.332",
-                "theme": "dark",
-                "bypassPermissionsModeAccepted": True,
-                "customApiKeyResponses": {"approved": ["test"], "rejected": []},
-                "projects": {str(claude.project): {"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True}},
-            }
-        )
-    )
     # The fake reports 70 % of the window for a small conversation: any pass that frees
     # something is worth it here, so the minimum share of the window is off.
-    settings = claude.settings(preserveRecentMessages=2, minFreedPercent=0)
-    argv = [a for a in claude.argv("x", settings=settings) if a not in ("-p", "x", "--output-format", "stream-json", "--verbose")]
-    socket = f"fjtest-{os.getpid()}"
-    env = claude.env()
-    script = claude.root / "interactive.sh"
-    exports = "".join(f"export {k}={json.dumps(v)}\n" for k, v in env.items() if k.isidentifier())
-    script.write_text(f"{exports}cd {json.dumps(str(claude.project))}\nexec {' '.join(json.dumps(a) for a in argv)}\n")
-
-    def tmux_cmd(*args: str) -> str:
-        return subprocess.run([tmux, "-L", socket, *args], capture_output=True, text=True, timeout=30).stdout
-
-    tmux_cmd("new-session", "-d", "-s", "fj", "-x", "200", "-y", "50", f"bash {script}")
+    tui = Tui(claude, tmux)
     try:
-        screen = _wait_for(lambda: tmux_cmd("capture-pane", "-p", "-t", "fj"), lambda s: "bypass permissions" in s)
+        screen = tui.start(claude.settings(preserveRecentMessages=2, minFreedPercent=0))
         assert "bypass permissions" in screen, screen
-        tmux_cmd("send-keys", "-t", "fj", "-l", "do the thing")
-        tmux_cmd("send-keys", "-t", "fj", "Enter")
-        rows = _wait_for(claude.decisions, lambda found: bool(found))
-        screen = _wait_for(lambda: tmux_cmd("capture-pane", "-p", "-J", "-t", "fj"), lambda s: "no summary" in s)
+        tui.type("do the thing")
+        rows = wait_for(claude.decisions, lambda found: bool(found))
+        screen = wait_for(tui.screen, lambda s: "no summary" in s)
     finally:
-        tmux_cmd("kill-server")
+        tui.close()
     assert [(row.trigger, row.outcome) for row, _ in rows] == [("plugin", "replaced")]
     assert re.search(r"context at 7\d% \(threshold 60%\): compacting", screen), screen
     assert claude.api.summarizer_requests() == []
-
-
-def _wait_for(read: Any, done: Any, attempts: int = 240) -> Any:
-    """Poll an outside process's state; the loop is bounded, and nothing asserts on its timing."""
-    value = None
-    for _ in range(attempts):
-        try:
-            value = read()
-        except Exception:  # noqa: BLE001 - the hook may be creating the log right now
-            value = None
-        if value is not None and done(value):
-            return value
-        time.sleep(0.25)
-    return value
 
 
 # --------------------------------------------------------------------------- recovery

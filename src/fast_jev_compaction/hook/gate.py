@@ -9,7 +9,10 @@ window instead, as the trigger does:
   there skips too: "nothing left to prune" is not a failure);
 - a pass replaces when it brings the context under the target, or frees at least
   ``minFreedPercent`` points of the window;
-- only when pruning cannot reach either does the built-in summary run.
+- only when pruning cannot reach either does the built-in summary run; except that the plugin's
+  own trigger never summarises a history with nothing left to prune: it skips, and the engine's
+  own compaction stays the backstop when the window really fills (otherwise each re-fire after
+  usage grew in turns without new tool output would throw the verbatim history away).
 
 This applies to the compactions the user or the plugin asks for (``manual``, ``plugin``). The
 engine's own (``auto``, ``precompute``) fire when the engine's limit is reached, which may be
@@ -103,8 +106,9 @@ def after_pass(
     before, after = window.percent, window.percent_after(freed)
     moved = f"context {points(before)} → {points(after)}"
     if freed == 0:
-        if before < target_percent:
-            return GateResult("skip", f"nothing left to prune; {moved}, under the {points(target_percent)} target")
+        if before < target_percent or trigger == "plugin":
+            where = "under" if before < target_percent else "over"
+            return GateResult("skip", f"nothing left to prune; {moved}, {where} the {points(target_percent)} target")
         return GateResult("fallback", f"nothing left to prune and the context is at {points(before)}", "below-target")
     if after <= target_percent or before - after >= min_freed_percent:
         return GateResult("replace", moved)

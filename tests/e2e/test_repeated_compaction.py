@@ -1,0 +1,294 @@
+"""Repeated compaction of one growing session in the real Claude Code 2.1.332 (issue 7).
+
+The seed system's later passes destroyed what the first one kept: a second pass that freed
+little fell to the built-in summary, the 60 % trigger fired again on every turn, and a result
+cut twice overwrote its archived original. These cases drive one session through several
+passes and check, from the fake API's side, that no summary is ever asked for, that each pass
+hands the model the pruned history with its markers, and that every marker's file still holds
+the output it stands for.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from claude_harness import Claude, Tui, wait_for
+from fake_anthropic import FINAL_TEXT, conversation
+from fast_jev_compaction.markers import LEAD_NOTE, carries_mark
+from test_claude_plugin import _blocks, _result_text, items
+
+pytestmark = pytest.mark.e2e
+
+ROUNDS = ("do the thing", "do round two", "do round three")
+# Every path a marker names: a cut output's note ("saved at …; Read it if needed") or a drop
+# marker ("… is saved at …; Read it if needed"), or an older spelling ("full output: …").
+NAMED_PATH = re.compile(r"(?:saved at|full output:) (\S+?)(?:;|\s|\])")
+
+
+def results_of(body: dict[str, Any]) -> dict[str, str]:
+    return {b["tool_use_id"]: _result_text(b) for m in conversation(body) for b in _blocks(m) if b.get("type") == "tool_result"}
+
+
+def texts_of(body: dict[str, Any]) -> list[str]:
+    """Every text the model is sent: prose blocks and tool results."""
+    out: list[str] = []
+    for message in conversation(body):
+        for block in _blocks(message):
+            if block.get("type") == "text":
+                out.append(block.get("text", ""))
+            elif block.get("type") == "tool_result":
+                out.append(_result_text(block))
+    return out
+
+
+def originals_seen(requests: list[dict[str, Any]]) -> dict[str, str]:
+    """Each tool output as the tool first returned it (before any pass could cut it)."""
+    found: dict[str, str] = {}
+    for body in requests:
+        for tool_use_id, text in results_of(body).items():
+            if tool_use_id not in found and not carries_mark(text):
+                found[tool_use_id] = text
+    return found
+
+
+def assert_pass_applied(body: dict[str, Any], decisions: list[Any], originals: dict[str, str], before: dict[str, str]) -> None:
+    """The request after a pass: kept results as they were, cut ones carry a note whose file
+    holds the original, dropped calls are gone and a marker names where their output went."""
+    now = results_of(body)
+    named = {path for text in texts_of(body) for path in NAMED_PATH.findall(text)}
+    for decision in decisions:
+        tool_use_id = decision.tool_use_id
+        if decision.action == "drop":
+            assert tool_use_id not in json.dumps(body), f"dropped call {tool_use_id} is still sent"
+            assert decision.archive_path in named, f"no marker names {decision.archive_path}"
+            continue
+        assert tool_use_id in now, f"{decision.action} result {tool_use_id} is gone"
+        if decision.action == "keep":
+            # A call whose result the model has not read yet (a pass mid-turn) goes on whole.
+            assert now[tool_use_id] == before.get(tool_use_id, originals[tool_use_id]), f"kept result {tool_use_id} changed"
+        else:
+            assert decision.action == "truncate"
+            assert f"saved at {decision.archive_path}; Read it if needed]" in now[tool_use_id]
+            assert len(now[tool_use_id]) < len(originals[tool_use_id])
+        if decision.archive_path:
+            assert Path(decision.archive_path).read_text(encoding="utf-8") == originals[tool_use_id]
+
+
+def assert_history_holds(body: dict[str, Any], passes: list[list[Any]], originals: dict[str, str]) -> None:
+    """A request after several passes: each call as its first cut left it (a later pass keeps a
+    cut as it is), a never-cut result whole."""
+    first_cut: dict[str, Any] = {}
+    for decisions in passes:
+        for decision in decisions:
+            if decision.action != "keep" and first_cut.get(decision.tool_use_id) is None:
+                first_cut[decision.tool_use_id] = decision
+            first_cut.setdefault(decision.tool_use_id, None)
+    now = results_of(body)
+    named = {path for text in texts_of(body) for path in NAMED_PATH.findall(text)}
+    for tool_use_id, cut in first_cut.items():
+        if cut is None:
+            assert now[tool_use_id] == originals[tool_use_id], f"kept result {tool_use_id} changed"
+        elif cut.action == "drop":
+            assert tool_use_id not in json.dumps(body) and cut.archive_path in named
+        else:
+            assert f"saved at {cut.archive_path}; Read it if needed]" in now[tool_use_id]
+        if cut is not None and cut.archive_path:
+            assert Path(cut.archive_path).read_text(encoding="utf-8") == originals[tool_use_id]
+
+
+# --------------------------------------------------------------------------- three passes
+
+
+def test_three_passes_over_a_growing_session_never_summarise_and_keep_every_original(claude: Claude) -> None:
+    settings = claude.settings(preserveRecentMessages=2)
+    (claude.project / "notes.txt").write_text("".join(f"notes row {n}\n" for n in range(1, 1501)))
+    sid: str | None = None
+    passes: list[list[Any]] = []
+    for number, prompt in enumerate(ROUNDS, start=1):
+        asked = len(claude.api.message_requests())
+        grown = claude.run(prompt, resume=sid, settings=settings)
+        assert grown.returncode == 0 and grown.result["result"] == FINAL_TEXT, grown.stderr[-2000:]
+        sid = sid or grown.session_id
+        requests = claude.api.message_requests()
+        if passes:
+            # The session went on from the pruned history the last pass left.
+            previous = results_of(requests[asked - 1])
+            assert_pass_applied(requests[asked], passes[-1], originals_seen(requests), previous)
+        last = requests[-1]
+
+        compacted = claude.run("/compact", resume=sid, settings=settings)
+        assert compacted.returncode == 0, compacted.stderr[-2000:]
+        assert [b["trigger"] for b in compacted.boundaries()] == ["manual"], f"pass {number}: {compacted.result}"
+        [toast] = compacted.toasts()
+        assert toast.endswith(", no summary"), toast
+        rows = claude.decisions()
+        assert [(row.trigger, row.outcome) for row, _ in rows] == [("manual", "replaced")] * number, [r.reason for r, _ in rows]
+        decisions = list(rows[-1][1])
+        # Each pass sees the whole history: this round's calls and every call kept before.
+        new_ids = set(results_of(last)) - {d.tool_use_id for p in passes for d in p if d.action == "drop"}
+        assert {d.tool_use_id for d in decisions} == new_ids
+        assert any(d.action != "keep" and d.tool_use_id not in {e.tool_use_id for p in passes for e in p} for d in decisions)
+        # An output cut by an earlier pass is never cut again.
+        for earlier in (d for p in passes for d in p if d.action == "truncate"):
+            [again] = [d for d in decisions if d.tool_use_id == earlier.tool_use_id]
+            assert (again.action, again.rule) == ("keep", "already-cut")
+        passes.append(decisions)
+        last_results = results_of(last)
+        assert claude.api.summarizer_requests() == [], f"pass {number} asked for a summary"
+
+    asked = len(claude.api.message_requests())
+    follow = claude.run("what now?", resume=sid, settings=settings)
+    assert follow.returncode == 0 and follow.result["is_error"] is False
+    requests = claude.api.message_requests()
+    final = requests[asked]
+    originals = originals_seen(requests)
+    assert_pass_applied(final, passes[-1], originals, last_results)
+    assert_history_holds(final, passes, originals)
+    # On disk: one boundary per pass, and no summary record after any of them.
+    records = claude.transcript(sid)
+    assert sum(r.get("subtype") == "compact_boundary" for r in records) == 3
+    assert not any(r.get("isCompactSummary") for r in records)
+    # One lead line for the model, however many passes ran.
+    assert sum(text.count(LEAD_NOTE) for text in texts_of(final)) == 1
+
+    # After three passes every path a marker names still holds a full original, and every
+    # output any pass moved out is at its path.
+    named = {path for text in texts_of(final) for path in NAMED_PATH.findall(text)}
+    moved = {d.archive_path: originals[d.tool_use_id] for p in passes for d in p if d.action != "keep" and d.archive_path}
+    assert named and set(moved) <= named
+    for path in named:
+        assert Path(path).read_text(encoding="utf-8") in originals.values(), path
+    for path, original in moved.items():
+        assert Path(path).read_text(encoding="utf-8") == original
+    assert {d.action for p in passes for d in p} == {"keep", "truncate", "drop"}
+
+    # A fourth pass finds nothing more to cut: it skips, and the history stays as it was.
+    again = claude.run("/compact", resume=sid, settings=settings)
+    assert again.returncode == 0 and again.result["result"].startswith("Not compacted"), again.result
+    assert again.boundaries() == [] and again.toasts() == []
+    [*_, (row, skipped)] = claude.decisions()
+    assert (row.trigger, row.outcome) == ("manual", "skipped") and row.reason.startswith("nothing left to prune"), row.reason
+    assert all(d.action == "keep" for d in skipped)
+    asked = len(claude.api.message_requests())
+    after = claude.run("and now?", resume=sid, settings=settings)
+    assert after.returncode == 0 and after.result["is_error"] is False
+    untouched = claude.api.message_requests()[asked]
+    assert items(untouched)[: len(items(final)) + 1] == [*items(final), ("assistant_text", follow.result["result"])]
+    assert claude.api.summarizer_requests() == []
+
+
+def test_three_engine_auto_compactions_mid_turn_each_replace_the_history(claude: Claude) -> None:
+    """The engine's own trigger, three times in one growing session: each round crosses the
+    --autocompact limit between two of its tool calls, each pass replaces, the round goes on."""
+    # Input tokens = 1,000 + the conversation's characters: a pass that cuts them lowers them.
+    claude.api.token_factor = 4.0
+    settings = claude.settings(preserveRecentMessages=2)
+    (claude.project / "notes.txt").write_text("".join(f"notes row {n}\n" for n in range(1, 1501)))
+    # Where a later round starts (the fake's base tokens make up the difference to the pruned
+    # history): 2.1.332 under --autocompact 100000 compacts once the last usage plus the new
+    # output passes about 60k, so a later round crosses after its second output or later,
+    # never on its first. (Crossing on a first output of 21k chars pins it: the pass then frees
+    # under minReductionRatio of a history already pruned, and the engine's own trigger falls
+    # to the summary by design, hook/gate.py.)
+    later_start = 33_000
+    sid: str | None = None
+    for number, prompt in enumerate(ROUNDS, start=1):
+        asked = len(claude.api.message_requests())
+        if asked:  # the engine takes no limit under 100k: the fake's base moves instead
+            claude.api.base_tokens = later_start - len(json.dumps(conversation(claude.api.message_requests()[-1])))
+        passes = len(claude.decisions())
+        run = claude.run(prompt, "--autocompact", "100000", resume=sid, settings=settings)
+        assert run.returncode == 0 and run.result["result"] == FINAL_TEXT, (run.result, run.stderr[-2000:])
+        sid = sid or run.session_id
+        # At least one pass in each round (the last round's pinned outputs take several), every
+        # one a replacement.
+        rows = claude.decisions()
+        assert len(rows) > passes and {b["trigger"] for b in run.boundaries()} == {"auto"}
+        assert len(run.boundaries()) == len(rows) - passes
+        assert [(row.trigger, row.outcome) for row, _ in rows] == [("auto", "replaced")] * len(rows), [r.reason for r, _ in rows]
+        assert all(toast.endswith(", no summary") for toast in run.toasts()) and run.toasts()
+        assert claude.api.summarizer_requests() == [], f"round {number} asked for a summary"
+        # The round went on from the pruned history, ran each of its steps once, and its last
+        # request holds every pass's decisions so far.
+        requests = claude.api.message_requests()
+        uses = [json.dumps(b["input"], sort_keys=True) for m in conversation(requests[-1]) for b in _blocks(m) if b.get("type") == "tool_use"]
+        assert len(uses) == len(set(uses))
+        assert_history_holds(requests[-1], [list(ds) for _row, ds in rows], originals_seen(requests))
+    assert len(claude.decisions()) >= 3
+
+    requests = claude.api.message_requests()
+    originals = originals_seen(requests)
+    named = {path for text in texts_of(requests[-1]) for path in NAMED_PATH.findall(text)}
+    moved = {d.archive_path: originals[d.tool_use_id] for _row, ds in claude.decisions() for d in ds if d.action != "keep" and d.archive_path}
+    assert named and set(moved) <= named
+    for path in named:
+        assert Path(path).read_text(encoding="utf-8") in originals.values(), path
+
+
+# --------------------------------------------------------------------------- the 60 % trigger
+
+
+# Turns of the interactive session: the prompt, and the input tokens the fake reports for its
+# answer (of the default model's 1,000,000-token window), so turn.complete reads that share.
+TRIGGER_TURNS = (
+    ("do the thing", 640_000),  # crosses 60 %: a pass replaces the history
+    ("quiet turn one", 640_000),  # still above: no pass
+    ("quiet turn two", 640_000),
+    ("quiet turn three", 770_000),  # grew more than 10 points: a pass, with nothing left to cut
+    ("quiet turn four", 770_000),
+    ("quiet turn five", 300_000),  # back under the threshold
+    ("quiet turn six", 620_000),  # a new crossing: a pass, still nothing left to cut
+    ("quiet turn seven", 620_000),
+    ("quiet turn eight", 740_000),  # grew 10 points again: a pass
+    ("quiet turn nine", 740_000),  # no pass; its answer also means the last pass has finished
+)
+# The decision-log rows after each turn: one per pass.
+PASSES_AFTER = [1, 1, 1, 2, 2, 2, 3, 3, 4, 4]
+
+
+def test_the_trigger_fires_once_per_crossing_and_a_pass_with_nothing_to_cut_skips(claude: Claude) -> None:
+    """Interactively (headless, $.session.compact() is refused): ten turns, four passes.
+
+    The seed system fired on every turn over the threshold and each pass that freed nothing
+    ran the built-in summary, throwing away the verbatim history the first pass kept.
+    """
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        pytest.skip("tmux is not installed (.ci/install-claude.sh installs it with apt-get); the TUI cannot be driven")
+    tui = Tui(claude, tmux)
+    counts: list[int] = []
+    try:
+        tui.start(claude.settings(preserveRecentMessages=2, minFreedPercent=0))
+        for (prompt, tokens), expected in zip(TRIGGER_TURNS, PASSES_AFTER):
+            claude.api.base_tokens = tokens
+            asked = len(claude.api.message_requests())
+            tui.type(prompt)
+            answer = f"Echo: {prompt}" if prompt.startswith("quiet") else FINAL_TEXT
+            wait_for(tui.screen, lambda s, a=answer: a in s)
+            assert len(claude.api.message_requests()) > asked, tui.screen()
+            # A firing turn's pass leaves its row; a spurious one would show up by the next count.
+            counts.append(len(wait_for(claude.decisions, lambda rows, n=expected: len(rows) >= n)))
+    finally:
+        tui.close()
+    assert counts == PASSES_AFTER
+    rows = claude.decisions()
+    assert [(row.trigger, row.outcome) for row, _ in rows] == [("plugin", "replaced")] + [("plugin", "skipped")] * 3, (
+        [(row.outcome, row.reason) for row, _ in rows]
+    )
+    # Each later pass fired at the turn that grew or crossed again (77 %, 62 %, 74 % of the
+    # window), found nothing left to cut, and left the history as it was.
+    shares = [re.match(r"nothing left to prune; context (\d+)", row.reason) for row, _ in rows[1:]]
+    assert [int(m.group(1)) // 10 if m else None for m in shares] == [7, 6, 7], [row.reason for row, _ in rows]
+    assert all(d.action == "keep" for _row, decisions in rows[1:] for d in decisions)
+    assert claude.api.summarizer_requests() == []
+    # The last turn was sent the history the first pass left: the lead line and the markers.
+    last = claude.api.message_requests()[-1]
+    assert sum(text.count(LEAD_NOTE) for text in texts_of(last)) == 1
+    assert any(NAMED_PATH.search(text) for text in texts_of(last))
+    assert "Echo: quiet turn one" in json.dumps(last)

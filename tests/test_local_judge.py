@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fast_jev_compaction.asker import AskResult, JevAsker
-from fast_jev_compaction.judge import CALL_WEIGHTS, RESULT_WEIGHTS, JudgeInputError, LocalJudge
+from fast_jev_compaction.judge import JudgeInputError, LocalJudge
+from fast_jev_compaction.judge.features import FEATURE_NAMES
+from fast_jev_compaction.judge.model import load_model
 from fast_jev_compaction.textutil import js_json
 from fast_jev_compaction.tokens import estimate_tokens
 
@@ -116,12 +118,12 @@ def test_edit_call_is_kept_even_when_old() -> None:
     assert p["call_t1"] >= p["result_t1"]
 
 
-def test_error_result_keeps_more_than_an_ok_one_of_equal_size() -> None:
+def test_a_failed_call_is_held_by_the_error_floor() -> None:
     cmd = {"command": "python tools/check.py --all"}
     q = questions(("t1", "Bash", 3000))
     failed = probs(state(user(0, "go"), assistant(1, call("t1", "Bash", cmd, 3000, error=True)), *padding(3, 10)), q)
     passed = probs(state(user(0, "go"), assistant(1, call("t1", "Bash", cmd, 3000)), *padding(3, 10)), q)
-    assert failed["result_t1"] > passed["result_t1"]
+    assert failed["call_t1"] >= load_model().error_floor
     assert failed["call_t1"] > passed["call_t1"]
 
 
@@ -155,7 +157,7 @@ def test_mention_in_later_text_raises_both_scores() -> None:
 def test_a_mention_before_the_call_does_not_count() -> None:
     q = questions(("t1", "Read", 3000))
     s = state(user(0, "look at alpha.py"), assistant(1, call("t1", "Read", READ_A, 3000)), *padding(3, 5))
-    assert "mentioned_later" not in LocalJudge().explain(s, q)["result_t1"]
+    assert "target_mentioned_later" not in LocalJudge().explain(s, q)["result_t1"]
 
 
 def test_recent_call_scores_higher_than_old_call() -> None:
@@ -185,8 +187,8 @@ def test_side_effect_command_is_kept_and_inspection_is_not() -> None:
                        *pad), q)
     look = probs(state(user(0, "ship it"), assistant(1, call("t1", "Bash", {"command": "ls -la src"}, 2500)), *pad), q)
     assert push["call_t1"] >= 0.9
-    assert push["result_t1"] > look["result_t1"]
     assert look["call_t1"] < 0.5
+    assert look["call_t1"] == look["result_t1"]  # no floor for an inspection
 
 
 def test_rerun_test_suite_supersedes_the_earlier_run() -> None:
@@ -199,30 +201,21 @@ def test_rerun_test_suite_supersedes_the_earlier_run() -> None:
     assert rerun["result_t1"] < once["result_t1"]
 
 
-def test_goal_mentioning_the_target_raises_scores() -> None:
+def test_a_digest_sharing_the_goal_terms_raises_scores() -> None:
     q = questions(("t1", "Read", 3000))
-    entries = [user(0, "go"), assistant(1, call("t1", "Read", READ_A, 3000)), *padding(3, 10)]
-    in_goal = probs(state(*entries, goal="Refactor alpha.py into two modules"), q)
-    off_goal = probs(state(*entries, goal="Write the changelog"), q)
+    digested = {**call("t1", "Read", READ_A, 3000), "digest": "class LedgerRefund: ⏎ def rounding_mode(self): [terms: LedgerRefund.round]"}
+    entries = [user(0, "go"), assistant(1, digested), *padding(3, 10)]
+    in_goal = probs(state(*entries, goal="Fix the rounding_mode of LedgerRefund"), q)
+    off_goal = probs(state(*entries, goal="Write the changelog entry"), q)
     assert in_goal["result_t1"] > off_goal["result_t1"]
+    assert "goal_overlap" in LocalJudge().explain(state(*entries, goal="Fix the rounding_mode"), q)["result_t1"]
 
 
-def test_pending_call_on_the_same_file_raises_scores() -> None:
-    q = questions(("t1", "Read", 3000))
-    entries = [user(0, "go"), assistant(1, call("t1", "Read", READ_A, 3000)), *padding(3, 10)]
-    pending = {"i": 30, "role": "assistant", "text": "",
-               "pending_calls": [{"tool_use_id": "toolu_9", "tool": "Edit",
-                                  "input": js_json({**READ_A, "old_string": "a", "new_string": "b"})}]}
-    with_pending = probs(state(*entries, pending), q)
-    without = probs(state(*entries), q)
-    assert with_pending["result_t1"] > without["result_t1"]
-
-
-def test_decision_tools_keep_their_result() -> None:
+def test_decision_tools_keep_their_call() -> None:
     s = state(user(0, "plan"), assistant(1, call("t1", "AskUserQuestion", {"questions": [{"q": "Which DB?"}]}, 900)),
               *padding(3, 20))
     p = probs(s, questions(("t1", "AskUserQuestion", 900)))
-    assert p["result_t1"] >= 0.5 and p["call_t1"] >= 0.5
+    assert p["call_t1"] >= load_model().call_floors["decision"]
 
 
 def test_a_typical_session_drops_a_reasonable_share() -> None:
@@ -245,8 +238,9 @@ def test_a_typical_session_drops_a_reasonable_share() -> None:
         pairs.append((f"t{n}", tool, chars))
         i += 2
     answers = probs(state(*entries), questions(*pairs))
-    kept_results = sum(answers[f"result_t{n}"] >= 0.5 for n in range(1, 31))
-    assert 3 <= kept_results <= 24
+    reads = [n for n in range(1, 31) if n % 5 and n % 7]
+    old, recent = reads[: len(reads) // 2], reads[len(reads) // 2 :]
+    assert sum(answers[f"result_t{n}"] for n in recent) > sum(answers[f"result_t{n}"] for n in old)
     assert all(answers[f"call_t{n}"] >= 0.9 for n in range(5, 31, 5))  # edits
 
 
@@ -276,7 +270,7 @@ def test_one_line_and_merged_entries_are_parsed() -> None:
     assert "kind_read" in expl["call_t1"] and "kind_search" in expl["call_t2"]
     assert "kind_side_effect" in expl["call_t3"]
     assert "is_error" in expl["call_t4"]
-    assert "stale_after_edit" in expl["result_t1"]  # one-line read, structured edit of the same file
+    assert "edited_unread" in expl["result_t1"]  # one-line read, structured edit of the same file
 
 
 def test_several_calls_in_one_string_are_all_found() -> None:
@@ -348,7 +342,7 @@ def test_explain_sums_through_the_logistic_to_the_answer() -> None:
         assert "bias" in parts
         logit = sum(parts.values())
         assert math.isclose(1 / (1 + math.exp(-logit)), answers[name]["noul"], rel_tol=1e-9, abs_tol=1e-12)
-        known = set(CALL_WEIGHTS if name.startswith("call_") else RESULT_WEIGHTS) | {"covers_result"}
+        known = {"bias", *FEATURE_NAMES} | ({"call_floor"} if name.startswith("call_") else set())
         assert set(parts) <= known
 
 
@@ -415,8 +409,7 @@ def test_large_state_with_many_questions_is_fully_answered() -> None:
     assert estimate_tokens(js_json(s)) > 20_000 and len(q) == 400
     answers = LocalJudge().answer(s, q)
     assert set(answers) == set(q)
-    kept = sum(a["noul"] >= 0.5 for name, a in answers.items() if name.startswith("result_"))
-    assert 0 < kept < 200
+    assert len({round(a["noul"], 6) for name, a in answers.items() if name.startswith("result_")}) > 20
 
 
 # ---------------------------------------------------------------------------------------------

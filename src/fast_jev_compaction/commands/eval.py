@@ -43,6 +43,14 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="also measure cut policies (judge price or result length, two digests): the frontier",
     )
+    jev = p.add_mutually_exclusive_group()
+    jev.add_argument(
+        "--serve",
+        action="store_true",
+        help="also compact each fire point with the judge behind `fast-jev serve` (started on 127.0.0.1 for the "
+             "run), in one state and in windowed states, and report both beside the in-process figures",
+    )
+    jev.add_argument("--jev-url", metavar="URL", help="the same as --serve, through the Jev endpoint at URL")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     p.add_argument("--markdown", metavar="FILE", help="also write the results page (docs/quality.md) to FILE")
     p.set_defaults(run=run)
@@ -58,11 +66,13 @@ def _write_text(path: Path, text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
     import tempfile
+    from contextlib import ExitStack
 
     from ..evaluation.corpus import default_corpus, load_sessions
     from ..evaluation.fit import FIT_FIRE_POINTS, fit_report, fitted_model, session_rows
     from ..evaluation.quality import evaluate
     from ..evaluation.report import fit_markdown, markdown_report, text_report, to_json
+    from ..evaluation.through_jev import JevFigures, served_judge
     from ..judge.features import FEATURE_NAMES
     from ..judge.model import WEIGHTS_PATH, ModelError, load_model
     from ..progress import Progress
@@ -100,9 +110,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"fast-jev eval: {exc}", file=sys.stderr)
         return 2
     # Cut outputs are always archived, as the plugin archives them, so "recoverable" is measured.
-    with tempfile.TemporaryDirectory(prefix="fast-jev-eval-") as scratch, Progress() as progress:
+    with ExitStack() as stack:
+        scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="fast-jev-eval-"))
+        jev = None
+        if args.serve:
+            jev = JevFigures(stack.enter_context(served_judge()), "--serve")
+        elif args.jev_url:
+            jev = JevFigures(args.jev_url, f"--jev-url {args.jev_url}")
+        progress = stack.enter_context(Progress())
         evaluation = evaluate(
-            sessions, model, archive=Path(args.archive or scratch), frontier=args.frontier, progress=progress.update
+            sessions, model, archive=Path(args.archive or scratch), frontier=args.frontier, progress=progress.update,
+            jev=jev,
         )
     if args.markdown:
         _write_text(Path(args.markdown), markdown_report(evaluation, model.fit))

@@ -7,9 +7,10 @@ from typing import Any, Mapping
 
 from ..stats import percent
 from .fit import FitReport
-from .metrics import ratio
-from .outcome import Outcome
+from .metrics import auc, ratio
+from .outcome import Outcome, Scores
 from .quality import HELD_OUT, PIPELINE, RANKERS, Evaluation
+from .through_jev import JevFigures
 
 REGENERATE = "fast-jev eval --markdown docs/quality.md"
 REGENERATE_FRONTIER = "fast-jev eval --frontier --markdown docs/quality.md"
@@ -66,6 +67,7 @@ def to_json(evaluation: Evaluation, fit: Mapping[str, Any]) -> dict[str, Any]:
             "auc": evaluation.aucs(),
         },
         "fit": dict(fit),
+        "jev": _jev_json(evaluation.jev) if evaluation.jev is not None else None,
         "frontier": {
             "ranker": evaluation.frontier_ranker,
             "policies": {name: outcome_figures(o) for name, o in evaluation.frontier.items()},
@@ -165,6 +167,15 @@ def text_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
     if evaluation.frontier:
         lines += ["", _frontier_intro(evaluation)]
         lines += _table(_OUTCOME_HEAD, _outcome_rows(evaluation.frontier))
+    if evaluation.jev is not None:
+        jev = evaluation.jev
+        lines += ["", _jev_intro(jev)]
+        lines += _table(_OUTCOME_HEAD, _outcome_rows(jev.outcomes))
+        lines += _table(["ranker (same calls)", "AUC"], _score_rows(jev.scores))
+        lines += ["", _windowed_intro(jev)]
+        if jev.windowed_points:
+            lines += _table(_OUTCOME_HEAD, _outcome_rows(jev.windowed_outcomes))
+            lines += _table(["ranker (same calls)", "AUC"], _score_rows(jev.windowed_scores))
     return "\n".join(lines)
 
 
@@ -178,6 +189,8 @@ def _frontier_intro(evaluation: Evaluation) -> str:
 
 def markdown_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
     command = REGENERATE_FRONTIER if evaluation.frontier else REGENERATE
+    if evaluation.jev is not None:
+        command = command.replace(" --markdown", f" {evaluation.jev.flag} --markdown")
     lines = [
         "# Quality",
         "",
@@ -212,6 +225,8 @@ def markdown_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
         lines += ["## Frontier", "", _frontier_intro(evaluation), ""]
         lines += _md_table(_OUTCOME_HEAD, _outcome_rows(evaluation.frontier))
         lines += [""]
+    if evaluation.jev is not None:
+        lines += jev_markdown(evaluation.jev)
     lines += ["## Definitions", ""]
     lines += [
         "- **Fire point**: the session is cut at 40, 60 and 80 % of its messages; the prefix is compacted "
@@ -269,3 +284,70 @@ def fit_markdown(report: FitReport, feature_names: tuple[str, ...], weights_path
         "",
     ]
     return "\n".join(lines)
+
+
+def _score_rows(scores: Scores) -> list[list[str]]:
+    return [[name, _auc(auc(values, scores.labels))] for name, values in scores.by_ranker.items()]
+
+
+def _jev_intro(jev: JevFigures) -> str:
+    return (
+        f"The same {jev.points} fire points compacted at the default settings with the judge behind a Jev "
+        f"endpoint (`fast-jev serve`): the fitted model reading the states the compaction sends (notes, inputs, "
+        f"digests, the texts around each call; judge/state_features.py) instead of the messages, in "
+        f"{jev.requests} requests. The rankings score the same calls with the shipped weights both ways."
+    )
+
+
+def _windowed_intro(jev: JevFigures) -> str:
+    if not jev.windowed_points:
+        return "No fire point could be windowed: each one's newest messages outweigh all its one-line calls."
+    per = jev.windows / jev.windowed_points
+    return (
+        f"Windowed states: {jev.windowed_points} fire points compacted again through the endpoint with "
+        f"maxStateTokens at half of what their one-line state needs, so their candidates are split into windows "
+        f"({jev.windows} windows, {per:.1f} per compaction, {jev.windowed_requests} requests, "
+        f"~{jev.windowed_tokens:,} estimated tokens); {jev.unwindowable_points} other fire points with candidates "
+        "cannot be windowed (their newest messages outweigh all their one-line calls). Figures over those "
+        f"{jev.windowed_points} fire points only:"
+    )
+
+
+def jev_markdown(jev: JevFigures) -> list[str]:
+    """The "Through Jev" section of docs/quality.md."""
+    lines = ["## Through Jev", "", _jev_intro(jev), ""]
+    lines += _md_table(_OUTCOME_HEAD, _outcome_rows(jev.outcomes))
+    lines += [""]
+    lines += _md_table(["ranker (same calls)", "AUC"], _score_rows(jev.scores))
+    lines += ["", "### Windowed states", "", _windowed_intro(jev), ""]
+    if jev.windowed_points:
+        lines += _md_table(_OUTCOME_HEAD, _outcome_rows(jev.windowed_outcomes))
+        lines += [""]
+        lines += _md_table(["ranker (same calls)", "AUC"], _score_rows(jev.windowed_scores))
+        lines += [""]
+    return lines
+
+
+def _jev_json(jev: JevFigures) -> dict[str, Any]:
+    def aucs(scores: Scores) -> dict[str, float | None]:
+        return {name: auc(values, scores.labels) for name, values in scores.by_ranker.items()}
+
+    return {
+        "points": jev.points,
+        "requests": jev.requests,
+        "policies": {name: outcome_figures(o) for name, o in jev.outcomes.items()},
+        "ranking": {"calls": len(jev.scores.labels), "reused": sum(jev.scores.labels), "auc": aucs(jev.scores)},
+        "windowed": {
+            "points": jev.windowed_points,
+            "unwindowable_points": jev.unwindowable_points,
+            "windows": jev.windows,
+            "requests": jev.windowed_requests,
+            "estimated_tokens": jev.windowed_tokens,
+            "policies": {name: outcome_figures(o) for name, o in jev.windowed_outcomes.items()},
+            "ranking": {
+                "calls": len(jev.windowed_scores.labels),
+                "reused": sum(jev.windowed_scores.labels),
+                "auc": aucs(jev.windowed_scores),
+            },
+        },
+    }

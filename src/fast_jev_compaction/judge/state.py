@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..textutil import ELLIPSIS, js_json
+from .features import _INCIDENTAL_INPUTS
 from .lexicon import FILE_KINDS as _FILE_KINDS
 from .lexicon import basename as _basename
 from .lexicon import command_head as _command_head
@@ -169,7 +170,7 @@ class PathRef:
         if not a or not b:
             return False
         if not self.cut and not other.cut:
-            return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+            return a == b
         if self.cut and other.cut:
             return a.startswith(b) or b.startswith(a)
         prefix, full = (a, b) if self.cut else (b, a)
@@ -190,8 +191,7 @@ class StateCall:
     digest: str = ""  # the output's digest, when the state carries one
     file: PathRef | None = None
     range_key: str = ""
-    rerun_key: str = ""  # identical key on a later call -> this one's output is redundant
-    rerun_cut: bool = False
+    rerun_key: str = ""  # identical key on a later call -> an identical re-run
     head_key: str = ""  # test/build command head: a later run of the same suite supersedes
 
 
@@ -199,8 +199,9 @@ def _normalize_space(text: str) -> str:
     return " ".join(text.split())
 
 
-def _describe_call(call: StateCall) -> None:
-    """Fill the target and the re-run keys of ``call`` from its input fields."""
+def _describe_call(call: StateCall, input_cut: bool) -> None:
+    """Fill the target and the re-run keys of ``call`` from its input fields, as
+    ``features.call_target`` does from the whole input."""
     fields = call.fields
     path_value = None
     for key in ("file_path", "notebook_path", "path"):
@@ -208,38 +209,18 @@ def _describe_call(call: StateCall) -> None:
         if isinstance(value, str) and value.strip():
             path_value = value
             break
-
     if call.kind in _FILE_KINDS and path_value is not None:
         path, cut = _strip_ellipsis(path_value)
         call.file = PathRef(path, cut)
         offset, limit = fields.get("offset"), fields.get("limit")
         if offset not in (None, "") or limit not in (None, ""):
             call.range_key = f"{_as_text(offset)}:{_as_text(limit)}"
-        if call.kind == "read":
-            call.rerun_key = f"read:{path}:{call.range_key}"
-            call.rerun_cut = cut
-    elif call.kind in ("side_effect", "test_build", "inspect", "shell") and "command" in fields:
-        command, cut = _strip_ellipsis(_as_text(fields.get("command")))
-        normalized = _normalize_space(command)
-        head = _command_head(normalized)
-        if normalized:
-            call.rerun_key = f"cmd:{normalized}"
-            call.rerun_cut = cut
-        if call.kind == "test_build" and head:
-            call.head_key = head
-    elif call.kind in ("search", "fetch"):
-        parts = []
-        for key in ("pattern", "glob", "query", "url", "path", "type", "output_mode"):
-            value = fields.get(key)
-            if value not in (None, ""):
-                parts.append(f"{key}={_as_text(value)}")
-        rendered = " ".join(parts) if parts else _as_text(dict(fields))
-        rendered, cut = _strip_ellipsis(rendered)
-        if rendered:
-            call.rerun_key = f"{call.tool.lower()}:{rendered}"
-            call.rerun_cut = cut
-    elif call.kind == "todo" and call.tool.lower() == "todowrite":
-        call.rerun_key = "todo"  # every TodoWrite replaces the whole list
+    command = fields.get("command")
+    if call.kind == "test_build" and isinstance(command, str):
+        call.head_key = _command_head(_normalize_space(_strip_ellipsis(command)[0]))
+    if not input_cut:  # of an input cut short, what was cut may differ: no re-run is identical to it
+        kept = {k: v for k, v in fields.items() if k not in _INCIDENTAL_INPUTS}
+        call.rerun_key = f"{call.tool}:{_as_text(kept)}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,7 +246,6 @@ class StateView:
     file_calls_by_base: dict[str, list[StateCall]] = field(default_factory=dict)
     cut_file_calls: list[StateCall] = field(default_factory=list)
     rerun_last: dict[str, int] = field(default_factory=dict)  # key -> largest seq
-    cut_rerun_calls: list[StateCall] = field(default_factory=list)
     head_last: dict[str, int] = field(default_factory=dict)
 
     def later_same_file(self, call: StateCall) -> list[StateCall]:
@@ -288,23 +268,10 @@ class StateView:
         )
 
     def rerun_later(self, call: StateCall) -> bool:
-        if not call.rerun_key:
-            return False
-        if not call.rerun_cut and self.rerun_last.get(call.rerun_key, -1) > call.seq:
+        """An identical later call, or a later run of the same test suite."""
+        if call.rerun_key and self.rerun_last.get(call.rerun_key, -1) > call.seq:
             return True
-        if call.head_key and self.head_last.get(call.head_key, -1) > call.seq:
-            return True
-        if call.rerun_cut or self.cut_rerun_calls:
-            for other in self.ordered[call.seq + 1 :]:
-                if other.rerun_key and other.rerun_key != call.rerun_key and (
-                    (call.rerun_cut and other.rerun_key.startswith(call.rerun_key))
-                    or (other.rerun_cut and call.rerun_key.startswith(other.rerun_key))
-                ):
-                    return True
-                if call.rerun_cut and other.rerun_key == call.rerun_key:
-                    return True
-        return False
-
+        return bool(call.head_key) and self.head_last.get(call.head_key, -1) > call.seq
 
 def _entry_index(entry: Mapping[str, Any], position: int) -> int:
     value = entry.get("i")
@@ -342,22 +309,10 @@ def read_state(state: Mapping[str, Any]) -> StateView:
         # A message with completed calls is followed by their results: the conversation goes on
         # at least one message past it.
         last_index = max(last_index, msg_index + 1 if found else msg_index)
-        for call_id, tool, fields, chars, is_error, digest in found:
-            call = StateCall(
-                id=call_id,
-                tool=tool,
-                kind=_tool_kind(tool, fields),
-                seq=len(ordered),
-                pos=pos,
-                msg_index=msg_index,
-                result_chars=chars,
-                is_error=is_error,
-                fields=fields,
-                digest=digest,
-            )
-            _describe_call(call)
+        for call in found:
+            call.seq, call.pos, call.msg_index = len(ordered), pos, msg_index
             ordered.append(call)
-            calls.setdefault(call_id, call)
+            calls.setdefault(call.id, call)
 
     view = StateView(goal=goal, entries=entries, calls=calls, ordered=ordered, last_index=last_index)
     for call in ordered:
@@ -367,32 +322,35 @@ def read_state(state: Mapping[str, Any]) -> StateView:
             else:
                 view.file_calls_by_base.setdefault(call.file.base, []).append(call)
         if call.rerun_key:
-            if call.rerun_cut:
-                view.cut_rerun_calls.append(call)
-            else:
-                view.rerun_last[call.rerun_key] = call.seq
+            view.rerun_last[call.rerun_key] = call.seq
         if call.head_key:
             view.head_last[call.head_key] = call.seq
     return view
 
 
-def _calls_of(raw: Any) -> list[tuple[str, str, dict[str, Any], int | None, bool, str]]:
-    """One history `tool_calls` element -> (id, tool, input fields, result chars, is_error, digest)."""
+def _calls_of(raw: Any) -> list[StateCall]:
+    """One history `tool_calls` element -> its calls (placed by the caller)."""
+
+    def made(call_id: str, tool: str, rendered: Any, one_line: bool, chars: int | None, is_error: bool,
+             digest: str) -> StateCall:
+        fields = _input_fields(rendered, one_line)
+        cut = isinstance(rendered, str) and rendered.rstrip().endswith(ELLIPSIS)
+        call = StateCall(id=call_id, tool=tool, kind=_tool_kind(tool, fields), seq=-1, pos=-1, msg_index=-1,
+                         result_chars=chars, is_error=is_error, fields=fields, digest=digest)
+        _describe_call(call, cut)
+        return call
+
     if isinstance(raw, Mapping):
-        call_id = _as_text(raw.get("id", "")).strip()
-        tool = _as_text(raw.get("tool", "")).strip() or "unknown"
         chars, is_error = _parse_result_note(raw.get("result"))
-        if raw.get("isError") is True:
-            is_error = True
         digest = raw.get("digest")
-        return [(call_id, tool, _input_fields(raw.get("input")), chars, is_error, digest if isinstance(digest, str) else "")]
+        return [made(_as_text(raw.get("id", "")).strip(), _as_text(raw.get("tool", "")).strip() or "unknown",
+                     raw.get("input"), False, chars, is_error or raw.get("isError") is True,
+                     digest if isinstance(digest, str) else "")]
     if isinstance(raw, str):
-        found: list[tuple[str, str, dict[str, Any], int | None, bool, str]] = []
-        for match in _ONE_LINE.finditer(raw):
-            line_id, line_tool, rendered, status, size = match.groups()
-            fields = _input_fields(rendered or "", one_line=True)
-            found.append((line_id, line_tool, fields, int(size), status.lower() == "error", ""))
-        return found
+        return [
+            made(line_id, line_tool, rendered or "", True, int(size), status.lower() == "error", "")
+            for line_id, line_tool, rendered, status, size in (m.groups() for m in _ONE_LINE.finditer(raw))
+        ]
     return []
 
 

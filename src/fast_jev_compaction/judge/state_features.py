@@ -77,9 +77,9 @@ def _reuses(index: ReuseIndex, lines: list[str], digest_terms: list[str], result
 
 
 def _superseded(view: StateView, call: StateCall) -> bool:
-    if call.kind in _CHANGES:
-        return False
-    return view.rerun_later(call) or (call.kind == "read" and view.later_read_of(call))
+    if call.kind == "read":
+        return view.later_read_of(call)
+    return call.kind not in _CHANGES and view.rerun_later(call)
 
 
 def _edited_unread(view: StateView, call: StateCall) -> bool:

@@ -12,7 +12,7 @@ from fast_jev_compaction.goal import goal_from_messages
 from fast_jev_compaction.history import output_digest, read_digest
 from fast_jev_compaction.judge.features import FEATURE_NAMES, call_features
 from fast_jev_compaction.judge.local import LocalJudge
-from fast_jev_compaction.judge.model import load_model
+from fast_jev_compaction.judge.model import load_state_model
 from fast_jev_compaction.judge.state import read_state
 from fast_jev_compaction.judge.state_features import state_features
 from fast_jev_compaction.pairing import pair_tool_calls
@@ -69,7 +69,7 @@ def test_the_judge_answers_a_state_with_the_fitted_model_over_those_features() -
     state = fit_state(messages, pairing, goal, 6, 25_000).state
     questions = batch_questions(pairing.candidates)
     answers = LocalJudge().answer(state, questions)
-    model = load_model()
+    model = load_state_model()
     features = state_features(read_state(state))
     for call in pairing.candidates:
         keep_result = model.keep_result(features[call.id])

@@ -30,7 +30,7 @@ from .frontier import cut_by_policy
 from .labels import OutputLabel, label_outputs
 from .metrics import auc
 from .outcome import BASELINES, Context, Outcome, Scores, measure, original_results, result_chars
-from .through_jev import JevFigures, add_point
+from .through_jev import HELD_OUT_MESSAGES, HELD_OUT_STATE, JevFigures, add_point
 from .through_jev import Point as JevPoint
 
 PIPELINE = "fast-jev (defaults)"
@@ -135,8 +135,8 @@ def evaluate(
             features = call_features(head, pairing, goal, build_reuse_index(head))
             if report.jev is not None:
                 from_messages = {c.tool_use_id: model.keep_result(features[c.tool_use_id]) for c in pairing.candidates}
-                add_point(report.jev, JevPoint(head, pairing, goal, originals, labels, fire, before, measured[PIPELINE],
-                                               from_messages), model, folder)
+                add_point(report.jev, JevPoint(session.group, fraction, head, pairing, goal, originals, labels, fire,
+                                               before, measured[PIPELINE], from_messages), model, folder)
             for call in pairing.candidates:
                 values = features[call.tool_use_id]
                 needed = labels[call.tool_use_id].needed_after(fire)
@@ -157,6 +157,12 @@ def evaluate(
     held_out = held_out_scores(report.rows)
     if held_out is not None:
         report.scores.by_ranker[HELD_OUT] = held_out
+    if report.jev is not None:
+        # the jev rows are the same calls in the same order, their features read from states
+        state_held_out = held_out_scores(report.jev.rows)
+        if held_out is not None and state_held_out is not None:
+            report.jev.scores.by_ranker[HELD_OUT_MESSAGES] = held_out
+            report.jev.scores.by_ranker[HELD_OUT_STATE] = state_held_out
     if frontier:
         report.frontier_ranker = HELD_OUT if held_out is not None else SHIPPED
         judge = dict(

@@ -32,16 +32,18 @@ from ..compaction import CompactResult, compact, run_sync
 from ..errors import CompactionError
 from ..fitting import state_base_tokens
 from ..history import one_line_call
-from ..judge.local import LocalJudge
-from ..judge.model import JudgeModel
+from ..judge.features import feature_vector
+from ..judge.model import JudgeModel, load_state_model
 from ..messages import SessionMessage
 from ..options import CompactOptions
 from ..pairing import Pairing
-from ..questions import batch_questions, question_tokens
+from ..questions import question_tokens
 from ..tokens import estimate_tokens
-from ..windows import WINDOWED, Request, plan_requests
+from ..windows import WINDOWED, plan_requests
+from .fit import Row
 from .labels import OutputLabel
 from .outcome import Context, Outcome, Scores, measure
+from .state_fit import state_values
 
 IN_PROCESS = "fast-jev in process (defaults)"
 ONE_STATE = "fast-jev through Jev, one state"
@@ -49,6 +51,9 @@ WINDOWS = "fast-jev through Jev, windowed states"
 FROM_MESSAGES = "fitted judge over the messages"
 FROM_STATE = "fitted judge over the state"
 FROM_WINDOWS = "fitted judge over windowed states"
+MESSAGE_WEIGHTS_ON_STATE = "weights.json over the state"
+HELD_OUT_MESSAGES = "fitted judge over the messages, held out"
+HELD_OUT_STATE = "fitted judge over the state, held out"
 # How long `fast-jev serve` may take to print its address: a guard against a hung start.
 _START_TIMEOUT_S = 60.0
 
@@ -65,10 +70,12 @@ class JevFigures:
 
     url: str
     flag: str = "--serve"  # how the command line asked for it, for the page's regenerate line
+    state_model: JudgeModel = field(default_factory=load_state_model)  # what the endpoint scores with
     points: int = 0
     outcomes: dict[str, Outcome] = field(default_factory=lambda: {IN_PROCESS: Outcome(), ONE_STATE: Outcome()})
     requests: int = 0  # one-state requests
     scores: Scores = field(default_factory=Scores)  # every ranked call: messages vs state
+    rows: list[Row] = field(default_factory=list)  # the same calls, state features, group set by the caller
     # the fire points that could be windowed, compared on themselves
     windowed_points: int = 0
     unwindowable_points: int = 0
@@ -85,6 +92,8 @@ class JevFigures:
 class Point:
     """One fire point, as the in-process evaluation has measured it."""
 
+    group: str
+    fraction: float
     head: list[SessionMessage]
     pairing: Pairing
     goal: str
@@ -116,23 +125,17 @@ def compact_through(url: str, messages: Sequence[SessionMessage], archive: Path 
     return result, dict(result.archive)
 
 
-def _requests_for(point: Point, budgets: Budgets | None) -> list[Request]:
-    preserve = CompactOptions().preserve_recent_messages
-    state, request = (budgets.max_state_tokens, budgets.max_request_tokens) if budgets else (
-        CompactOptions().max_state_tokens, CompactOptions().max_request_tokens)
-    costs = {call.id: question_tokens(call) for call in point.pairing.candidates}
-    return plan_requests(point.head, point.pairing, list(point.pairing.candidates), point.goal, preserve, state,
-                         request, costs)
-
-
 def windowed_budgets(point: Point) -> Budgets | None:
     """Budgets under which the prefix's state is windowed, or None when none can be."""
     one_line = state_base_tokens(point.goal) + sum(estimate_tokens(one_line_call(c)) for c in point.pairing.calls)
+    costs = {call.id: question_tokens(call) for call in point.pairing.candidates}
     state = one_line // 2
     while state < one_line:
         budgets = Budgets(state, state + state // 5 + 200)
         try:
-            requests = _requests_for(point, budgets)
+            requests = plan_requests(point.head, point.pairing, list(point.pairing.candidates), point.goal,
+                                     CompactOptions().preserve_recent_messages, budgets.max_state_tokens,
+                                     budgets.max_request_tokens, costs)
         except CompactionError:
             state += state // 4 + 1
             continue
@@ -140,24 +143,12 @@ def windowed_budgets(point: Point) -> Budgets | None:
     return None
 
 
-def state_scores(point: Point, model: JudgeModel, budgets: Budgets | None = None) -> dict[str, float]:
-    """keep_result of every candidate, as the judge answers it from the states the compaction
-    would send (all candidates asked, no rule settling any)."""
-    judge = LocalJudge(model)
-    scores: dict[str, float] = {}
-    for request in _requests_for(point, budgets):
-        answers = judge.answer(request.state, batch_questions(request.calls))
-        for call in request.calls:
-            scores[call.tool_use_id] = float(answers[f"result_{call.id}"]["noul"])
-    return scores
-
-
 def _measure(point: Point, result: CompactResult, archived: Mapping[str, str]) -> Outcome:
     context = Context.of(result.messages)
     return measure(point.pairing.calls, point.originals, point.labels, point.fire, context, point.before, archived)
 
 
-def add_point(figures: JevFigures, point: Point, model: JudgeModel, archive: Path | None) -> None:
+def add_point(figures: JevFigures, point: Point, message_model: JudgeModel, archive: Path | None) -> None:
     """Compact ``point`` through the endpoint, in one state and in windows, and add what came of it."""
     figures.points += 1
     figures.outcomes[IN_PROCESS].add(point.in_process)
@@ -168,11 +159,16 @@ def add_point(figures: JevFigures, point: Point, model: JudgeModel, archive: Pat
     candidates = point.pairing.candidates
     if not candidates:
         return
-    from_state = state_scores(point, model)
+    model = figures.state_model
+    values = state_values(point.head, point.pairing, point.goal)
+    from_state = {key: model.keep_result(v) for key, v in values.items()}
     for call in candidates:
         label = point.labels[call.tool_use_id].needed_after(point.fire)
         figures.scores.add(label, {FROM_MESSAGES: point.from_messages[call.tool_use_id],
-                                   FROM_STATE: from_state[call.tool_use_id]})
+                                   FROM_STATE: from_state[call.tool_use_id],
+                                   MESSAGE_WEIGHTS_ON_STATE: message_model.keep_result(values[call.tool_use_id])})
+        figures.rows.append(Row(point.group, point.fraction, call.tool_use_id, tuple(feature_vector(values[call.tool_use_id])), label,
+                                call.result_chars, point.fire - 1 - call.result_index))
 
     budgets = windowed_budgets(point)
     if budgets is None:
@@ -186,7 +182,9 @@ def add_point(figures: JevFigures, point: Point, model: JudgeModel, archive: Pat
     figures.windowed_outcomes[IN_PROCESS].add(point.in_process)
     figures.windowed_outcomes[ONE_STATE].add(one_state)
     figures.windowed_outcomes[WINDOWS].add(_measure(point, result, archived))
-    windowed = state_scores(point, model, budgets)
+    windowed_values = state_values(point.head, point.pairing, point.goal, budgets.max_state_tokens,
+                                   budgets.max_request_tokens)
+    windowed = {key: model.keep_result(v) for key, v in windowed_values.items()}
     for call in candidates:
         label = point.labels[call.tool_use_id].needed_after(point.fire)
         figures.windowed_scores.add(label, {FROM_MESSAGES: point.from_messages[call.tool_use_id],

@@ -1,12 +1,13 @@
 """LocalJudge: the embedded, offline judge used when no Jev key is configured.
 
-One fitted model (``judge/model.py``, ``judge/weights.json``), two ways in:
+One fitted model (``judge/model.py``), two ways in:
 
 - in process (:meth:`LocalJudge.score_calls`), the compaction hands it the messages and it reads
-  the outputs themselves (``judge/features.py``);
+  the outputs themselves (``judge/features.py``), scored with ``judge/weights.json``;
 - over the Jev protocol (``ask`` / ``answer``, what ``fast-jev serve`` calls), it gets a state
   and questions and computes the same features from what the state carries: notes, inputs,
-  digests and the texts around each call (``judge/state_features.py`` says what differs).
+  digests and the texts around each call (``judge/state_features.py`` says what differs),
+  scored with ``judge/state_weights.json``, the same model fitted on those features.
 
 Every answer is ``sigmoid(sum(contributions))``; :meth:`LocalJudge.explain` returns exactly those
 contributions: the model's weighted features for a result, plus ``call_floor`` for a call (the
@@ -25,7 +26,7 @@ from ..messages import SessionMessage
 from ..pairing import Pairing
 from ..textutil import js_json
 from ..tokens import estimate_tokens
-from .model import JudgeModel, load_model
+from .model import JudgeModel, load_state_model
 from .state import JudgeInputError, parse_question, read_state, validate_questions, validate_state
 from .state_features import question_features, sized, state_features
 
@@ -49,15 +50,16 @@ def _logit(p: float) -> float:
 class LocalJudge:
     """Deterministic, offline judge; implements the ``JevAsker`` protocol."""
 
-    def __init__(self, model: JudgeModel | None = None) -> None:
+    def __init__(self, model: JudgeModel | None = None, state_model: JudgeModel | None = None) -> None:
         self._model = model
+        self._state_model = state_model
         self._lock = threading.Lock()
         # state JSON -> {call id: features}: the questions about one state come in batches
         self._cache: OrderedDict[str, dict[str, dict[str, float]]] = OrderedDict()
 
     @property
-    def model(self) -> JudgeModel:
-        return self._model or load_model()
+    def state_model(self) -> JudgeModel:
+        return self._state_model or load_state_model()
 
     # -- in process ----------------------------------------------------------------------------
 
@@ -118,7 +120,7 @@ class LocalJudge:
         mapping = validate_state(state)
         validate_questions(questions)
         state_json, features = self._features(mapping)
-        model = self.model
+        model = self.state_model
         scored: dict[str, dict[str, float]] = {}
         for name, raw in questions.items():
             question = parse_question(name, raw)

@@ -17,7 +17,9 @@ feature of :data:`.features.FEATURE_NAMES` is computed from that, with these gap
 - in a windowed state the distant history is partly left out, so ``calls_after_fraction`` counts
   the calls shown and a re-read that is not shown does not supersede.
 
-``fast-jev eval --jev serve`` measures what these gaps cost (docs/quality.md, "Through Jev").
+``fast-jev eval --serve`` measures what these gaps cost (docs/quality.md, "Through Jev"); the
+judge behind the protocol scores them with the same model fitted on them (``judge/state_weights.json``,
+``fast-jev eval --fit-state``), not with the weights fitted on whole outputs.
 """
 
 from __future__ import annotations

@@ -315,7 +315,8 @@ def _windowed_intro(jev: JevFigures) -> str:
     per = jev.windows / jev.windowed_points
     return (
         f"{jev.windowed_points} fire points compacted again through the endpoint with "
-        f"maxStateTokens at half of what their one-line state needs, so their candidates are split into windows "
+        "maxStateTokens at half of what their one-line state needs (raised a quarter at a time until their newest "
+        "messages and a window fit), so their candidates are split into windows "
         f"({jev.windows} windows, {per:.1f} per compaction, {jev.windowed_requests} requests, "
         f"~{jev.windowed_tokens:,} estimated tokens); {jev.unwindowable_points} other fire points with candidates "
         "cannot be windowed (their newest messages outweigh all their one-line calls). Figures over those "

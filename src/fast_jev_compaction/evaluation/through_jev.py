@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
@@ -112,8 +112,8 @@ def compact_through(url: str, messages: Sequence[SessionMessage], archive: Path 
 
     options = CompactOptions(archive_dir=str(archive) if archive is not None else None)
     if budgets is not None:
-        options = CompactOptions(archive_dir=options.archive_dir, max_state_tokens=budgets.max_state_tokens,
-                                 max_request_tokens=budgets.max_request_tokens)
+        options = replace(options, max_state_tokens=budgets.max_state_tokens,
+                          max_request_tokens=budgets.max_request_tokens)
 
     async def run() -> CompactResult:
         async with JevClient(base_url=url) as client:
@@ -167,8 +167,9 @@ def add_point(figures: JevFigures, point: Point, message_model: JudgeModel, arch
         figures.scores.add(label, {FROM_MESSAGES: point.from_messages[call.tool_use_id],
                                    FROM_STATE: from_state[call.tool_use_id],
                                    MESSAGE_WEIGHTS_ON_STATE: message_model.keep_result(values[call.tool_use_id])})
-        figures.rows.append(Row(point.group, point.fraction, call.tool_use_id, tuple(feature_vector(values[call.tool_use_id])), label,
-                                call.result_chars, point.fire - 1 - call.result_index))
+        vector = tuple(feature_vector(values[call.tool_use_id]))
+        since = point.fire - 1 - call.result_index
+        figures.rows.append(Row(point.group, point.fraction, call.tool_use_id, vector, label, call.result_chars, since))
 
     budgets = windowed_budgets(point)
     if budgets is None:

@@ -36,7 +36,9 @@ def _log(rng: random.Random, lines: int, tail: str) -> str:
     return "\n".join(["============================= test session starts ==============================", *body, tail])
 
 
-def planted_session(seed: int) -> Planted:
+def planted_session(seed: int, old_calls: int = 0) -> Planted:
+    """One session; ``old_calls`` adds that many more old, unremarkable reads and searches before
+    the work (a long session, for windowed states)."""
     rng = random.Random(seed)
     out = Planted()
     tag = f"{seed:04d}"
@@ -67,6 +69,12 @@ def planted_session(seed: int) -> Planted:
     for n in range(rng.randrange(4, 8)):
         call("Read", _code(rng, rng.randrange(80, 200), f"module{n}"), "Reading the code." if n == 0 else "",
              file_path=f"/repo/src/module{n}.py")
+    for n in range(old_calls):
+        if n % 3 == 2:
+            call("Grep", "\n".join(f"/repo/lib/part{k}.py:{m}: handler_{n}" for k in range(8) for m in range(40)),
+                 pattern=f"handler_{n}", path="/repo/lib")
+        else:
+            call("Read", _code(rng, rng.randrange(80, 200), f"old{n}"), file_path=f"/repo/lib/old{n}.py")
     call("Bash", "\n".join(f"/repo/src/pkg{n}/file{m}.py" for n in range(30) for m in range(12)), command="find /repo/src -name '*.py'")
     call("Grep", "\n".join(f"/repo/src/module{n}.py:{m}: refund" for n in range(8) for m in range(40)), pattern="refund")
     call("Bash", _log(rng, rng.randrange(300, 600), "===== 1 failed, 420 passed in 31.2s ====="), command="pytest -q")

@@ -12,7 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fast_jev_compaction.asker import AskResult, JevAsker
-from fast_jev_compaction.judge import CALL_WEIGHTS, RESULT_WEIGHTS, JudgeInputError, LocalJudge
+from fast_jev_compaction.judge import JudgeInputError, LocalJudge
+from fast_jev_compaction.judge.features import FEATURE_NAMES
+from fast_jev_compaction.judge.model import load_state_model
+from fast_jev_compaction.judge.state import read_state
+from fast_jev_compaction.judge.state_features import state_features
 from fast_jev_compaction.textutil import js_json
 from fast_jev_compaction.tokens import estimate_tokens
 
@@ -85,27 +89,22 @@ READ_A = {"file_path": "/repo/src/alpha.py"}
 # ---------------------------------------------------------------------------------------------
 
 
-def test_superseded_read_keeps_less_result_than_the_same_read_alone() -> None:
-    q = questions(("t1", "Read", 4000))
+def features(s: dict[str, Any]) -> dict[str, dict[str, float]]:
+    return state_features(read_state(s))
+
+
+def test_a_reread_supersedes_a_read_and_another_file_does_not() -> None:
     later_read = assistant(9, call("t2", "Read", READ_A, 4100))
     other_read = assistant(9, call("t2", "Read", {"file_path": "/repo/src/beta.py"}, 4100))
     base = [user(0, "start"), assistant(1, call("t1", "Read", READ_A, 4000)), *padding(3, 3)]
-
-    superseded = probs(state(*base, later_read), q)
-    alone = probs(state(*base, other_read), q)
-
-    assert superseded["result_t1"] < alone["result_t1"]
-    assert superseded["call_t1"] < alone["call_t1"]
-    expl = LocalJudge().explain(state(*base, later_read), q)
-    assert "superseded" in expl["result_t1"]
+    assert features(state(*base, later_read))["t1"]["superseded"] == 1.0
+    assert features(state(*base, other_read))["t1"]["superseded"] == 0.0
 
 
 def test_a_partial_reread_does_not_supersede_a_full_read() -> None:
-    q = questions(("t1", "Read", 4000))
     base = [user(0, "start"), assistant(1, call("t1", "Read", READ_A, 4000))]
     partial = assistant(3, call("t2", "Read", {**READ_A, "offset": 10, "limit": 20}, 800))
-    expl = LocalJudge().explain(state(*base, partial), q)
-    assert "superseded" not in expl["result_t1"]
+    assert features(state(*base, partial))["t1"]["superseded"] == 0.0
 
 
 def test_edit_call_is_kept_even_when_old() -> None:
@@ -116,31 +115,19 @@ def test_edit_call_is_kept_even_when_old() -> None:
     assert p["call_t1"] >= p["result_t1"]
 
 
-def test_error_result_keeps_more_than_an_ok_one_of_equal_size() -> None:
+def test_a_failed_call_is_held_by_the_error_floor() -> None:
     cmd = {"command": "python tools/check.py --all"}
     q = questions(("t1", "Bash", 3000))
     failed = probs(state(user(0, "go"), assistant(1, call("t1", "Bash", cmd, 3000, error=True)), *padding(3, 10)), q)
     passed = probs(state(user(0, "go"), assistant(1, call("t1", "Bash", cmd, 3000)), *padding(3, 10)), q)
-    assert failed["result_t1"] > passed["result_t1"]
+    assert failed["call_t1"] >= load_state_model().error_floor
     assert failed["call_t1"] > passed["call_t1"]
 
 
-def test_huge_old_read_drops_its_result() -> None:
+def test_a_read_has_no_call_floor() -> None:
     s = state(user(0, "start"), assistant(1, call("t1", "Read", READ_A, 60_000)), *padding(3, 60))
     p = probs(s, questions(("t1", "Read", 60_000)))
-    assert p["result_t1"] < 0.5
-    assert p["result_t1"] < 0.2
-
-
-def test_huge_old_superseded_read_drops_the_call_too() -> None:
-    s = state(
-        user(0, "start"),
-        assistant(1, call("t1", "Read", READ_A, 60_000)),
-        *padding(3, 60),
-        assistant(200, call("t2", "Read", READ_A, 60_000)),
-    )
-    p = probs(s, questions(("t1", "Read", 60_000)))
-    assert p["call_t1"] < 0.5 and p["result_t1"] < 0.5
+    assert p["call_t1"] == pytest.approx(p["result_t1"])
 
 
 def test_mention_in_later_text_raises_both_scores() -> None:
@@ -153,9 +140,8 @@ def test_mention_in_later_text_raises_both_scores() -> None:
 
 
 def test_a_mention_before_the_call_does_not_count() -> None:
-    q = questions(("t1", "Read", 3000))
     s = state(user(0, "look at alpha.py"), assistant(1, call("t1", "Read", READ_A, 3000)), *padding(3, 5))
-    assert "mentioned_later" not in LocalJudge().explain(s, q)["result_t1"]
+    assert features(s)["t1"]["target_mentioned_later"] == 0.0
 
 
 def test_recent_call_scores_higher_than_old_call() -> None:
@@ -173,9 +159,11 @@ def test_read_of_a_file_edited_later_is_stale() -> None:
     edit_same = assistant(3, call("t2", "Edit", {**READ_A, "old_string": "x", "new_string": "y"}, 300))
     edit_other = assistant(3, call("t2", "Edit", {"file_path": "/repo/src/beta.py", "old_string": "x",
                                                   "new_string": "y"}, 300))
-    stale = probs(state(*base, edit_same), q)
-    fresh = probs(state(*base, edit_other), q)
-    assert stale["result_t1"] < fresh["result_t1"]
+    reread = assistant(5, call("t3", "Read", READ_A, 3000))
+    assert features(state(*base, edit_same))["t1"]["edited_unread"] == 1.0
+    assert features(state(*base, edit_other))["t1"]["edited_unread"] == 0.0
+    assert features(state(*base, edit_same, reread))["t1"]["edited_unread"] == 0.0
+    assert set(LocalJudge().explain(state(*base, edit_same), q)) == set(q)
 
 
 def test_side_effect_command_is_kept_and_inspection_is_not() -> None:
@@ -185,44 +173,34 @@ def test_side_effect_command_is_kept_and_inspection_is_not() -> None:
                        *pad), q)
     look = probs(state(user(0, "ship it"), assistant(1, call("t1", "Bash", {"command": "ls -la src"}, 2500)), *pad), q)
     assert push["call_t1"] >= 0.9
-    assert push["result_t1"] > look["result_t1"]
     assert look["call_t1"] < 0.5
+    assert look["call_t1"] == pytest.approx(look["result_t1"])  # no floor for an inspection
 
 
 def test_rerun_test_suite_supersedes_the_earlier_run() -> None:
-    q = questions(("t1", "Bash", 5000))
     first = call("t1", "Bash", {"command": "pytest tests/test_parser.py -q"}, 5000)
-    rerun = probs(state(user(0, "fix tests"), assistant(1, first),
-                        assistant(3, call("t2", "Bash", {"command": "pytest -q"}, 5000))), q)
-    once = probs(state(user(0, "fix tests"), assistant(1, first),
-                       assistant(3, call("t2", "Bash", {"command": "git status"}, 300))), q)
-    assert rerun["result_t1"] < once["result_t1"]
+    rerun = features(state(user(0, "fix tests"), assistant(1, first),
+                           assistant(3, call("t2", "Bash", {"command": "pytest -q"}, 5000))))
+    once = features(state(user(0, "fix tests"), assistant(1, first),
+                          assistant(3, call("t2", "Bash", {"command": "git status"}, 300))))
+    assert rerun["t1"]["superseded"] == 1.0 and once["t1"]["superseded"] == 0.0
 
 
-def test_goal_mentioning_the_target_raises_scores() -> None:
+def test_a_digest_sharing_the_goal_terms_raises_scores() -> None:
     q = questions(("t1", "Read", 3000))
-    entries = [user(0, "go"), assistant(1, call("t1", "Read", READ_A, 3000)), *padding(3, 10)]
-    in_goal = probs(state(*entries, goal="Refactor alpha.py into two modules"), q)
-    off_goal = probs(state(*entries, goal="Write the changelog"), q)
+    digested = {**call("t1", "Read", READ_A, 3000), "digest": "class LedgerRefund: ⏎ def rounding_mode(self): [terms: LedgerRefund.round]"}
+    entries = [user(0, "go"), assistant(1, digested), *padding(3, 10)]
+    in_goal = probs(state(*entries, goal="Fix the rounding_mode of LedgerRefund"), q)
+    off_goal = probs(state(*entries, goal="Write the changelog entry"), q)
     assert in_goal["result_t1"] > off_goal["result_t1"]
+    assert "goal_overlap" in LocalJudge().explain(state(*entries, goal="Fix the rounding_mode"), q)["result_t1"]
 
 
-def test_pending_call_on_the_same_file_raises_scores() -> None:
-    q = questions(("t1", "Read", 3000))
-    entries = [user(0, "go"), assistant(1, call("t1", "Read", READ_A, 3000)), *padding(3, 10)]
-    pending = {"i": 30, "role": "assistant", "text": "",
-               "pending_calls": [{"tool_use_id": "toolu_9", "tool": "Edit",
-                                  "input": js_json({**READ_A, "old_string": "a", "new_string": "b"})}]}
-    with_pending = probs(state(*entries, pending), q)
-    without = probs(state(*entries), q)
-    assert with_pending["result_t1"] > without["result_t1"]
-
-
-def test_decision_tools_keep_their_result() -> None:
+def test_decision_tools_keep_their_call() -> None:
     s = state(user(0, "plan"), assistant(1, call("t1", "AskUserQuestion", {"questions": [{"q": "Which DB?"}]}, 900)),
               *padding(3, 20))
     p = probs(s, questions(("t1", "AskUserQuestion", 900)))
-    assert p["result_t1"] >= 0.5 and p["call_t1"] >= 0.5
+    assert p["call_t1"] >= load_state_model().call_floors["decision"]
 
 
 def test_a_typical_session_drops_a_reasonable_share() -> None:
@@ -245,8 +223,9 @@ def test_a_typical_session_drops_a_reasonable_share() -> None:
         pairs.append((f"t{n}", tool, chars))
         i += 2
     answers = probs(state(*entries), questions(*pairs))
-    kept_results = sum(answers[f"result_t{n}"] >= 0.5 for n in range(1, 31))
-    assert 3 <= kept_results <= 24
+    reads = [n for n in range(1, 31) if n % 5 and n % 7]
+    old, recent = reads[: len(reads) // 2], reads[len(reads) // 2 :]
+    assert sum(answers[f"result_t{n}"] for n in recent) > sum(answers[f"result_t{n}"] for n in old)
     assert all(answers[f"call_t{n}"] >= 0.9 for n in range(5, 31, 5))  # edits
 
 
@@ -270,20 +249,19 @@ def test_one_line_and_merged_entries_are_parsed() -> None:
     judge = LocalJudge()
     answers = judge.answer(s, q)
     assert set(answers) == set(q)
-    expl = judge.explain(s, q)
+    found = features(s)
     for cid in ("t1", "t2", "t3", "t4", "t5"):
-        assert "recency" in expl[f"call_{cid}"], cid  # only calls found in the history have an age
-    assert "kind_read" in expl["call_t1"] and "kind_search" in expl["call_t2"]
-    assert "kind_side_effect" in expl["call_t3"]
-    assert "is_error" in expl["call_t4"]
-    assert "stale_after_edit" in expl["result_t1"]  # one-line read, structured edit of the same file
+        assert found[cid]["recency"] > 0, cid  # every call is found in the history, with its age
+    assert found["t1"]["kind_read"] and found["t2"]["kind_search"] and found["t3"]["kind_side_effect"]
+    assert found["t4"]["is_error"]
+    assert found["t1"]["edited_unread"]  # one-line read, structured edit of the same file
 
 
 def test_several_calls_in_one_string_are_all_found() -> None:
     merged = " ".join([line("t1", "Read", "file_path=/a/x.py", 10), line("t2", "Read", "file_path=/a/y.py", 20)])
     s = state(user(0, "go"), assistant(1, merged))
-    expl = LocalJudge().explain(s, questions(("t1", "Read", 10), ("t2", "Read", 20)))
-    assert "recency" in expl["result_t1"] and "recency" in expl["result_t2"]
+    found = features(s)
+    assert found["t1"]["recency"] > 0 and found["t2"]["recency"] > 0
 
 
 def test_truncated_inputs_still_yield_targets() -> None:
@@ -291,13 +269,11 @@ def test_truncated_inputs_still_yield_targets() -> None:
     cut = line("t1", "Read", f"file_path={long_path}"[:59] + "\u2026", 5000)
     again = line("t2", "Read", f"file_path={long_path}"[:59] + "\u2026", 5000)
     s = state(user(0, "go"), assistant(1, cut), assistant(3, again))
-    expl = LocalJudge().explain(s, questions(("t1", "Read", 5000)))
-    assert "superseded" in expl["result_t1"]
+    assert features(s)["t1"]["superseded"] == 1.0
 
     structured = call("t1", "Bash", {"command": "git push origin main " + "x" * 300}, 50, limit=200)
     assert structured["input"].endswith("\u2026")
-    expl = LocalJudge().explain(state(user(0, "go"), assistant(1, structured)), questions(("t1", "Bash", 50)))
-    assert "kind_side_effect" in expl["call_t1"]
+    assert features(state(user(0, "go"), assistant(1, structured)))["t1"]["kind_side_effect"] == 1.0
 
 
 def test_question_for_a_call_missing_from_the_state_is_still_answered() -> None:
@@ -348,7 +324,7 @@ def test_explain_sums_through_the_logistic_to_the_answer() -> None:
         assert "bias" in parts
         logit = sum(parts.values())
         assert math.isclose(1 / (1 + math.exp(-logit)), answers[name]["noul"], rel_tol=1e-9, abs_tol=1e-12)
-        known = set(CALL_WEIGHTS if name.startswith("call_") else RESULT_WEIGHTS) | {"covers_result"}
+        known = {"bias", *FEATURE_NAMES} | ({"call_floor"} if name.startswith("call_") else set())
         assert set(parts) <= known
 
 
@@ -415,8 +391,7 @@ def test_large_state_with_many_questions_is_fully_answered() -> None:
     assert estimate_tokens(js_json(s)) > 20_000 and len(q) == 400
     answers = LocalJudge().answer(s, q)
     assert set(answers) == set(q)
-    kept = sum(a["noul"] >= 0.5 for name, a in answers.items() if name.startswith("result_"))
-    assert 0 < kept < 200
+    assert len({round(a["noul"], 6) for name, a in answers.items() if name.startswith("result_")}) > 20
 
 
 # ---------------------------------------------------------------------------------------------

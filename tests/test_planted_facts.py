@@ -8,10 +8,16 @@ prose is byte for byte the input's.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Iterator
+
+import pytest
 
 from fast_jev_compaction.archive import write_archive
 from fast_jev_compaction.compaction import compact_sync
+from fast_jev_compaction.evaluation.through_jev import served_judge
+from fast_jev_compaction.jev.client import JevClient
 from fast_jev_compaction.judge.local import LocalJudge
 from fast_jev_compaction.markers import saved_path
 from fast_jev_compaction.options import CompactOptions
@@ -32,29 +38,51 @@ def test_planted_facts_stay_in_context_and_every_cut_is_recoverable(tmp_path: Pa
     check_planted(tmp_path, SEEDS, LocalJudge)
 
 
-def test_the_same_holds_through_a_jev_protocol_endpoint(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def served() -> Iterator[str]:
+    """`fast-jev serve` on loopback, a real subprocess; yields its Jev URL."""
+    with served_judge() as url:
+        yield url
+
+
+def test_the_same_holds_through_a_jev_protocol_endpoint(tmp_path: Path, served: str) -> None:
     """Through `fast-jev serve` on loopback: the judge reads states (notes and digests), not the
     messages, and the budget, the rules, the markers and the archive do the same work."""
-    from fast_jev_compaction.jev.client import JevClient
-    from fast_jev_compaction.jev.server import start_server
-
-    server, thread, url = start_server(LocalJudge(), "127.0.0.1", 0)
-    try:
-        check_planted(tmp_path, range(5), lambda: JevClient(base_url=f"{url}/v1/systemone"), requests=True)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    check_planted(tmp_path, range(5), lambda: JevClient(base_url=served), requests=True)
 
 
-def check_planted(tmp_path: Path, seeds, make_judge, requests: bool = False) -> None:
-    facts = in_context = recoverable = 0
+def test_a_session_that_needs_several_windows_compacts_as_well_as_in_one_state(tmp_path: Path, served: str) -> None:
+    """Long sessions whose state is split into windows (small budgets) keep the facts, the
+    recoverability and the reduction they have when the same sessions fit one state."""
+    seeds = range(3)
+    tight = CompactOptions(max_state_tokens=1500, max_request_tokens=2200)
+    one = check_planted(tmp_path / "one", seeds, lambda: JevClient(base_url=served), requests=True, old_calls=60)
+    windowed = check_planted(tmp_path / "windowed", seeds, lambda: JevClient(base_url=served), requests=True,
+                             old_calls=60, options=tight)
+    assert one.windows == 0 and windowed.windows >= 2 * len(seeds)
+    assert windowed.in_context >= one.in_context - 1
+    assert windowed.reduction >= one.reduction - 0.02
+
+
+@dataclass
+class Figures:
+    facts: int
+    in_context: int
+    reduction: float
+    windows: int  # summed over the sessions
+
+
+def check_planted(tmp_path: Path, seeds, make_judge, requests: bool = False, old_calls: int = 0,
+                  options: CompactOptions | None = None) -> Figures:
+    facts = in_context = recoverable = windows = 0
     before = after = 0
     for seed in seeds:
-        session = planted_session(seed)
+        session = planted_session(seed, old_calls)
         archive = tmp_path / f"archive-{seed}"
-        result = compact_sync(session.messages, make_judge(), CompactOptions(archive_dir=str(archive)))
+        opts = replace(options or CompactOptions(), archive_dir=str(archive))
+        result = compact_sync(session.messages, make_judge(), opts)
         assert (result.stats.requests > 0) == requests
+        windows += result.stats.windows
         write_archive(result.archive)
         out = result.messages
         context = "\n".join([m.text for m in out] + [r.text for m in out for r in m.toolResults or ()])
@@ -83,3 +111,4 @@ def check_planted(tmp_path: Path, seeds, make_judge, requests: bool = False) -> 
     assert recoverable == facts
     assert in_context / facts >= 0.95, (in_context, facts)
     assert 1 - after / before >= 0.70, 1 - after / before
+    return Figures(facts, in_context, 1 - after / before, windows)

@@ -45,6 +45,19 @@ def output_digest(text: str, budget: int, memo: RenderMemo | None = None) -> str
     return f"{flat} [terms: {terms}]" if terms else flat
 
 
+def read_digest(digest: str) -> tuple[list[str], list[str]]:
+    """A digest's lines (the cut between its ends stays inside a line) and its terms: what a
+    judge that reads states has of an output (tests/test_state.py checks it against
+    :func:`output_digest`)."""
+    flat, terms = digest, ""
+    if digest.endswith("]"):
+        head, found, tail = digest.rpartition(" [terms: ")
+        if found:
+            flat, terms = head, tail[:-1]
+    lines = [line for line in flat.split(" ⏎ ") if line]
+    return lines, terms.split()
+
+
 def _parts(text: str) -> tuple[str, bool, str]:
     """The flattened lines (exact, or of a long output only both ends), and the term list."""
     flat, exact = _flattened(text)

@@ -24,7 +24,14 @@ def add_parser(subparsers: Any) -> None:
         nargs="*",
         help="transcript files or folders searched for *.jsonl (default: the shared corpus beside the repository)",
     )
-    p.add_argument("--fit", action="store_true", help="fit the judge on these transcripts and write the weights")
+    fit = p.add_mutually_exclusive_group()
+    fit.add_argument("--fit", action="store_true", help="fit the judge on these transcripts and write the weights")
+    fit.add_argument(
+        "--fit-state",
+        action="store_true",
+        help="fit the judge that reads Jev states (`fast-jev serve`'s) on the features the states carry, and write "
+             "its weights (default: the shipped judge/state_weights.json; --weights names another file)",
+    )
     p.add_argument(
         "--weights",
         metavar="FILE",
@@ -43,6 +50,14 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="also measure cut policies (judge price or result length, two digests): the frontier",
     )
+    jev = p.add_mutually_exclusive_group()
+    jev.add_argument(
+        "--serve",
+        action="store_true",
+        help="also compact each fire point with the judge behind `fast-jev serve` (started on 127.0.0.1 for the "
+             "run), in one state and in windowed states, and report both beside the in-process figures",
+    )
+    jev.add_argument("--jev-url", metavar="URL", help="the same as --serve, through the Jev endpoint at URL")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     p.add_argument("--markdown", metavar="FILE", help="also write the results page (docs/quality.md) to FILE")
     p.set_defaults(run=run)
@@ -58,13 +73,16 @@ def _write_text(path: Path, text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
     import tempfile
+    from contextlib import ExitStack
 
     from ..evaluation.corpus import default_corpus, load_sessions
     from ..evaluation.fit import FIT_FIRE_POINTS, fit_report, fitted_model, session_rows
     from ..evaluation.quality import evaluate
-    from ..evaluation.report import fit_markdown, markdown_report, text_report, to_json
+    from ..evaluation.report import REFIT_STATE, STATE_FEATURES_SOURCE, fit_markdown, markdown_report, text_report, to_json
+    from ..evaluation.state_fit import state_rows
+    from ..evaluation.through_jev import JevFigures, served_judge
     from ..judge.features import FEATURE_NAMES
-    from ..judge.model import WEIGHTS_PATH, ModelError, load_model
+    from ..judge.model import STATE_WEIGHTS_PATH, WEIGHTS_PATH, ModelError, load_model, load_state_model
     from ..progress import Progress
 
     paths = args.paths or [str(default_corpus())]
@@ -75,16 +93,23 @@ def run(args: argparse.Namespace) -> int:
     sessions, skipped = load_sessions(paths)
     weights_path = Path(args.weights) if args.weights else WEIGHTS_PATH
 
-    if args.fit:
-        rows = [row for s in sessions for row in session_rows(s.messages, s.group, FIT_FIRE_POINTS)]
+    state_weights_path = Path(args.weights) if args.weights and args.fit_state else STATE_WEIGHTS_PATH
+    if args.fit or args.fit_state:
+        rows_of = state_rows if args.fit_state else session_rows
+        rows = [row for s in sessions for row in rows_of(s.messages, s.group, FIT_FIRE_POINTS)]
         groups = {row.group for row in rows}
         if len(groups) < 2 or not any(r.label for r in rows) or all(r.label for r in rows):
             print("fast-jev eval --fit: needs reused and unreused outputs in at least two sessions", file=sys.stderr)
             return 2
         report = fit_report(rows)
         model = fitted_model(report, files=len(sessions))
-        _write_text(weights_path, json.dumps(model.to_json(), indent=1, sort_keys=True) + "\n")
-        page = fit_markdown(report, FEATURE_NAMES, "src/fast_jev_compaction/judge/weights.json")
+        written = state_weights_path if args.fit_state else weights_path
+        _write_text(written, json.dumps(model.to_json(), indent=1, sort_keys=True) + "\n")
+        if args.fit_state:
+            page = fit_markdown(report, FEATURE_NAMES, "src/fast_jev_compaction/judge/state_weights.json",
+                                REFIT_STATE, STATE_FEATURES_SOURCE)
+        else:
+            page = fit_markdown(report, FEATURE_NAMES, "src/fast_jev_compaction/judge/weights.json")
         if args.fit_report:
             _write_text(Path(args.fit_report), page)
         if not args.json:
@@ -95,14 +120,23 @@ def run(args: argparse.Namespace) -> int:
             return 0
 
     try:
-        model = load_model(weights_path if args.weights or args.fit else None)
+        model = load_model(weights_path if args.weights and not args.fit_state or args.fit else None)
+        state_model = load_state_model(state_weights_path if args.fit_state else None)
     except ModelError as exc:
         print(f"fast-jev eval: {exc}", file=sys.stderr)
         return 2
     # Cut outputs are always archived, as the plugin archives them, so "recoverable" is measured.
-    with tempfile.TemporaryDirectory(prefix="fast-jev-eval-") as scratch, Progress() as progress:
+    with ExitStack() as stack:
+        scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="fast-jev-eval-"))
+        jev = None
+        if args.serve:
+            jev = JevFigures(stack.enter_context(served_judge()), "--serve", state_model)
+        elif args.jev_url:
+            jev = JevFigures(args.jev_url, f"--jev-url {args.jev_url}", state_model)
+        progress = stack.enter_context(Progress())
         evaluation = evaluate(
-            sessions, model, archive=Path(args.archive or scratch), frontier=args.frontier, progress=progress.update
+            sessions, model, archive=Path(args.archive or scratch), frontier=args.frontier, progress=progress.update,
+            jev=jev,
         )
     if args.markdown:
         _write_text(Path(args.markdown), markdown_report(evaluation, model.fit))

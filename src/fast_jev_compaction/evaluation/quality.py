@@ -30,6 +30,8 @@ from .frontier import cut_by_policy
 from .labels import OutputLabel, label_outputs
 from .metrics import auc
 from .outcome import BASELINES, Context, Outcome, Scores, measure, original_results, result_chars
+from .through_jev import HELD_OUT_MESSAGES, HELD_OUT_STATE, JevFigures, add_point
+from .through_jev import Point as JevPoint
 
 PIPELINE = "fast-jev (defaults)"
 HELD_OUT = "fitted judge, held out"
@@ -74,6 +76,7 @@ class Evaluation:
     points: int = 0
     frontier: dict[str, Outcome] = field(default_factory=dict)  # rank-and-cut policy -> totals
     frontier_ranker: str = ""  # which judge scores ranked the frontier's "judge" policies
+    jev: JevFigures | None = None  # the same compactions through a Jev endpoint (through_jev.py)
 
     def aucs(self) -> dict[str, float | None]:
         return {name: auc(values, self.scores.labels) for name, values in self.scores.by_ranker.items()}
@@ -87,11 +90,14 @@ def evaluate(
     archive: Path | None = None,
     frontier: bool = False,
     progress: Callable[[str], None] | None = None,
+    jev: JevFigures | None = None,
 ) -> Evaluation:
-    """Measure the pipeline and the baselines; with ``frontier``, the rank-and-cut policies too.
+    """Measure the pipeline and the baselines; with ``frontier``, the rank-and-cut policies too;
+    with ``jev``, the pipeline through its Jev endpoint as well (in one state and windowed),
+    added to it.
 
     ``progress`` hears "session N/M" as each session starts (the CLI's progress line)."""
-    report = Evaluation(fractions=tuple(fractions), sessions=len(sessions))
+    report = Evaluation(fractions=tuple(fractions), sessions=len(sessions), jev=jev)
     points: list[_Point] = []
     policies = (PIPELINE, *BASELINES)
     for policy in policies:
@@ -113,8 +119,9 @@ def evaluate(
             contexts = {PIPELINE: result.messages}
             contexts.update({name: rule(head, pairing) for name, rule in BASELINES.items()})
             per_fraction = report.by_fraction.setdefault(f"{fraction:.1f}", {p: Outcome() for p in policies})
+            measured: dict[str, Outcome] = {}
             for policy, kept in contexts.items():
-                outcome = measure(pairing.calls, originals, labels, fire, Context.of(kept), before, archived)
+                outcome = measured[policy] = measure(pairing.calls, originals, labels, fire, Context.of(kept), before, archived)
                 report.outcomes[policy].add(outcome)
                 per_fraction[policy].add(outcome)
                 if policy == PIPELINE:
@@ -124,7 +131,12 @@ def evaluate(
             if frontier:
                 points.append(_Point(session.group, fraction, fire, head, pairing, originals, labels, before))
             judged = {d.tool_use_id: d.keep_result for d in result.decisions}
-            features = call_features(head, pairing, goal_from_messages(head), build_reuse_index(head))
+            goal = goal_from_messages(head)
+            features = call_features(head, pairing, goal, build_reuse_index(head))
+            if report.jev is not None:
+                from_messages = {c.tool_use_id: model.keep_result(features[c.tool_use_id]) for c in pairing.candidates}
+                add_point(report.jev, JevPoint(session.group, fraction, head, pairing, goal, originals, labels, fire,
+                                               before, measured[PIPELINE], from_messages), model, folder)
             for call in pairing.candidates:
                 values = features[call.tool_use_id]
                 needed = labels[call.tool_use_id].needed_after(fire)
@@ -145,6 +157,12 @@ def evaluate(
     held_out = held_out_scores(report.rows)
     if held_out is not None:
         report.scores.by_ranker[HELD_OUT] = held_out
+    if report.jev is not None:
+        # the jev rows are the same calls in the same order, their features read from states
+        state_held_out = held_out_scores(report.jev.rows)
+        if held_out is not None and state_held_out is not None:
+            report.jev.scores.by_ranker[HELD_OUT_MESSAGES] = held_out
+            report.jev.scores.by_ranker[HELD_OUT_STATE] = state_held_out
     if frontier:
         report.frontier_ranker = HELD_OUT if held_out is not None else SHIPPED
         judge = dict(

@@ -19,7 +19,7 @@ def fallback_category(exc: BaseException) -> str:
     from pydantic import ValidationError
 
     from ..errors import FittingError, JevError, PairingError  # local: only needed on failure
-    from ..judge.local import JudgeInputError
+    from ..judge.state import JudgeInputError
 
     if isinstance(exc, (StdinError, UnicodeDecodeError, json.JSONDecodeError, ValidationError, PairingError)):
         return "bad-input"

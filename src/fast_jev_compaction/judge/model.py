@@ -21,6 +21,9 @@ from ..pairing import Pairing
 from .features import FEATURE_NAMES, KINDS, call_features
 
 WEIGHTS_PATH = Path(__file__).with_name("weights.json")
+# The same model fitted on the features a Jev state carries (judge/state_features.py): what the
+# judge behind `fast-jev serve` scores with. `fast-jev eval --fit-state` rewrites it.
+STATE_WEIGHTS_PATH = Path(__file__).with_name("state_weights.json")
 FORMAT = 1
 
 
@@ -118,6 +121,16 @@ def _read(path: Path) -> JudgeModel:
 @lru_cache(maxsize=1)
 def _shipped() -> JudgeModel:
     return _read(WEIGHTS_PATH)
+
+
+def load_state_model(path: str | Path | None = None) -> JudgeModel:
+    """The model for features read from a state: ``path``, or the shipped ``judge/state_weights.json``."""
+    return _read(Path(path)) if path is not None else _shipped_state()
+
+
+@lru_cache(maxsize=1)
+def _shipped_state() -> JudgeModel:
+    return _read(STATE_WEIGHTS_PATH)
 
 
 def score_calls(

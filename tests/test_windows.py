@@ -27,6 +27,9 @@ def session(calls: int) -> list:
     return messages
 
 
+EVERY_CALL = CompactOptions(use_rules=False, policy="threshold")
+
+
 def wire_tokens(request) -> int:
     return estimate_tokens(js_json({"model": "jev-latest", "state": request.state, "questions": request.questions}))
 
@@ -35,8 +38,9 @@ def wire_tokens(request) -> int:
 def big():
     messages = session(3000)
     asker = ScriptedAsker(0.9, yields=0)
-    # Without the rules every candidate reaches the judge: the largest load for the windows.
-    result = compact_sync(messages, asker, CompactOptions(use_rules=False))
+    # Without the rules, and with the threshold policy (it asks about every call, the budget one
+    # only about outputs it could cut), every candidate reaches the judge: the largest load.
+    result = compact_sync(messages, asker, EVERY_CALL)
     return messages, asker, result
 
 
@@ -78,7 +82,7 @@ def test_windows_share_the_cost_linearly(big):
 
 def test_a_session_that_fits_one_state_gets_exactly_that_state():
     messages = session(40)
-    options = CompactOptions(use_rules=False)
+    options = EVERY_CALL
     asker = ScriptedAsker(0.9, yields=0)
     result = compact_sync(messages, asker, options)
     pairing = pair_tool_calls(messages, options.preserve_recent_messages)
@@ -90,7 +94,7 @@ def test_a_session_that_fits_one_state_gets_exactly_that_state():
 
 def test_small_budgets_force_windows_on_a_small_session():
     messages = session(200)
-    options = CompactOptions(max_state_tokens=3000, max_request_tokens=4000, use_rules=False)
+    options = CompactOptions(max_state_tokens=3000, max_request_tokens=4000, use_rules=False, policy="threshold")
     asker = ScriptedAsker(0.9, yields=0)
     result = compact_sync(messages, asker, options)
     assert result.stats.windows > 1

@@ -60,3 +60,66 @@ def test_the_threshold_policy_asks_about_every_call():
     compact_sync(messages, asker, options)
     candidates = pair_tool_calls(messages, options.preserve_recent_messages).candidates
     assert len(asker.asked_names) == 2 * len(candidates)
+
+
+def test_a_200k_token_session_costs_at_most_50k_tokens_and_its_second_pass_a_fifth(tmp_path):
+    """Bytes on the wire, counted by a real server on 127.0.0.1 that answers with the embedded
+    judge over the Jev protocol; the hook's answer cache (a SQLite file) between the passes."""
+    import asyncio
+
+    from fast_jev_compaction.answer_cache import open_answer_cache
+    from fast_jev_compaction.compaction import compact
+    from fast_jev_compaction.evaluation.judge_cost import grown_session
+    from fast_jev_compaction.jev.client import JevClient
+    from fast_jev_compaction.judge.local import LocalJudge
+    from fast_jev_compaction.tokens import estimate_tokens
+    from jev_fault_server import FaultServer, Reply
+
+    judge = LocalJudge()
+
+    def answer(seen) -> Reply:
+        body = seen.json()
+        return Reply(body={"model": "jev-test", "answers": judge.answer(body["state"], body["questions"])})
+
+    first, more, size = grown_session(tmp_path)
+    assert 750_000 <= size <= 850_000
+    assert 150_000 <= sum(estimate_tokens(m.text) + sum(estimate_tokens(r.text) for r in m.toolResults or ()) for m in first) <= 250_000
+    cache = open_answer_cache(tmp_path / "data")
+    options = CompactOptions()
+
+    def run(url: str, messages: list):
+        async def go():
+            async with JevClient(base_url=url, retries=0) as client:
+                return await compact(messages, client, options, cache)
+
+        return asyncio.run(go())
+
+    with FaultServer(answer) as server:
+        pass_one = run(server.url, first)
+        one = [estimate_tokens(seen.body.decode()) for seen in server.requests]
+        mark = len(server.requests)
+        run(server.url, list(pass_one.messages) + more)
+        two = [estimate_tokens(seen.body.decode()) for seen in server.requests[mark:]]
+    assert one and all(size <= options.max_request_tokens for size in one)
+    assert sum(one) <= 50_000, one
+    assert two, "the grown session has a new call the budget policy could cut"
+    assert sum(two) <= 0.2 * sum(one), (two, one)
+
+
+def test_bench_reports_the_tokens_of_each_pass(tmp_path):
+    """`fast-jev bench --jev-tokens`, the real CLI in a subprocess, against its own serve."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "fast_jev_compaction.cli", "bench", "--jev-tokens", "--json"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    reports = {r["policy"]: r for r in json.loads(out.stdout)["jev_tokens"]}
+    assert set(reports) == {"budget", "threshold"}
+    budget = [p["tokens"] for p in reports["budget"]["passes"]]
+    assert 0 < budget[0] <= 50_000 and 0 < budget[1] <= 0.2 * budget[0] and budget[2] == 0
+    # The threshold policy asks about every call the rules leave: more than the budget one.
+    assert reports["threshold"]["passes"][0]["asked"] > reports["budget"]["passes"][0]["asked"]

@@ -3,8 +3,8 @@
 A state costs tokens in every request that carries it, so its size follows the questions, not
 the history: each asked call brings its own detail and ``SURROUND_PER_CALL`` tokens of the
 history around it. When the whole history fits that room with the asked calls still in detail
-(fitting.py's first stages) and one request holds every question, that one state is sent: the
-judge sees everything. Otherwise the asked calls are split into windows, in order, and each
+(fitting.py's first stages) and sending it with every batch of questions costs no more than
+windows would, that one state is sent: the judge sees everything. Otherwise the asked calls are split into windows, in order, and each
 window gets its own state: the goal, the newest messages, the window's own calls in detail (with
 their digests), and the history nearest to them as one-line calls and short texts, later
 history first. A window sees less of the distant history; in exchange any size compacts, the
@@ -145,6 +145,7 @@ class _Windows:
                 f"limit {format_number(min(max_state_tokens, max_request_tokens))})"
             )
         self._context_cost: dict[int, tuple[dict[str, Any], int]] = {}
+        self._call_costs: dict[str, int] = {}
 
     def _brief(self, index: int, input_chars: int) -> dict[str, Any]:
         """A required entry: text abridged, calls structured with short inputs."""
@@ -218,11 +219,15 @@ class _Windows:
         return windows
 
     def _call_cost(self, call: ToolCall) -> int:
-        # The detailed call plus a share of its message's text, when that message is not shown anyway.
-        detail = entry_tokens(structured_call(call, WINDOW_INPUT_CHARS, self.outputs.get(call.tool_use_id), self.memo))
-        if call.call_index in self.required_entries:
-            return detail
-        return detail + estimate_tokens(abridge(self.messages[call.call_index].text, ABRIDGE_HEAD, ABRIDGE_TAIL)) + 12
+        # The detailed call plus a share of its message's text, when that message is not shown
+        # anyway; kept, as the plan and the split both read it.
+        cost = self._call_costs.get(call.id)
+        if cost is None:
+            cost = entry_tokens(structured_call(call, WINDOW_INPUT_CHARS, self.outputs.get(call.tool_use_id), self.memo))
+            if call.call_index not in self.required_entries:
+                cost += estimate_tokens(abridge(self.messages[call.call_index].text, ABRIDGE_HEAD, ABRIDGE_TAIL)) + 12
+            self._call_costs[call.id] = cost
+        return cost
 
     def _request(self, window: list[ToolCall]) -> list[Request]:
         ids = {call.id for call in window}

@@ -121,3 +121,29 @@ def test_the_hook_compacts_a_three_thousand_call_event(tmp_path):
     # The embedded judge scores in process; windows are what a Jev-protocol judge gets (above).
     assert "replaced session=session-1" in (tmp_path / "hook.log").read_text()
     assert len(answer["messages"]) < len(messages)
+
+
+def test_a_request_about_a_few_calls_carries_a_state_sized_by_them():
+    """A later pass asking about the newest calls of a long history: its state holds them in
+    detail, the newest messages and a little of the history around them, not the whole history."""
+    from fast_jev_compaction.questions import question_tokens
+    from fast_jev_compaction.windows import SURROUND_PER_CALL, plan_requests
+
+    messages = session(400)
+    pairing = pair_tool_calls(messages, 6)
+    goal = goal_from_messages(messages)
+    asked = pairing.candidates[-2:]
+    cost = {call.id: question_tokens(call) for call in asked}
+    requests = plan_requests(messages, pairing, asked, goal, 6, 25_000, 30_000, cost)
+    everything = plan_requests(messages, pairing, pairing.candidates, goal, 6, 25_000, 30_000,
+                               {call.id: question_tokens(call) for call in pairing.candidates})
+    assert len(requests) == 1
+    state = requests[0].state
+    detailed = {c["id"] for e in state["history"] for c in e.get("tool_calls", []) if isinstance(c, dict)}
+    assert {call.id for call in asked} <= detailed
+    assert state["history"][-1]["i"] == len(messages) - 1
+    assert len(state["history"]) < 0.1 * len(messages)
+    assert requests[0].state_tokens < 0.1 * sum(r.state_tokens for r in everything)
+    # The surroundings stay within their share: a few hundred tokens per asked call.
+    newest_and_detail = estimate_tokens(js_json({**state, "history": [e for e in state["history"] if e["i"] >= asked[0].call_index]}))
+    assert requests[0].state_tokens - newest_and_detail <= 2 * SURROUND_PER_CALL + 50

@@ -123,3 +123,45 @@ def test_bench_reports_the_tokens_of_each_pass(tmp_path):
     assert 0 < budget[0] <= 50_000 and 0 < budget[1] <= 0.2 * budget[0] and budget[2] == 0
     # The threshold policy asks about every call the rules leave: more than the budget one.
     assert reports["threshold"]["passes"][0]["asked"] > reports["budget"]["passes"][0]["asked"]
+
+
+def test_the_hook_remembers_answers_between_two_compactions(tmp_path):
+    """The real hook script twice, as the mod runs it, against a real server on 127.0.0.1: the
+    second event (the first answer's messages plus new turns) costs at most a fifth."""
+    import json
+    import subprocess
+    import sys
+
+    from fast_jev_compaction.evaluation.judge_cost import grown_session
+    from fast_jev_compaction.judge.local import LocalJudge
+    from fast_jev_compaction.tokens import estimate_tokens
+    from jev_fault_server import FaultServer, Reply
+    from test_hook_entry import HOOK, event, hook_env
+
+    judge = LocalJudge()
+
+    def answer(seen) -> Reply:
+        body = seen.json()
+        return Reply(body={"model": "jev-test", "answers": judge.answer(body["state"], body["questions"])})
+
+    first, more, _ = grown_session(tmp_path)
+    data = tmp_path / "data"
+
+    def hook(messages: list, url: str) -> dict:
+        # The gate is not under test here: the second pass frees little, and replaces anyway.
+        options = {"apiKey": "sk-test-key-that-is-long-enough", "baseUrl": url, "minReductionRatio": 0.01}
+        body = json.dumps(event(messages, data, options=options)).encode()
+        out = subprocess.run([sys.executable, "-I", str(HOOK)], input=body, capture_output=True, env=hook_env(data),
+                             cwd=tmp_path, timeout=300)
+        assert (out.returncode, out.stderr) == (0, b"")
+        return json.loads(out.stdout)
+
+    with FaultServer(answer) as server:
+        one = hook([m.to_wire() for m in first], server.url)
+        mark = len(server.requests)
+        two = hook(one["messages"] + [m.to_wire() for m in more], server.url)
+        tokens = [estimate_tokens(seen.body.decode()) for seen in server.requests]
+    assert one["action"] == "replace" and two["action"] == "replace", (one.get("reason"), two.get("reason"))
+    assert 0 < sum(tokens[:mark]) <= 50_000, tokens
+    assert 0 < sum(tokens[mark:]) <= 0.2 * sum(tokens[:mark]), tokens
+    assert (data / "answers.sqlite").exists()

@@ -119,10 +119,12 @@ def render(reports: Sequence[CostReport]) -> str:
     lines = []
     rows = []
     for report in reports:
-        lines.append(
-            f"policy {report.policy}: a generated session of {report.transcript_bytes:,} bytes, "
-            f"{report.messages:,} messages, {report.calls:,} calls"
+        line = (
+            f"a generated session of {report.transcript_bytes:,} bytes, {report.messages:,} messages, "
+            f"{report.calls:,} calls; tokens of the request bodies sent to fast-jev serve"
         )
+        if line not in lines:
+            lines.append(line)
         base = report.passes[0].tokens if report.passes else 0
         for cost in report.passes:
             share = percent(cost.tokens / base) if base else "-"

@@ -8,7 +8,14 @@ import stat
 import subprocess
 import sys
 
-from fast_jev_compaction.answer_cache import MemoryAnswerCache, SqliteAnswerCache, answer_key, open_answer_cache
+from fast_jev_compaction.answer_cache import (
+    MemoryAnswerCache,
+    SqliteAnswerCache,
+    answer_key,
+    judge_scope,
+    open_answer_cache,
+    situations,
+)
 from fast_jev_compaction.compaction import compact, compact_sync
 from fast_jev_compaction.jev.client import JevClient
 from fast_jev_compaction.options import CompactOptions
@@ -17,7 +24,8 @@ from fast_jev_compaction.tokens import estimate_tokens
 from jev_fault_server import FaultServer, Reply, Seen, answers_body
 from scripted_asker import ScriptedAsker, pair, user
 
-OUTPUT = "def handler(event):\n    return process(event)\n" * 12
+# Past policy.MIN_CUT_CHARS: outputs the budget policy could cut, so the judge is asked.
+OUTPUT = "def handler(event):\n    return process(event)\n" * 150
 
 
 def session(first: int, count: int) -> list:
@@ -30,11 +38,12 @@ def session(first: int, count: int) -> list:
 
 
 def answer(seen: Seen) -> Reply:
-    # Keep the odd calls, cut the even ones: both outcomes reach the second pass.
+    # Cut every fourth call, keep the others: both outcomes reach the second pass (the rules
+    # settle the test runs; the reads, every second call, are asked).
     names = list(seen.json()["questions"])
     body = answers_body(names)
     for name in names:
-        body["answers"][name]["noul"] = 0.9 if int(name.rsplit("t", 1)[1]) % 2 else 0.1
+        body["answers"][name]["noul"] = 0.1 if int(name.rsplit("t", 1)[1]) % 4 == 0 else 0.9
     return Reply(body=body)
 
 
@@ -42,7 +51,8 @@ def run_pass(url: str, messages: list, cache) -> object:
     async def go():
         client = JevClient(api_key="test-key", base_url=url, retries=0)
         async with client:
-            return await compact(messages, client, CompactOptions(), cache)
+            # A floor keeps the outputs valued 0.9, so both outcomes reach the second pass.
+            return await compact(messages, client, CompactOptions(keep_floor=0.5), cache)
 
     return asyncio.run(go())
 
@@ -84,7 +94,7 @@ def test_a_changed_output_is_asked_again():
     first = len(asker.asked_names)
     changed = list(messages)
     # Same tool_use_id, new output: a new situation.
-    changed[1:3] = pair("toolu_0", "a different output\n" * 30, "Bash", command="python -m pytest tests/test_handler_0.py")
+    changed[1:3] = pair("toolu_0", "a different output\n" * 400, "Bash", command="python -m pytest tests/test_handler_0.py")
     compact_sync(changed, asker, CompactOptions(use_rules=False), cache)
     assert asker.asked_names[first:] == ["call_t1", "result_t1"]
 
@@ -125,3 +135,25 @@ def test_oldest_rows_go_past_the_limit(tmp_path):
     for n in range(5):
         cache.put({f"k{n}": (1.0, 0.0)})
     assert sorted(cache.get([f"k{n}" for n in range(5)])) == ["k2", "k3", "k4"]
+
+
+def test_keys_follow_the_situation_of_a_call():
+    # A read, then an edit of the same file: the read is in a new situation, the edit is not.
+    read = session(0, 2)[2:]
+    messages = read + pair("toolu_e", "ok", "Edit", file_path="/repo/src/handler_1.py", old_string="a", new_string="b")
+    calls = pair_tool_calls(messages, 0).calls
+    assert situations(calls[:1]) == {"toolu_1": ""}
+    assert situations(calls) == {"toolu_1": "edited", "toolu_e": ""}
+
+
+def test_the_scope_names_the_endpoint_and_model_through_a_wrapper():
+    from fast_jev_compaction.hook.tally import Tally
+
+    one = JevClient(base_url="http://127.0.0.1:1/v1/systemone", model="jev-a")
+    other = JevClient(base_url="http://127.0.0.1:2/v1/systemone", model="jev-a")
+    watched = Tally().watch(one)
+    assert judge_scope(watched) == judge_scope(one) == one.cache_scope
+    assert "jev-a" in judge_scope(one) and "127.0.0.1:1" in judge_scope(one)
+    assert judge_scope(other) != judge_scope(one)
+    assert judge_scope(JevClient(base_url="http://127.0.0.1:1/v1/systemone", model="jev-b")) != judge_scope(one)
+    assert judge_scope(ScriptedAsker()) == "scripted_asker.ScriptedAsker"

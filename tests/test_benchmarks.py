@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from fast_jev_compaction.commands.bench import ConstantAsker
+from fast_jev_compaction.commands.bench import CORE_OPTIONS, ConstantAsker
 from fast_jev_compaction.compaction import compact_sync
 from fast_jev_compaction.synthetic import transcript_lines
 from fast_jev_compaction.textutil import js_json
@@ -29,7 +29,7 @@ def test_estimate_tokens_of_a_large_state(benchmark):
 
 def test_core_without_the_judge(benchmark, session):
     asker = ConstantAsker(measure=True)
-    result = benchmark(compact_sync, session, asker)
+    result = benchmark(compact_sync, session, asker, CORE_OPTIONS)
     assert result.stats.requests >= 1
     assert 0 < asker.largest_request <= 30_000
     assert result.stats.chars_after < result.stats.chars_before

@@ -64,7 +64,8 @@ def secret_conversation() -> list[dict[str, Any]]:
         {"role": "user", "text": "set up the deploy. " + " ; ".join(planted[:10]), "toolUses": [], "handle": "h-0"}
     ]
     for index, text in enumerate(planted):
-        messages += _bash(index, f"run {text}", "output line\n" * 200)
+        # Outputs the budget policy could cut, so the judge is asked about them.
+        messages += _bash(index, f"run {text}", "output line\n" * 600)
     messages.append({"role": "user", "text": "and now: " + " ; ".join(planted[10:]), "toolUses": [], "handle": "h-1"})
     messages.append({"role": "assistant", "text": "Done.", "toolUses": [], "handle": "h-2"})
     return messages
@@ -184,12 +185,13 @@ def test_a_slow_judge_over_many_batches_falls_back_before_the_timeout_with_a_row
             "baseUrl": server.url,
             "timeoutSeconds": timeout_s,
             "maxConcurrentRequests": 1,
-            # Requests with room for about one call each: the judge needs 27 round trips.
+            # Requests with room for a few calls each: the judge needs more round trips than fit.
             "maxStateTokens": 3000,
             "maxRequestTokens": 3100,
         }
+        # Outputs the budget policy could cut (8,000 chars), so every one is asked about.
         # The mod's own kill: the process must have answered before timeoutSeconds.
-        answer = run_hook(event(many_calls(30), data, options=options), data, timeout=timeout_s)
+        answer = run_hook(event(many_calls(30, lines=400), data, options=options), data, timeout=timeout_s)
         asked = len(server.requests)
     assert answer["action"] == "fallback"
     assert answer["reason"].startswith("out of time after ") and "timeoutSeconds 6" in answer["reason"]

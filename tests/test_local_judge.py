@@ -480,8 +480,11 @@ def test_real_fitting_stages_are_understood() -> None:
             seen.append((s, q))
             return await super().ask(s, q)
 
-    full = compaction.compact_sync(messages, Recording(), options_mod.resolve_options())
-    tight = compaction.compact_sync(messages, Recording(), options_mod.resolve_options(max_state_tokens=1500))
+    # Every call asked (no rules; the threshold policy asks about every call, the budget one only
+    # about outputs it could cut): the state has room for the whole history in detail.
+    every_call = {"policy": "threshold", "use_rules": False}
+    full = compaction.compact_sync(messages, Recording(), options_mod.resolve_options(**every_call))
+    tight = compaction.compact_sync(messages, Recording(), options_mod.resolve_options(**every_call, max_state_tokens=1500))
     assert full.stats.state_stage == "full"
     assert tight.stats.state_stage != "full"
     one_line = [e for s, _ in seen for e in s["history"] if e.get("tool_calls") and isinstance(e["tool_calls"][0], str)]

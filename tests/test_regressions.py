@@ -279,11 +279,18 @@ class TestPendingState:
 
 
 def _one_call_per_batch(count=12):
+    """A budget with room for one call per request: its state carries the newest messages and
+    one call in detail (windows.py), and two calls' detail and questions overflow a window."""
+    from fast_jev_compaction.questions import question_tokens
+    from fast_jev_compaction.windows import WINDOW_SHARE
+
     messages = read_pairs(count)
     pairing = pair_tool_calls(messages, 1)
-    full = fit_state(messages, pairing, goal_from_messages(messages), 1, 10**9)
-    # The full state plus room for one question pair (about 120 tokens), not two.
-    return messages, full.tokens + 20 + 130
+    goal = goal_from_messages(messages)
+    full = fit_state(messages, pairing, goal, 1, 10**9)
+    empty = fit_state(read_pairs(0), pair_tool_calls(read_pairs(0), 1), goal, 1, 10**9)
+    per_call = (full.tokens - empty.tokens) / count + 12 + max(question_tokens(c) for c in pairing.candidates)
+    return messages, int(empty.tokens + 20 + 1.5 * per_call / WINDOW_SHARE)
 
 
 class TestBoundedBatches:

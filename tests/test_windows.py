@@ -27,6 +27,9 @@ def session(calls: int) -> list:
     return messages
 
 
+EVERY_CALL = CompactOptions(use_rules=False, policy="threshold")
+
+
 def wire_tokens(request) -> int:
     return estimate_tokens(js_json({"model": "jev-latest", "state": request.state, "questions": request.questions}))
 
@@ -35,8 +38,9 @@ def wire_tokens(request) -> int:
 def big():
     messages = session(3000)
     asker = ScriptedAsker(0.9, yields=0)
-    # Without the rules every candidate reaches the judge: the largest load for the windows.
-    result = compact_sync(messages, asker, CompactOptions(use_rules=False))
+    # Without the rules, and with the threshold policy (it asks about every call, the budget one
+    # only about outputs it could cut), every candidate reaches the judge: the largest load.
+    result = compact_sync(messages, asker, EVERY_CALL)
     return messages, asker, result
 
 
@@ -78,7 +82,7 @@ def test_windows_share_the_cost_linearly(big):
 
 def test_a_session_that_fits_one_state_gets_exactly_that_state():
     messages = session(40)
-    options = CompactOptions(use_rules=False)
+    options = EVERY_CALL
     asker = ScriptedAsker(0.9, yields=0)
     result = compact_sync(messages, asker, options)
     pairing = pair_tool_calls(messages, options.preserve_recent_messages)
@@ -90,7 +94,7 @@ def test_a_session_that_fits_one_state_gets_exactly_that_state():
 
 def test_small_budgets_force_windows_on_a_small_session():
     messages = session(200)
-    options = CompactOptions(max_state_tokens=3000, max_request_tokens=4000, use_rules=False)
+    options = CompactOptions(max_state_tokens=3000, max_request_tokens=4000, use_rules=False, policy="threshold")
     asker = ScriptedAsker(0.9, yields=0)
     result = compact_sync(messages, asker, options)
     assert result.stats.windows > 1
@@ -117,3 +121,29 @@ def test_the_hook_compacts_a_three_thousand_call_event(tmp_path):
     # The embedded judge scores in process; windows are what a Jev-protocol judge gets (above).
     assert "replaced session=session-1" in (tmp_path / "hook.log").read_text()
     assert len(answer["messages"]) < len(messages)
+
+
+def test_a_request_about_a_few_calls_carries_a_state_sized_by_them():
+    """A later pass asking about the newest calls of a long history: its state holds them in
+    detail, the newest messages and a little of the history around them, not the whole history."""
+    from fast_jev_compaction.questions import question_tokens
+    from fast_jev_compaction.windows import SURROUND_PER_CALL, plan_requests
+
+    messages = session(400)
+    pairing = pair_tool_calls(messages, 6)
+    goal = goal_from_messages(messages)
+    asked = pairing.candidates[-2:]
+    cost = {call.id: question_tokens(call) for call in asked}
+    requests = plan_requests(messages, pairing, asked, goal, 6, 25_000, 30_000, cost)
+    everything = plan_requests(messages, pairing, pairing.candidates, goal, 6, 25_000, 30_000,
+                               {call.id: question_tokens(call) for call in pairing.candidates})
+    assert len(requests) == 1
+    state = requests[0].state
+    detailed = {c["id"] for e in state["history"] for c in e.get("tool_calls", []) if isinstance(c, dict)}
+    assert {call.id for call in asked} <= detailed
+    assert state["history"][-1]["i"] == len(messages) - 1
+    assert len(state["history"]) < 0.1 * len(messages)
+    assert requests[0].state_tokens < 0.1 * sum(r.state_tokens for r in everything)
+    # The surroundings stay within their share: a few hundred tokens per asked call.
+    newest_and_detail = estimate_tokens(js_json({**state, "history": [e for e in state["history"] if e["i"] >= asked[0].call_index]}))
+    assert requests[0].state_tokens - newest_and_detail <= 2 * SURROUND_PER_CALL + 50

@@ -1,8 +1,10 @@
 """The judge's answers remembered across passes, per call and per situation.
 
-A key is the call's tool_use_id plus a hash of its tool, its input and its output: a later pass
-asks only about calls it has not seen, or whose output changed since (a result cut by an earlier
-pass is a new situation, and the rules settle those anyway). ``SqliteAnswerCache`` is the
+A key is the call's tool_use_id plus a hash of the judge (its endpoint and model), the call's
+tool, input and output, and its situation: what later calls did to its file or command (edited,
+read again, run again). A later pass asks only about calls it has not seen, or whose output or
+situation changed since (a result cut by an earlier pass is a new situation, and the rules
+settle those anyway). ``SqliteAnswerCache`` is the
 private file the hook keeps in the plugin data folder; ``MemoryAnswerCache`` serves library
 callers that compact the same conversation more than once in one process.
 """
@@ -14,8 +16,9 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Iterable, Mapping, Protocol
+from typing import Iterable, Mapping, Protocol, Sequence
 
+from .lexicon import EDIT, READ, call_shape
 from .pairing import ToolCall
 from .textutil import escape_unwritable, js_json
 
@@ -33,13 +36,43 @@ class AnswerCache(Protocol):
     def put(self, answers: Mapping[str, Scores]) -> None: ...
 
 
-def answer_key(call: ToolCall, output: str, scope: str = "") -> str:
-    """``tool_use_id:hash``; ``scope`` (the judge's name) keeps two judges' answers apart."""
+def judge_scope(asker: object) -> str:
+    """Whose answers these are: the asker's ``cache_scope`` (a remote judge names its provider,
+    endpoint and model), else its class; a wrapper that passes attributes through (the hook's
+    tally) keeps the scope of the judge it wraps."""
+    scope = getattr(asker, "cache_scope", None)
+    if isinstance(scope, str) and scope:
+        return scope
+    kind = type(asker)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def situations(calls: Sequence[ToolCall]) -> dict[str, str]:
+    """What later calls did to each call's file or command, by tool_use_id ("" when nothing):
+    the same call and output in a new situation is a new question."""
+    found: dict[str, str] = {}
+    later_files: dict[str, set[str]] = {}
+    later_keys: set[str] = set()
+    for call in reversed(calls):
+        shape = call_shape(call.tool, call.input)
+        marks = sorted(later_files.get(shape.file, ())) if shape.file else []
+        if shape.rerun_key and shape.rerun_key in later_keys:
+            marks.append("rerun")
+        found[call.tool_use_id] = ",".join(marks)
+        if shape.file and shape.kind in (READ, EDIT):
+            later_files.setdefault(shape.file, set()).add("edited" if shape.kind == EDIT else "read")
+        if shape.rerun_key:
+            later_keys.add(shape.rerun_key)
+    return found
+
+
+def answer_key(call: ToolCall, output: str, scope: str = "", situation: str = "") -> str:
+    """``tool_use_id:hash``; ``scope`` (:func:`judge_scope`) keeps two judges' answers apart."""
     try:
         rendered = js_json(call.input)
     except (TypeError, ValueError):
         rendered = repr(call.input)
-    digest = hashlib.sha256("\0".join((scope, call.tool, rendered, output)).encode("utf-8", "replace"))
+    digest = hashlib.sha256("\0".join((scope, call.tool, rendered, output, situation)).encode("utf-8", "replace"))
     # The id as SQLite can store it: a lone surrogate or a NUL would fail the lookup.
     return f"{escape_unwritable(call.tool_use_id)}:{digest.hexdigest()[:32]}"
 

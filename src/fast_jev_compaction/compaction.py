@@ -6,18 +6,18 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Coroutine, Sequence, TypeVar
 
-from .answer_cache import AnswerCache, answer_key
+from .answer_cache import AnswerCache, answer_key, judge_scope, situations
 from .answers import read_noul_answers
 from .archive import archive_path
 from .asker import AskResult, JevAsker
 from .batches import run_bounded
-from .decisions import KEEP, PINNED, SMALL, TRUNCATE, Action, CallDecision
+from .decisions import KEEP, PINNED, SMALL, TRUNCATE, UNDER_CUT, Action, CallDecision
 from .digest import DigestShape
 from .goal import goal_from_messages
 from .messages import SessionMessage, ToolResult
 from .options import CompactOptions, validate_threshold
 from .pairing import Pairing, ToolCall, pair_tool_calls
-from .policy import Scored, budget_decisions, threshold_decisions
+from .policy import Scored, budget_decisions, could_cut, threshold_decisions
 from .questions import REQUEST_OVERHEAD_TOKENS, batch_questions, question_tokens
 from .rebuild import apply_decisions, freed_chars
 from .rules import Verdict, call_facts, settle
@@ -64,7 +64,8 @@ async def compact(
     )
     verdicts = settle(call_facts(pairing.calls, {k: r.text for k, r in results.items()})) if opts.use_rules else {}
     to_judge = [call for call in pairing.candidates if call.tool_use_id not in verdicts]
-    answers = await _answers(messages, pairing, to_judge, asker, opts, stats, results, cache)
+    judging = _Judging(messages, pairing, asker, opts, stats, results, opts.goal or goal_from_messages(messages))
+    answers = await _answers(judging, to_judge, cache)
 
     shape = shape_of(opts)
 
@@ -82,7 +83,11 @@ async def compact(
             by_id[call.tool_use_id] = CallDecision(call.id, call.tool_use_id, call.tool, 1.0, 1.0, KEEP, PINNED)
         elif verdict is not None:
             by_id[call.tool_use_id] = _ruled(call, verdict)
-    scored = [Scored(call, *answers[call.id]) for call in to_judge]
+    for call in to_judge:
+        if call.id not in answers:
+            # Never asked: the policy keeps it whatever the judge would say.
+            by_id[call.tool_use_id] = CallDecision(call.id, call.tool_use_id, call.tool, 1.0, 1.0, KEEP, UNDER_CUT)
+    scored = [Scored(call, *answers[call.id]) for call in to_judge if call.id in answers]
     if opts.policy == "threshold":
         judged = threshold_decisions(scored, opts.keep_threshold)
     else:
@@ -137,48 +142,57 @@ def _ruled(call: ToolCall, verdict: Verdict) -> CallDecision:
     return CallDecision(call.id, call.tool_use_id, call.tool, value, value, verdict.action, verdict.rule)
 
 
-async def _answers(
-    messages: Sequence[SessionMessage],
-    pairing: Pairing,
-    to_judge: list[ToolCall],
-    asker: Any,
-    opts: CompactOptions,
-    stats: CompactStats,
-    results: dict[str, ToolResult],
-    cache: AnswerCache | None,
-) -> dict[str, tuple[float, float]]:
-    """Remembered answers first, then the judge for the rest."""
-    if cache is None:
-        return await _ask(messages, pairing, to_judge, asker, opts, stats) if to_judge else {}
-    scope = type(asker).__name__
-    keys = {call.id: answer_key(call, results[call.tool_use_id].text, scope) for call in to_judge}
+@dataclass(frozen=True)
+class _Judging:
+    """What asking the judge about some calls needs, shared by :func:`_answers` and :func:`_ask`."""
+
+    messages: Sequence[SessionMessage]
+    pairing: Pairing
+    asker: Any
+    opts: CompactOptions
+    stats: CompactStats
+    results: dict[str, ToolResult]
+    goal: str
+
+
+async def _answers(judging: _Judging, to_judge: list[ToolCall], cache: AnswerCache | None) -> dict[str, tuple[float, float]]:
+    """The judge's (keep_call, keep_result) by call id: remembered answers first, then the judge.
+
+    An in-process judge scores every call (it costs no request). A remote judge is asked only
+    about calls whose answer can change the outcome: under the budget policy, those it could cut
+    (``policy.could_cut``); the others are missing from the answers.
+    """
+    asker, opts = judging.asker, judging.opts
+    if in_process(asker):
+        if not to_judge:
+            return {}
+        scores: dict[str, tuple[float, float]] = asker.score_calls(judging.messages, judging.pairing, judging.goal)
+        return {call.id: scores[call.tool_use_id] for call in to_judge}
+    if opts.policy != "threshold":
+        to_judge = [call for call in to_judge if could_cut(call)]
+    if cache is None or not to_judge:
+        return await _ask(judging, to_judge) if to_judge else {}
+    scope = judge_scope(asker)
+    where = situations(judging.pairing.calls)
+    keys = {
+        call.id: answer_key(call, judging.results[call.tool_use_id].text, scope, where[call.tool_use_id])
+        for call in to_judge
+    }
     remembered = cache.get(keys.values())
     answers = {call.id: remembered[keys[call.id]] for call in to_judge if keys[call.id] in remembered}
-    stats.remembered = len(answers)
+    judging.stats.remembered = len(answers)
     rest = [call for call in to_judge if call.id not in answers]
-    fresh = await _ask(messages, pairing, rest, asker, opts, stats) if rest else {}
+    fresh = await _ask(judging, rest) if rest else {}
     cache.put({keys[call_id]: scores for call_id, scores in fresh.items()})
     return {**answers, **fresh}
 
 
-async def _ask(
-    messages: Sequence[SessionMessage],
-    pairing: Pairing,
-    to_judge: list[ToolCall],
-    asker: Any,
-    opts: CompactOptions,
-    stats: CompactStats,
-) -> dict[str, tuple[float, float]]:
-    """The judge's (keep_call, keep_result) for each call in ``to_judge``, by call id."""
-    goal = opts.goal or goal_from_messages(messages)
-    if in_process(asker):
-        # An in-process judge reads the messages themselves: no state to fit, no request.
-        scores: dict[str, tuple[float, float]] = asker.score_calls(messages, pairing, goal)
-        return {call.id: scores[call.tool_use_id] for call in to_judge}
-
+async def _ask(judging: _Judging, to_judge: list[ToolCall]) -> dict[str, tuple[float, float]]:
+    """A remote judge's (keep_call, keep_result) for each call in ``to_judge``, by call id."""
+    messages, pairing, asker, opts, stats = judging.messages, judging.pairing, judging.asker, judging.opts, judging.stats
     question_cost = {call.id: question_tokens(call) for call in to_judge}
     requests = plan_requests(
-        messages, pairing, to_judge, goal, opts.preserve_recent_messages,
+        messages, pairing, to_judge, judging.goal, opts.preserve_recent_messages,
         opts.max_state_tokens, opts.max_request_tokens, question_cost,
     )
     stats.state_tokens = max(request.state_tokens for request in requests)

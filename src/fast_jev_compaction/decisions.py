@@ -8,8 +8,9 @@
 
 A decision's ``reason`` names what settled it: ``pinned``, a deterministic rule (``rules.py``,
 e.g. ``superseded-reread``), ``small`` (redundant, but smaller than its marker would be),
-``threshold`` (a probability compared with ``keepThreshold``) or ``budget`` (ranked against the
-others to reach the reduction target).
+``threshold`` (a probability compared with ``keepThreshold``), ``budget`` (ranked against the
+others to reach the reduction target) or ``under-cut-size`` (an output the budget policy never
+cuts, so a remote judge was not asked about it).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ PINNED: Final = "pinned"
 # A call a rule found redundant but whose output is smaller than the marker that would replace it.
 SMALL: Final = "small"
 THRESHOLD: Final = "threshold"
+UNDER_CUT: Final = "under-cut-size"
 BUDGET: Final = "budget"
 
 

@@ -38,6 +38,13 @@ from .pairing import ToolCall
 MIN_CUT_CHARS = 6000
 
 
+def could_cut(call: ToolCall) -> bool:
+    """Whether the budget policy could cut this output, whatever the judge answers: a judged
+    call is never dropped and an output up to MIN_CUT_CHARS stays whole, so a remote judge is
+    asked only about calls for which this holds."""
+    return call.result_chars > MIN_CUT_CHARS
+
+
 @dataclass(frozen=True)
 class Scored:
     call: ToolCall
@@ -64,7 +71,7 @@ def budget_decisions(
     for item in order:
         call = item.call
         action: Action = KEEP
-        if freed < target_chars and item.keep_result < keep_floor and call.result_chars > MIN_CUT_CHARS:
+        if freed < target_chars and item.keep_result < keep_floor and could_cut(call):
             gained = freed_by(call, TRUNCATE)
             if gained > 0:
                 action = TRUNCATE

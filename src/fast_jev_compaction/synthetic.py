@@ -74,3 +74,75 @@ def transcript_lines(messages: int, seed: int = 7) -> Iterator[str]:
         yield record("assistant", {"role": "assistant", "id": f"msg_{turn}", "content": content})
         yield record("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": output}]})
     yield record("assistant", {"role": "assistant", "id": "msg_last", "content": [{"type": "text", "text": "Done."}]})
+
+
+def _sized_output(rng: random.Random, chars: int, kind: str) -> str:
+    """Output of about ``chars`` characters: numbered code, a test log or listing lines."""
+    lines: list[str] = []
+    total = 0
+    while total < chars:
+        n = len(lines) + 1
+        if kind == "code":
+            line = f"{n:>4}\t{rng.choice(('def', 'return', 'if', 'for', 'class'))} item_{rng.randrange(9999)}({_prose(rng, 4)})"
+        elif kind == "log":
+            line = f"tests/test_{rng.randrange(80)}.py::test_{_prose(rng, 1)}_{n} PASSED [{rng.randrange(100):>3}%]"
+        else:
+            line = f"src/pkg_{rng.randrange(30)}/module_{rng.randrange(400)}.py:{rng.randrange(1, 900)}: {_prose(rng, 5)}"
+        lines.append(line)
+        total += len(line) + 1
+    return "\n".join(lines)
+
+
+def work_session_lines(target_bytes: int, seed: int = 11) -> Iterator[str]:
+    """A working session of about ``target_bytes`` of JSONL, shaped like the corpus's long ones:
+    reads of many different files (some read again), test runs, searches, listings and edits,
+    outputs from a few hundred characters to tens of thousands (log-uniform), a user prompt now
+    and then. About 2.8 kB of transcript per call, so 800 kB (~200k tokens) hold ~280 calls."""
+    rng = random.Random(seed)
+    parent: str | None = None
+    count = 0
+    written = 0
+
+    def record(kind: str, message: dict[str, object]) -> str:
+        nonlocal parent, count, written
+        uuid = f"w{count:08d}"
+        line = json.dumps({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "work", "message": message})
+        parent, count, written = uuid, count + 1, written + len(line) + 1
+        return line
+
+    yield record("user", {"role": "user", "content": f"Please {_prose(rng, 14)} in src/pkg_3 and keep the tests green."})
+    turn = 0
+    files: list[str] = []
+    while written < target_bytes:
+        turn += 1
+        if turn % 20 == 0:
+            mentioned = rng.choice(files) if files else "src"
+            yield record("user", {"role": "user", "content": f"Now {_prose(rng, 12)}; look at {mentioned} too."})
+            continue
+        kind = rng.random()
+        size = int(10 ** rng.uniform(2.0, 4.1))
+        if kind < 0.4:
+            path = rng.choice(files) if files and rng.random() < 0.15 else f"src/pkg_{rng.randrange(30)}/module_{turn}.py"
+            files.append(path)
+            tool, tool_input, output = "Read", {"file_path": path}, _sized_output(rng, size, "code")
+        elif kind < 0.55:
+            target = f"tests/test_{rng.randrange(12)}.py"
+            tool, tool_input, output = "Bash", {"command": f"python -m pytest -q {target}"}, _sized_output(rng, size, "log")
+        elif kind < 0.75:
+            tool, tool_input = "Grep", {"pattern": f"item_{rng.randrange(9999)}", "path": "src"}
+            output = _sized_output(rng, size // 3, "list")
+        elif kind < 0.85:
+            tool, tool_input = "Bash", {"command": f"ls -R src/pkg_{rng.randrange(30)}"}
+            output = _sized_output(rng, size // 2, "list")
+        else:
+            path = rng.choice(files) if files else "src/main.py"
+            tool, tool_input = "Edit", {"file_path": path, "old_string": _prose(rng, 6), "new_string": _prose(rng, 6)}
+            output = f"The file {path} has been updated."
+        tool_id = f"toolu_w{turn:06d}"
+        content = [
+            {"type": "text", "text": _prose(rng, rng.randrange(4, 20))},
+            {"type": "tool_use", "id": tool_id, "name": tool, "input": tool_input},
+        ]
+        yield record("assistant", {"role": "assistant", "id": f"msg_w{turn}", "content": content})
+        yield record("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": output}]})
+    yield record("assistant", {"role": "assistant", "id": "msg_w_last", "content": [{"type": "text", "text": "Done."}]})

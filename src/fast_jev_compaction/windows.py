@@ -1,11 +1,15 @@
-"""Windowed states: the judge's requests for a history too large for one state.
+"""Windowed states: the judge's requests, each state sized by the calls it asks about.
 
-When the whole history fits one state (fitting.py), every request carries that state: the judge
-sees everything. Past that size, the candidates are split into windows, in order, and each
+A state costs tokens in every request that carries it, so its size follows the questions, not
+the history: each asked call brings its own detail and ``SURROUND_PER_CALL`` tokens of the
+history around it. When the whole history fits that room with the asked calls still in detail
+(fitting.py's first stages) and sending it with every batch of questions costs no more than
+windows would, that one state is sent: the judge sees everything. Otherwise the asked calls are split into windows, in order, and each
 window gets its own state: the goal, the newest messages, the window's own calls in detail (with
-their digests), and as much of the rest of the history as fits, as one-line calls and short
-texts, nearest first. A window sees less of the distant history; in exchange any size compacts,
-and the cost grows linearly with the number of candidates.
+their digests), and the history nearest to them as one-line calls and short texts, later
+history first. A window sees less of the distant history; in exchange any size compacts, the
+cost grows linearly with the asked calls, and a later pass that asks about a few new calls
+sends a small state.
 """
 
 from __future__ import annotations
@@ -23,8 +27,13 @@ from .questions import REQUEST_OVERHEAD_TOKENS, batch_calls
 from .textutil import abridge, collapsed, format_number
 from .tokens import estimate_tokens
 
-# Window calls are shown with inputs cut at this length (and the digest that goes with it).
-WINDOW_INPUT_CHARS = 200
+# Window calls are shown as at the single state's first stage: inputs cut at this length, and
+# the digest that goes with it.
+WINDOW_INPUT_CHARS = 1000
+# Tokens of surrounding history each asked call brings into its state, beyond its own detail.
+SURROUND_PER_CALL = 300
+# fit_state's stages that still show every call with its output's digest.
+DETAILED_STAGES = frozenset({"full", "inputs<=200"})
 # Newest messages keep their calls' inputs at this length.
 RECENT_INPUT_CHARS = 60
 # The share of a window state's room given to the window's own calls; the rest shows the
@@ -62,6 +71,15 @@ def plan_requests(
     if state_budget < 1:
         raise FittingError("request budget leaves no room for state and questions")
     limit = min(max_state_tokens, state_budget)
+    windows: _Windows | None = None
+    try:
+        windows = _Windows(messages, pairing, goal, preserve_recent_messages, max_state_tokens, max_request_tokens,
+                           question_cost)
+    except FittingError as exc:
+        # The newest messages alone overflow a window: only the staged single state can shrink them.
+        overflow = exc
+    else:
+        limit = min(limit, windows.focus(to_judge))
     if not _hopeless(pairing, goal, limit):
         try:
             fitted = fit_state(messages, pairing, goal, preserve_recent_messages, limit)
@@ -69,9 +87,15 @@ def plan_requests(
             pass
         else:
             batches = batch_calls(to_judge, fitted.tokens, max_request_tokens, question_cost)
-            return [Request(fitted.state, fitted.tokens, fitted.stage, batch) for batch in batches]
-    return _Windows(messages, pairing, goal, preserve_recent_messages, max_state_tokens, max_request_tokens,
-                    question_cost).requests(to_judge)
+            # The single state goes in every request: it is the plan only while it still shows
+            # the asked calls in detail and costs no more than the windows would.
+            if windows is None or (
+                fitted.stage in DETAILED_STAGES and len(batches) * fitted.tokens <= windows.cost(to_judge)
+            ):
+                return [Request(fitted.state, fitted.tokens, fitted.stage, batch) for batch in batches]
+    if windows is None:
+        raise overflow
+    return windows.requests(to_judge)
 
 
 def _hopeless(pairing: Pairing, goal: str, limit: float) -> bool:
@@ -121,6 +145,7 @@ class _Windows:
                 f"limit {format_number(min(max_state_tokens, max_request_tokens))})"
             )
         self._context_cost: dict[int, tuple[dict[str, Any], int]] = {}
+        self._call_costs: dict[str, int] = {}
 
     def _brief(self, index: int, input_chars: int) -> dict[str, Any]:
         """A required entry: text abridged, calls structured with short inputs."""
@@ -158,6 +183,15 @@ class _Windows:
         ]
         return {"i": index, "role": message.role, "text": text, "tool_calls": calls}
 
+    def focus(self, calls: list[ToolCall]) -> int:
+        """The state a request asking about ``calls`` may take: the goal, the newest messages,
+        and each call's detail with its share of the surrounding history."""
+        return self.base + self.required_tokens + sum(self._call_cost(call) + SURROUND_PER_CALL for call in calls)
+
+    def cost(self, to_judge: list[ToolCall]) -> int:
+        """What the windows' states would take at most, together."""
+        return sum(self.focus(window) for window in self._split(to_judge))
+
     def requests(self, to_judge: list[ToolCall]) -> list[Request]:
         requests: list[Request] = []
         for window in self._split(to_judge):
@@ -185,11 +219,15 @@ class _Windows:
         return windows
 
     def _call_cost(self, call: ToolCall) -> int:
-        # The detailed call plus a share of its message's text, when that message is not shown anyway.
-        detail = entry_tokens(structured_call(call, WINDOW_INPUT_CHARS, self.outputs.get(call.tool_use_id), self.memo))
-        if call.call_index in self.required_entries:
-            return detail
-        return detail + estimate_tokens(abridge(self.messages[call.call_index].text, ABRIDGE_HEAD, ABRIDGE_TAIL)) + 12
+        # The detailed call plus a share of its message's text, when that message is not shown
+        # anyway; kept, as the plan and the split both read it.
+        cost = self._call_costs.get(call.id)
+        if cost is None:
+            cost = entry_tokens(structured_call(call, WINDOW_INPUT_CHARS, self.outputs.get(call.tool_use_id), self.memo))
+            if call.call_index not in self.required_entries:
+                cost += estimate_tokens(abridge(self.messages[call.call_index].text, ABRIDGE_HEAD, ABRIDGE_TAIL)) + 12
+            self._call_costs[call.id] = cost
+        return cost
 
     def _request(self, window: list[ToolCall]) -> list[Request]:
         ids = {call.id for call in window}
@@ -218,7 +256,7 @@ class _Windows:
                 raise FittingError(
                     f"window too large for Jev (~{tokens} tokens, limit {format_number(limit)})"
                 )
-        tokens = self._surround(entries, tokens, limit, first, last)
+        tokens = self._surround(entries, tokens, min(limit, tokens + SURROUND_PER_CALL * len(window)), first, last)
         history = [entries[i] for i in sorted(entries)]
         state = build_state(self.goal, history)
         return [
@@ -227,14 +265,15 @@ class _Windows:
         ]
 
     def _surround(self, entries: dict[int, dict[str, Any]], tokens: int, limit: float, first: int, last: int) -> int:
-        """Add surrounding entries, nearest first on both sides, until the room is spent."""
+        """Add surrounding entries, nearest first on both sides (later history first: it says
+        whether an output is still needed), until the room is spent."""
         shown = self.shown
         misses = 0
         left = bisect_left(shown, first) - 1
         right = bisect_left(shown, last) + 1
         while left >= 0 or right < len(shown):
             grew = False
-            for side in (0, 1):
+            for side in (1, 0):
                 if side == 0 and left >= 0:
                     index, left = shown[left], left - 1
                 elif side == 1 and right < len(shown):

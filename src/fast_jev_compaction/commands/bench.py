@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..options import JEV_DEFAULT_MODEL
+from ..options import JEV_DEFAULT_MODEL, CompactOptions
 
 
 def add_parser(subparsers: Any) -> None:
@@ -22,6 +22,9 @@ def add_parser(subparsers: Any) -> None:
                    help="also measure a generated transcript of about MESSAGES messages (repeatable)")
     p.add_argument("--repeat", type=_positive, default=3, metavar="N", help="runs per transcript, at least 1 (default: 3)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--jev-tokens", action="store_true",
+                   help="instead, measure the judge's tokens on the wire: a generated ~200k-token session "
+                        "compacted, grown by 5 %% and compacted again, against fast-jev serve on 127.0.0.1")
     p.set_defaults(run=run)
 
 
@@ -46,6 +49,12 @@ def _files(paths: list[str]) -> tuple[list[Path], list[str]]:
         else:
             found.extend(sorted(path.rglob("*.jsonl")) if path.is_dir() else [path])
     return found, missing
+
+
+# The core is timed asking about every call the rules leave, as the TypeScript core does: the
+# budget policy asks a remote judge only about outputs it could cut, which on short outputs
+# would skip the state path altogether.
+CORE_OPTIONS = CompactOptions(policy="threshold")
 
 
 class ConstantAsker:
@@ -97,10 +106,10 @@ def measure(path: Path, repeat: int) -> dict[str, Any]:
     core = []
     for _ in range(max(1, repeat)):
         started = time.perf_counter()
-        compact_sync(messages, ConstantAsker())
+        compact_sync(messages, ConstantAsker(), CORE_OPTIONS)
         core.append((time.perf_counter() - started) * 1000)
     asker = ConstantAsker(measure=True)
-    core_result = compact_sync(messages, asker)
+    core_result = compact_sync(messages, asker, CORE_OPTIONS)
     assert result is not None
     stats = result.stats
     core_ms = statistics.median(core)
@@ -136,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
     from ..stats import percent
     from ..synthetic import transcript_lines
 
+    if args.jev_tokens:
+        return _jev_tokens(args.json)
     files, missing = _files(args.paths)
     if missing:
         print(f"fast-jev bench: no such file or folder: {', '.join(missing)}", file=sys.stderr)
@@ -185,4 +196,19 @@ def run(args: argparse.Namespace) -> int:
             )
     for item in skipped:
         print(f"skipped {item['file']}: {item['reason']}")
+    return 0
+
+
+def _jev_tokens(as_json: bool) -> int:
+    import dataclasses
+    import tempfile
+
+    from ..evaluation.judge_cost import measure, render
+
+    with tempfile.TemporaryDirectory(prefix="fast-jev-bench-") as folder:
+        reports = [measure(Path(folder), policy) for policy in ("budget", "threshold")]
+    if as_json:
+        print(json.dumps({"jev_tokens": [dataclasses.asdict(r) for r in reports]}, indent=1))
+    else:
+        print(render(reports), end="")
     return 0

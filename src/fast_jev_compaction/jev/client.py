@@ -107,6 +107,13 @@ class JevClient:
         return self.endpoint.warning
 
     @property
+    def cache_scope(self) -> str:
+        """Whose answers the answer cache keeps apart (answer_cache.judge_scope): the provider,
+        the endpoint and the model, never the key."""
+        endpoint = self.endpoint
+        return f"jev {endpoint.provider} {endpoint.url} {endpoint.model}"
+
+    @property
     def cloudflare_form(self) -> CloudflareForm | None:
         return self._cloudflare_form
 

@@ -215,7 +215,9 @@ def test_eval_through_fast_jev_serve_holds_the_bars_in_one_state_and_in_windows(
 
     holds(jev["policies"], ONE_STATE)
     windowed = jev["windowed"]
-    assert windowed["points"] >= 3 and windowed["windows"] >= 2 * windowed["points"]
+    # Only outputs the policy could cut are asked about, so a point may need few windows; together
+    # they need more than one each.
+    assert windowed["points"] >= 3 and windowed["windows"] > windowed["points"]
     holds(windowed["policies"], WINDOWS)
     aucs = jev["ranking"]["auc"]
     assert aucs[FROM_STATE] > 0.7 and aucs[FROM_MESSAGES] > 0.7

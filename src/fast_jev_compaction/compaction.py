@@ -12,7 +12,7 @@ from .archive import archive_path
 from .asker import AskResult, JevAsker
 from .batches import run_bounded
 from .decisions import KEEP, PINNED, SMALL, TRUNCATE, Action, CallDecision
-from .digest import DigestShape
+from .digest import IDS_SHARE, DigestShape
 from .goal import goal_from_messages
 from .messages import SessionMessage, ToolResult
 from .options import CompactOptions, validate_threshold
@@ -38,7 +38,9 @@ class CompactResult:
 
 
 def shape_of(options: CompactOptions) -> DigestShape:
-    return DigestShape(budget=max(options.digest_chars, options.truncate_head_chars), head=options.truncate_head_chars)
+    budget = max(options.digest_chars, options.truncate_head_chars)
+    head = options.truncate_head_chars
+    return DigestShape(budget=budget, head=head, ids=(budget - head) // IDS_SHARE)
 
 
 async def compact(
@@ -62,7 +64,9 @@ async def compact(
         chars_before=sum(message_chars(m) for m in messages),
         calls=len(pairing.calls),
     )
-    verdicts = settle(call_facts(pairing.calls, {k: r.text for k, r in results.items()})) if opts.use_rules else {}
+    verdicts = (
+        settle(call_facts(pairing.calls, {k: r.text for k, r in results.items()}), len(messages)) if opts.use_rules else {}
+    )
     to_judge = [call for call in pairing.candidates if call.tool_use_id not in verdicts]
     answers = await _answers(messages, pairing, to_judge, asker, opts, stats, results, cache)
 
@@ -93,6 +97,7 @@ async def compact(
             already_freed=sum(max(0, freed(call, d.action)) for call in pool if (d := by_id.get(call.tool_use_id))),
             keep_floor=opts.keep_floor,
             freed_by=freed,
+            messages_total=len(messages),
         )
     by_id.update((d.tool_use_id, d) for d in judged)
 

@@ -80,9 +80,10 @@ def could_cut(call: ToolCall, messages_total: int, options: CompactOptions) -> b
         return False
     if options.policy == "threshold":
         return True
-    if call.result_chars > cut_over(call, messages_total):
-        return True
-    return min(CHEAP, options.keep_floor) > 0 and _may_be_cheap(call, messages_total)
+    # The floor bounds every cut: at 0 no answer is low enough.
+    if options.keep_floor <= 0:
+        return False
+    return call.result_chars > cut_over(call, messages_total) or _may_be_cheap(call, messages_total)
 
 
 def _may_be_cheap(call: ToolCall, messages_total: int) -> bool:

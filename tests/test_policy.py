@@ -12,8 +12,10 @@ from fast_jev_compaction.pairing import RECENT_MESSAGES, ToolCall, is_recent
 from fast_jev_compaction.policy import (
     CHEAP,
     CHEAP_MAX_CHARS,
-    MIN_CUT_CHARS,
+    CUT_CHARS,
     MIN_DROP_CHARS,
+    OLD_CUT_CHARS,
+    OLD_MESSAGES,
     RECENT_CUT_CHARS,
     Scored,
     budget_decisions,
@@ -22,8 +24,9 @@ from fast_jev_compaction.policy import (
 )
 
 TOTAL = 100  # messages in the conversation the calls come from
-OLD = 10  # a result index far from the end
 RECENT = TOTAL - 2  # a result index in the last RECENT_MESSAGES messages
+MIDDLE = TOTAL - 1 - RECENT_MESSAGES  # just before them
+OLD = TOTAL - 1 - OLD_MESSAGES  # OLD_MESSAGES messages back
 
 
 def call(chars: int, at: int = OLD, pinned: bool = False, n: int = 1) -> ToolCall:
@@ -50,17 +53,21 @@ def test_recent_means_the_last_messages_before_the_end():
     assert not is_recent(call(10, at=TOTAL - RECENT_MESSAGES - 1), TOTAL)
 
 
-def test_a_recent_output_has_the_higher_cut_over():
-    assert cut_over(call(10, at=OLD), TOTAL) == MIN_CUT_CHARS < RECENT_CUT_CHARS == cut_over(call(10, at=RECENT), TOTAL)
+def test_the_cut_over_falls_with_age():
+    assert [cut_over(call(10, at=at), TOTAL) for at in (RECENT, MIDDLE, OLD + 1, OLD)] == [
+        RECENT_CUT_CHARS, CUT_CHARS, CUT_CHARS, OLD_CUT_CHARS
+    ]
+    assert RECENT_CUT_CHARS > CUT_CHARS > OLD_CUT_CHARS
 
 
 def test_outputs_over_their_cut_over_are_truncated_whatever_the_judge_says():
-    old_big = call(MIN_CUT_CHARS + 1, n=1)
-    old_under = call(MIN_CUT_CHARS, n=2)
-    recent_between = call(MIN_CUT_CHARS + 500, at=RECENT, n=3)
-    recent_big = call(RECENT_CUT_CHARS + 1, at=RECENT, n=4)
-    actions = decide((old_big, 0.99), (old_under, 0.99), (recent_between, 0.99), (recent_big, 0.99))
-    assert actions == {"toolu_1": TRUNCATE, "toolu_2": KEEP, "toolu_3": KEEP, "toolu_4": TRUNCATE}
+    sizes_and_places = [
+        (CUT_CHARS + 1, MIDDLE), (CUT_CHARS, MIDDLE), (CUT_CHARS + 500, RECENT), (RECENT_CUT_CHARS + 1, RECENT),
+        (OLD_CUT_CHARS + 1, OLD), (OLD_CUT_CHARS, OLD),
+    ]
+    calls = [call(chars, at=at, n=n) for n, (chars, at) in enumerate(sizes_and_places)]
+    actions = decide(*((c, 0.99) for c in calls))
+    assert [actions[c.tool_use_id] for c in calls] == [TRUNCATE, KEEP, KEEP, TRUNCATE, TRUNCATE, KEEP]
 
 
 def test_a_cheap_small_output_is_truncated_or_dropped_and_a_valued_one_stays():
@@ -84,16 +91,19 @@ def test_a_cheap_output_stays_when_it_is_tiny_mid_sized_or_recent(spec):
 
 
 def test_the_floor_and_the_target_still_bound_the_cuts():
-    big = call(MIN_CUT_CHARS * 3, n=1)
+    big = call(CUT_CHARS * 3, n=1)
     assert decide((big, 0.7), keep_floor=0.6) == {"toolu_1": KEEP}
     # Least valued first: once the target is met, the rest stay.
-    other = call(MIN_CUT_CHARS * 3, n=2)
+    other = call(CUT_CHARS * 3, n=2)
     assert decide((big, 0.2), (other, 0.9), target=1) == {"toolu_1": TRUNCATE, "toolu_2": KEEP}
 
 
 def test_could_cut_names_every_call_the_policy_cuts_for_some_answer():
-    sizes = (10, MIN_DROP_CHARS - 1, MIN_DROP_CHARS, 1500, CHEAP_MAX_CHARS + 1, MIN_CUT_CHARS, MIN_CUT_CHARS + 1, RECENT_CUT_CHARS + 1)
-    places = (OLD, RECENT)
+    sizes = (
+        10, MIN_DROP_CHARS - 1, MIN_DROP_CHARS, 1500, CHEAP_MAX_CHARS + 1, OLD_CUT_CHARS + 1, CUT_CHARS + 1,
+        RECENT_CUT_CHARS + 1,
+    )
+    places = (OLD, MIDDLE, RECENT)
     answers = (0.0, CHEAP / 2, 0.5, 1.0)
     options = CompactOptions()
     for n, (chars, at) in enumerate(itertools.product(sizes, places)):

@@ -56,9 +56,14 @@ def is_pinned(index: int, total: int, preserve_recent_messages: int) -> bool:
 RECENT_MESSAGES = 10
 
 
+def messages_since(call: ToolCall, messages_total: int) -> int:
+    """How many of ``messages_total`` messages came after the one holding ``call``'s output."""
+    return messages_total - 1 - call.result_index
+
+
 def is_recent(call: ToolCall, messages_total: int) -> bool:
     """Whether ``call``'s output arrived in the last ``RECENT_MESSAGES`` of ``messages_total`` messages."""
-    return messages_total - 1 - call.result_index < RECENT_MESSAGES
+    return messages_since(call, messages_total) < RECENT_MESSAGES
 
 
 def pair_tool_calls(messages: Sequence[SessionMessage], preserve_recent_messages: int) -> Pairing:

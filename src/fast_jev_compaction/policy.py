@@ -5,8 +5,9 @@ answer on their own scales. The budget policy cuts, least valuable first, until
 ``target_reduction`` of the judged outputs' characters is freed (rules' drops count towards it),
 never an output valued at ``keep_floor`` or more:
 
-- an output longer than its cut-over (``cut_over``: ``MIN_CUT_CHARS``, or ``RECENT_CUT_CHARS``
-  when it arrived in the last ``pairing.RECENT_MESSAGES`` messages) is truncated to its digest;
+- an output longer than its cut-over is truncated to its digest; the cut-over falls with the
+  output's age (``cut_over``): ``RECENT_CUT_CHARS`` in the last ``pairing.RECENT_MESSAGES``
+  messages, ``CUT_CHARS`` up to ``OLD_MESSAGES`` back, ``OLD_CUT_CHARS`` past that;
 - an output the judge values under ``CHEAP``, not recent, of ``MIN_DROP_CHARS`` to
   ``CHEAP_MAX_CHARS``, is cut too: truncated when its digest frees something, else dropped with
   its call, a marker standing where it was.
@@ -27,11 +28,17 @@ cut over 6,000, 1,600-char digests (before)      53 % / 5.1 %   49 % / 4.7 %   5
 same, 800-char digests with a line of ids        55 % / 5.5 %   51 % / 5.2 %   59 % / 6.0 %
 cut over 5,000 (6,000 when recent)               58 % / 5.5 %   53 % / 5.2 %   62 % / 6.0 %
 and cheap outputs cut (judge under 0.05)         60 % / 5.5 %   56 % / 5.2 %   63 % / 6.0 %
-and edit outputs over 1,500 cut (the defaults)   61 % / 5.5 %   59 % / 5.2 %   64 % / 6.0 %
-the defaults without the line of ids             61 % / 5.9 %   59 % / 5.8 %   64 % / 6.0 %
-the defaults, cut over 4,000                     68 % / 11 %    63 % / 6.4 %   72 % / 22 %
-the defaults, cheap under 0.15                   64 % / 5.9 %   61 % / 5.2 %   66 % / 7.2 %
+and edit outputs over 1,500 cut                  61 % / 5.5 %   59 % / 5.2 %   64 % / 6.0 %
+and over 4,000 past 60 messages (the defaults)   63 % / 5.5 %   61 % / 5.2 %   65 % / 6.0 %
+the defaults without the line of ids             62 % / 5.9 %   60 % / 5.8 %   65 % / 6.0 %
+the defaults, cheap under 0.15                   65 % / 5.9 %   63 % / 5.2 %   67 % / 7.2 %
+cut over 4,000 at every age                      68 % / 11 %    63 % / 6.4 %   72 % / 22 %
 ==============================================  =============  =============  =============
+
+Each step was kept when it lost no more on the tune half; where several settings tied on loss
+(cheap under 0.05 to 0.2, an old tier from 30 to 80 messages and 2,000 to 4,000 chars), the
+most cautious that reached 60 % on the tune half was taken. The held-out column was looked at
+during the exploration too, so it is a check, not a blind test.
 
 What is lost at the defaults is almost only large reads of code that later edits quote line by
 line: no digest holds those (1,600-char digests lose one output fewer than 800-char ones, and
@@ -52,12 +59,14 @@ from typing import Callable, Sequence
 
 from .decisions import BUDGET, DROP, KEEP, TRUNCATE, Action, CallDecision, decide_call
 from .options import CompactOptions
-from .pairing import ToolCall, is_recent
+from .pairing import ToolCall, is_recent, messages_since
 
-# Outputs up to this size stay whole under the budget policy (see the table above)...
-MIN_CUT_CHARS = 5000
-# ... and, when they are recent (pairing.is_recent), up to this size.
+# Outputs up to these sizes stay whole under the budget policy (see the table above): recent ones
+# (pairing.is_recent), then those up to OLD_MESSAGES messages back, then older ones.
 RECENT_CUT_CHARS = 6000
+CUT_CHARS = 5000
+OLD_MESSAGES = 60
+OLD_CUT_CHARS = 4000
 # An output the judge values under this is cut under its cut-over too, unless recent...
 CHEAP = 0.05
 # ... from this size (below it, the marker that replaces a dropped call eats most of the saving)
@@ -69,7 +78,9 @@ CHEAP_MAX_CHARS = 2000
 
 def cut_over(call: ToolCall, messages_total: int) -> int:
     """The size over which the budget policy may cut ``call``'s output, whatever its value."""
-    return RECENT_CUT_CHARS if is_recent(call, messages_total) else MIN_CUT_CHARS
+    if is_recent(call, messages_total):
+        return RECENT_CUT_CHARS
+    return CUT_CHARS if messages_since(call, messages_total) < OLD_MESSAGES else OLD_CUT_CHARS
 
 
 def could_cut(call: ToolCall, messages_total: int, options: CompactOptions) -> bool:

@@ -18,11 +18,11 @@ any judge is asked.
 The numbers come from ``fast-jev eval`` on the corpus (fire points at 40/60/80 % of 60
 sessions, 255 outputs reused after the fire point), as result chars removed of the unpinned
 calls / reused outputs gone. The parameters were chosen on the *tune* half of the sessions and
-then measured on the *held-out* half (``evaluation.corpus.session_split``: a hash of each
+then measured on the other, *check* half (``evaluation.corpus.session_split``: a hash of each
 session's file name; ``docs/quality.md`` shows both halves):
 
 ==============================================  =============  =============  =============
-policy                                           all            tune           held out
+policy                                           all            tune           check
 ==============================================  =============  =============  =============
 cut over 6,000, 1,600-char digests (before)      53 % / 5.1 %   49 % / 4.7 %   57 % / 6.0 %
 same, 800-char digests with a line of ids        55 % / 5.5 %   51 % / 5.2 %   59 % / 6.0 %
@@ -37,7 +37,7 @@ cut over 4,000 at every age                      68 % / 11 %    63 % / 6.4 %   7
 
 Each step was kept when it lost no more on the tune half; where several settings tied on loss
 (cheap under 0.05 to 0.2, an old tier from 30 to 80 messages and 2,000 to 4,000 chars), the
-most cautious that reached 60 % on the tune half was taken. The held-out column was looked at
+most cautious that reached 60 % on the tune half was taken. The check column was looked at
 during the exploration too, so it is a check, not a blind test.
 
 What is lost at the defaults is almost only large reads of code that later edits quote line by

@@ -38,8 +38,8 @@ def session_group(path: Path) -> str:
     return str(path.with_suffix(""))
 
 
-# The two halves of a set of sessions: defaults are chosen on "tune" and checked on "held out".
-SPLITS = ("tune", "held out")
+# The two halves of a set of sessions: defaults are chosen on "tune" and checked on "check".
+SPLITS = ("tune", "check")
 
 
 def session_split(group: str) -> str:

@@ -176,7 +176,7 @@ def text_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
 def _split_intro() -> str:
     return (
         "By half of the sessions (`evaluation/corpus.py` splits them by a hash of each session's file name): "
-        "the defaults were chosen on *tune* and checked on *held out*."
+        "the defaults were chosen on *tune* and measured on *check*, the half not used to choose them."
     )
 
 

@@ -48,12 +48,14 @@ ID_MIN_CHARS = 20
 _ID_LIKE = re.compile(r"[\w\-./~@+=%:]{" + str(ID_MIN_CHARS) + ",}")
 _ID_MARK = re.compile(r"[0-9/_.\-]")
 _ID_TRIM = ".,-/:"
-_ALNUM = re.compile(r"[A-Za-z0-9]")
-_ID_MIN_ALNUM = 8
+# ... and at least 8 letters or digits: a rule of dashes or dots names nothing.
+_EIGHT_ALNUM = re.compile(r"(?:[^A-Za-z0-9]*[A-Za-z0-9]){8}")
 # The line of ids gets up to this part (1/IDS_SHARE) of what the opening leaves of the budget.
 IDS_SHARE = 2
-# Lines are only searched this far into a huge output, so a digest stays cheap.
+# Lines are only searched this far into a huge output, so a digest stays cheap; ids, which cost
+# more per character, less far.
 _MIDDLE_SCAN_CHARS = 2_000_000
+_IDS_SCAN_CHARS = 200_000
 
 
 @dataclass(frozen=True)
@@ -219,11 +221,12 @@ def _ids_past(text: str, start: int, budget: int) -> list[str]:
     if budget <= 0 or start >= len(text):
         return []
     opening = text[:start]
-    found: dict[str, None] = {}
-    for match in _ID_LIKE.finditer(text, start, min(len(text), start + _MIDDLE_SCAN_CHARS)):
-        token = match.group(0).strip(_ID_TRIM)
-        if len(token) >= ID_MIN_CHARS and _ID_MARK.search(token) and len(_ALNUM.findall(token)) >= _ID_MIN_ALNUM:
-            found.setdefault(token, None)
+    raw = dict.fromkeys(match.strip(_ID_TRIM) for match in _ID_LIKE.findall(text, start, start + _IDS_SCAN_CHARS))
+    found = [
+        token
+        for token in raw
+        if len(token) >= ID_MIN_CHARS and _ID_MARK.search(token) and _EIGHT_ALNUM.match(token)
+    ]
     chosen: set[str] = set()
     used = len(ids_line([]))
     for token in sorted((t for t in found if t not in opening), key=len, reverse=True):

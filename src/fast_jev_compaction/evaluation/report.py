@@ -118,8 +118,9 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     return [line(head), "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
 
 
-def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
-    align = ["---"] + ["---:"] * (len(head) - 1)
+def _md_table(head: list[str], rows: list[list[str]], labels: int = 1) -> list[str]:
+    """A Markdown table whose first ``labels`` columns are text, the rest figures."""
+    align = ["---"] * labels + ["---:"] * (len(head) - labels)
     return ["| " + " | ".join(r) + " |" for r in [head, align, *rows]]
 
 
@@ -221,7 +222,7 @@ def markdown_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
         ],
     )
     lines += ["", _split_intro(), ""]
-    lines += _md_table(["sessions", *_OUTCOME_HEAD], _split_rows(evaluation))
+    lines += _md_table(["sessions", *_OUTCOME_HEAD], _split_rows(evaluation), labels=2)
     lines += ["", "## Ranking", ""]
     lines += [
         f"AUC of each ranking of the {len(evaluation.scores.labels)} unpinned calls present at the fire points "

@@ -24,7 +24,7 @@ from fast_jev_compaction.tokens import estimate_tokens
 from jev_fault_server import FaultServer, Reply, Seen, answers_body
 from scripted_asker import ScriptedAsker, pair, user
 
-# Past policy.MIN_CUT_CHARS: outputs the budget policy could cut, so the judge is asked.
+# Past policy.cut_over: outputs the budget policy could cut, so the judge is asked.
 OUTPUT = "def handler(event):\n    return process(event)\n" * 150
 
 

@@ -249,8 +249,8 @@ def test_json_summary_for_scripts(home: Path) -> None:
     proc = fast_jev(home, "compact", str(EXAMPLE), "-o", str(home / "o.json"), "--json")
     doc = json.loads(proc.stdout)
     assert doc["judge"] == "local" and doc["out"] == str(home / "o.json")
-    assert (doc["keep"], doc["truncate"], doc["drop"], doc["pinned"]) == (8, 1, 1, 2)
-    assert doc["summary"].startswith(f"{doc['reduction'] * 100:.1f}% reduction; 8 kept, 1 truncated, 1 dropped, 2 pinned (3 by rules);")
+    assert (doc["keep"], doc["truncate"], doc["drop"], doc["pinned"]) == (6, 3, 1, 2)
+    assert doc["summary"].startswith(f"{doc['reduction'] * 100:.1f}% reduction; 6 kept, 3 truncated, 1 dropped, 2 pinned (3 by rules);")
     assert doc["archive"] == str(home / "o.json.archive")
     assert 0 < doc["reduction"] < 1
 

@@ -550,7 +550,7 @@ def test_config_defaults_match_upstream() -> None:
         config.max_concurrent_requests,
         config.model,
         config.judge,
-    ) == (0.5, 6, 60, 0.25, 25000, 30000, 500, 4, "jev-latest", "auto")
+    ) == (0.5, 6, 60, 0.25, 25000, 30000, 250, 4, "jev-latest", "auto")
 
 
 def test_config_wrong_types_fall_back_and_good_values_are_read() -> None:
@@ -570,7 +570,7 @@ def test_config_wrong_types_fall_back_and_good_values_are_read() -> None:
         {"compactAtPercent": 80, "preserveRecentMessages": 2.7, "truncateHeadChars": -3, "model": "jev-x", "judge": "local", "apiKey": " k "}
     )
     # a fraction is floored (the settings UI only knows "number"); out of range takes the default
-    assert (good.compact_at_percent, good.preserve_recent_messages, good.truncate_head_chars) == (80, 2, 500)
+    assert (good.compact_at_percent, good.preserve_recent_messages, good.truncate_head_chars) == (80, 2, 250)
     assert (good.model, good.judge, good.api_key) == ("jev-x", "local", "k")
     assert "sekrit" not in repr(resolve_hook_config({"apiKey": "sekrit"}))
 

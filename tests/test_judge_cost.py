@@ -7,14 +7,15 @@ from fast_jev_compaction.compaction import compact_sync
 from fast_jev_compaction.decisions import UNDER_CUT
 from fast_jev_compaction.options import CompactOptions
 from fast_jev_compaction.pairing import pair_tool_calls
-from fast_jev_compaction.policy import MIN_CUT_CHARS, could_cut
+from fast_jev_compaction.policy import MIN_DROP_CHARS, cut_over, could_cut
 from scripted_asker import ScriptedAsker, pair, per_call, user
 
 
 def mixed_session() -> list:
     messages = [user("Tidy the handlers")]
     for k in range(24):
-        size = 400 if k % 3 else 9000  # every third output is one the budget policy could cut
+        # Every third output is one the budget policy could cut; the others are too small for any cut.
+        size = MIN_DROP_CHARS - 100 if k % 3 else 9000
         messages += pair(f"toolu_{k}", "x" * size, "Read", file_path=f"/repo/src/handler_{k}.py")
     return messages + [user("go on")]
 
@@ -40,10 +41,11 @@ def test_a_remote_judge_is_asked_only_about_outputs_the_budget_policy_could_cut(
     pairing = pair_tool_calls(messages, options.preserve_recent_messages)
     asker = ScriptedAsker(per_call(scores(pairing)), yields=0)
     remote = compact_sync(messages, asker, options)
-    cuttable = {call.id for call in pairing.candidates if call.result_chars > MIN_CUT_CHARS}
+    total = len(messages)
+    cuttable = {call.id for call in pairing.candidates if call.result_chars > cut_over(call, total)}
     assert cuttable and len(cuttable) < len(pairing.candidates)
     assert {name.split("_", 1)[1] for name in asker.asked_names} == cuttable
-    assert all(could_cut(call) == (call.id in cuttable) for call in pairing.candidates)
+    assert all(could_cut(call, total, options) == (call.id in cuttable) for call in pairing.candidates)
     under = {d.id for d in remote.decisions if d.reason == UNDER_CUT}
     assert under == {call.id for call in pairing.candidates} - cuttable
     assert all(d.action == "keep" for d in remote.decisions if d.reason == UNDER_CUT)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from fast_jev_compaction.markers import LEAD_NOTE, carries_mark, drop_marker, gap, saved_path, truncation_note
+from fast_jev_compaction.markers import LEAD_NOTE, carries_mark, drop_marker, gap, ids_line, saved_path, truncation_note
 from fast_jev_compaction.pairing import ToolCall
 from fast_jev_compaction.questions import STATE_CONTEXT, questions_for
 
@@ -75,6 +75,7 @@ def model_facing_texts() -> dict[str, str]:
         "drop marker": drop_marker("Read", "src/app.py", 12345, False, ARCHIVE),
         "unsaved drop marker": drop_marker("Bash", "pytest -q", 980, True, None),
         "gap": gap(24396),
+        "ids line": ids_line(["src/payments/ledger_client.py", "test_partial_refund_rounding"]),
         "lead note": LEAD_NOTE,
     }
 
@@ -100,6 +101,7 @@ def test_markers_are_pinned():
     assert texts["drop marker"] == EXPECTED_DROP
     assert texts["unsaved drop marker"] == EXPECTED_UNSAVED_DROP
     assert texts["gap"] == "[… 24,396 chars …]"
+    assert texts["ids line"] == "[ids and paths further in: src/payments/ledger_client.py test_partial_refund_rounding]"
     assert texts["lead note"] == EXPECTED_LEAD
 
 

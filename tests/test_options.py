@@ -16,10 +16,11 @@ def test_defaults_match_upstream():
     assert opts.preserve_recent_messages == 6
     assert opts.max_state_tokens == 25_000
     assert opts.max_request_tokens == 30_000
-    # Ours: a cut keeps a digest whose opening is 500 chars (upstream kept a 300-char head only).
-    assert opts.truncate_head_chars == 500
+    # Ours: a cut keeps an 800-char digest (opening, closing, key lines, ids) whose opening is 250
+    # chars (upstream kept a 300-char head only); chosen from the corpus evaluation (policy.py).
+    assert opts.truncate_head_chars == 250
     assert opts.max_concurrent_requests == 4
-    assert (opts.digest_chars, opts.policy, opts.target_reduction, opts.keep_floor) == (1600, "budget", 0.9, 1.0)
+    assert (opts.digest_chars, opts.policy, opts.target_reduction, opts.keep_floor) == (800, "budget", 0.9, 1.0)
     assert (opts.archive_dir, opts.use_rules) == (None, True)
     # The dataclass defaults are the same resolved values, so CompactOptions() is safe to use.
     assert CompactOptions() == opts
@@ -51,7 +52,7 @@ def test_non_finite_or_non_numeric_values_fall_back_to_defaults(value):
         max_concurrent_requests=value,
     )
     assert (opts.preserve_recent_messages, opts.max_state_tokens, opts.max_request_tokens) == (6, 25_000, 30_000)
-    assert (opts.truncate_head_chars, opts.max_concurrent_requests) == (500, 4)
+    assert (opts.truncate_head_chars, opts.max_concurrent_requests) == (250, 4)
 
 
 def test_token_budgets_are_at_least_one_but_not_floored():

@@ -6,7 +6,7 @@ import pytest
 
 from fast_jev_compaction.compaction import compact_sync
 from fast_jev_compaction.options import resolve_options
-from fast_jev_compaction.rules import LOG_CAP, RULE_NAMES, RULES
+from fast_jev_compaction.rules import EDIT_CAP, LOG_CAP, RULE_NAMES, RULES
 from scripted_asker import ScriptedAsker, assistant, result, results, use, user
 
 BIG = "x" * 9000
@@ -95,3 +95,16 @@ def test_rules_off_asks_the_judge_about_everything():
     decisions, asker = run(("Read", {"file_path": "a.py"}, BIG), ("Read", {"file_path": "a.py"}, BIG), use_rules=False)
     assert all(reason not in RULE_NAMES for _, reason in decisions.values())
     assert sorted(asker.asked_names) == ["call_t1", "call_t2", "result_t1", "result_t2"]
+
+
+def test_an_old_edit_keeps_its_input_and_only_a_digest_of_a_long_view():
+    view = "\n".join(f"{n:6d}→    total = round(total, 2)  # line {n}" for n in range(80))
+    later = [("Bash", {"command": f"echo {n}"}, "ok") for n in range(6)]
+    edit = ("Edit", {"file_path": "a.py", "old_string": "round(x, 2)", "new_string": "quantize(x)"}, view)
+    old, _ = run(edit, *later)
+    assert len(view) > EDIT_CAP and old["c0"] == ("truncate", "protect-edit")
+    # The latest views are what the next edits quote: a recent one stays whole, as does a short one.
+    recent, _ = run(edit)
+    assert recent["c0"] == ("keep", "protect-edit")
+    short, _ = run(("Edit", {"file_path": "a.py", "old_string": "a", "new_string": "b"}, "The file a.py has been updated."), *later)
+    assert short["c0"] == ("keep", "protect-edit")

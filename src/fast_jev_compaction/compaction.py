@@ -12,7 +12,7 @@ from .archive import archive_path
 from .asker import AskResult, JevAsker
 from .batches import run_bounded
 from .decisions import KEEP, PINNED, SMALL, TRUNCATE, UNDER_CUT, Action, CallDecision
-from .digest import DigestShape
+from .digest import IDS_SHARE, DigestShape
 from .goal import goal_from_messages
 from .messages import SessionMessage, ToolResult
 from .options import CompactOptions, validate_threshold
@@ -38,7 +38,9 @@ class CompactResult:
 
 
 def shape_of(options: CompactOptions) -> DigestShape:
-    return DigestShape(budget=max(options.digest_chars, options.truncate_head_chars), head=options.truncate_head_chars)
+    budget = max(options.digest_chars, options.truncate_head_chars)
+    head = options.truncate_head_chars
+    return DigestShape(budget=budget, head=head, ids=(budget - head) // IDS_SHARE)
 
 
 async def compact(
@@ -62,7 +64,9 @@ async def compact(
         chars_before=sum(message_chars(m) for m in messages),
         calls=len(pairing.calls),
     )
-    verdicts = settle(call_facts(pairing.calls, {k: r.text for k, r in results.items()})) if opts.use_rules else {}
+    verdicts = (
+        settle(call_facts(pairing.calls, {k: r.text for k, r in results.items()}), len(messages)) if opts.use_rules else {}
+    )
     to_judge = [call for call in pairing.candidates if call.tool_use_id not in verdicts]
     judging = _Judging(messages, pairing, asker, opts, stats, results, opts.goal or goal_from_messages(messages))
     answers = await _answers(judging, to_judge, cache)
@@ -98,6 +102,7 @@ async def compact(
             already_freed=sum(max(0, freed(call, d.action)) for call in pool if (d := by_id.get(call.tool_use_id))),
             keep_floor=opts.keep_floor,
             freed_by=freed,
+            messages_total=len(messages),
         )
     by_id.update((d.tool_use_id, d) for d in judged)
 
@@ -168,8 +173,7 @@ async def _answers(judging: _Judging, to_judge: list[ToolCall], cache: AnswerCac
             return {}
         scores: dict[str, tuple[float, float]] = asker.score_calls(judging.messages, judging.pairing, judging.goal)
         return {call.id: scores[call.tool_use_id] for call in to_judge}
-    if opts.policy != "threshold":
-        to_judge = [call for call in to_judge if could_cut(call)]
+    to_judge = [call for call in to_judge if could_cut(call, len(judging.messages), opts)]
     if cache is None or not to_judge:
         return await _ask(judging, to_judge) if to_judge else {}
     scope = judge_scope(asker)

@@ -1,10 +1,15 @@
 """A bounded digest of a long tool output: its opening, its closing and the lines that matter.
 
-Head-only cuts lose what logs put at the end (the failing test, the exit status, the totals);
-measured on real sessions, the reused part of an output sits in the first 300 characters only
-about half the time, while head 500 + tail 500 covers about 80 %. The middle keeps the lines
-that carry errors, assertions, traceback heads, summaries and id-like tokens (hashes, ids,
-URLs), up to the remaining budget, each in place and in order.
+Head-only cuts lose what logs put at the end (the failing test, the exit status, the totals).
+The middle keeps the lines that carry errors, assertions, traceback heads, summaries and id-like
+tokens (hashes, ids, URLs), up to the remaining budget, each in place and in order.
+
+Later turns often reuse an output through its names: a path a search listed, a test or function
+name, a commit hash, an issue id. The kept lines hold only some of them, so the digest closes with
+one line listing the other distinct id-like tokens past the opening (longest first, within their
+share of the budget), in the order they appear; what the line leaves of its share goes to the
+closing and the key lines. On the corpus evaluation the line keeps one more reused output in
+context at the defaults (``policy.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
 
-from .markers import gap
+from .markers import gap, ids_line
 
 # A line worth keeping from the middle of a long output.
 _KEY_LINE = re.compile(
@@ -37,25 +42,38 @@ _KEY_WORDS = (
 # Non-ASCII letters that IGNORECASE matches to an ASCII letter while lower() keeps them apart.
 _FOLDS_TO_ASCII = ("\u0131", "\u017f")
 KEY_LINE_CHARS = 240
-# Lines are only searched this far into a huge output, so a digest stays cheap.
+# An id-like token: a path, a dotted or snake_case name, a hash, a URL, a long id. At least
+# ``ID_MIN_CHARS`` characters, at least one of the marks, and not a plain word.
+ID_MIN_CHARS = 20
+_ID_LIKE = re.compile(r"[\w\-./~@+=%:]{" + str(ID_MIN_CHARS) + ",}")
+_ID_MARK = re.compile(r"[0-9/_.\-]")
+_ID_TRIM = ".,-/:"
+# ... and at least 8 letters or digits: a rule of dashes or dots names nothing.
+_EIGHT_ALNUM = re.compile(r"(?:[^A-Za-z0-9]*[A-Za-z0-9]){8}")
+# The line of ids gets up to this part (1/IDS_SHARE) of what the opening leaves of the budget.
+IDS_SHARE = 2
+# Lines are only searched this far into a huge output, so a digest stays cheap; ids, which cost
+# more per character, less far.
 _MIDDLE_SCAN_CHARS = 2_000_000
+_IDS_SCAN_CHARS = 200_000
 
 
 @dataclass(frozen=True)
 class DigestShape:
-    """Character budgets: the whole digest and its opening; the closing and the key lines of
-    the middle share the rest equally."""
+    """Character budgets: the whole digest, its opening and its line of ids; the closing and the
+    key lines of the middle share the rest equally."""
 
     budget: int
     head: int
+    ids: int = 0
 
     @property
     def tail(self) -> int:
-        return max(0, (self.budget - self.head) // 2)
+        return max(0, (self.budget - self.head - self.ids) // 2)
 
     @property
     def middle(self) -> int:
-        return max(0, self.budget - self.head - self.tail)
+        return max(0, self.budget - self.head - self.ids - self.tail)
 
 
 def _safe(text: str, index: int) -> int:
@@ -164,11 +182,17 @@ def digest(text: str, shape: DigestShape) -> tuple[str, int]:
     measures what a cut frees, when it picks the cut's form and when it rebuilds.
 
     Kept pieces are verbatim slices of the output; each stretch left out is marked with its size.
+    The ids are chosen first, among the tokens past the opening; what their share leaves goes to
+    the closing and the key lines.
     """
     head_end = _head_end(text, shape.head)
-    tail_start = max(head_end, _tail_start(text, shape.tail, head_end))
+    tokens = _ids_past(text, head_end, shape.ids)
+    spare = shape.ids - (len(ids_line(tokens)) if tokens else 0)
+    tail_size = shape.tail + max(0, spare) // 2
+    middle_size = shape.middle + max(0, spare) - max(0, spare) // 2
+    tail_start = max(head_end, _tail_start(text, tail_size, head_end))
     spans = [(0, head_end)] if head_end else []
-    spans += _key_lines(text, head_end, tail_start, shape.middle)
+    spans += _key_lines(text, head_end, tail_start, middle_size)
     if tail_start < len(text):
         spans.append((tail_start, len(text)))
     parts: list[str] = []
@@ -183,4 +207,30 @@ def digest(text: str, shape: DigestShape) -> tuple[str, int]:
         position = end
     if position < len(text):
         parts.append(gap(len(text) - position))
+    shown = "\n".join(parts)
+    left = [token for token in tokens if token not in shown]
+    if left:
+        parts.append(ids_line(left))
     return "\n".join(parts), kept
+
+
+def _ids_past(text: str, start: int, budget: int) -> list[str]:
+    """The distinct id-like tokens after ``start`` that the text before it does not hold, the
+    longest first within ``budget`` characters (the line's own words included), listed in the
+    order they appear."""
+    if budget <= 0 or start >= len(text):
+        return []
+    opening = text[:start]
+    raw = dict.fromkeys(match.strip(_ID_TRIM) for match in _ID_LIKE.findall(text, start, start + _IDS_SCAN_CHARS))
+    found = [
+        token
+        for token in raw
+        if len(token) >= ID_MIN_CHARS and _ID_MARK.search(token) and _EIGHT_ALNUM.match(token)
+    ]
+    chosen: set[str] = set()
+    used = len(ids_line([]))
+    for token in sorted((t for t in found if t not in opening), key=len, reverse=True):
+        if used + len(token) + 1 <= budget:
+            chosen.add(token)
+            used += len(token) + 1
+    return [token for token in found if token in chosen]

@@ -61,6 +61,11 @@ LEAD_NOTE: Final = (
 )
 
 
+def ids_line(tokens: list[str]) -> str:
+    """Closes a digest: the names, paths and ids of the part left out (the saved file has them in place)."""
+    return f"[ids and paths further in: {' '.join(tokens)}]"
+
+
 def gap(omitted_chars: int) -> str:
     """Stands inside a digest where lines were left out."""
     return f"[… {omitted_chars:,} chars …]"

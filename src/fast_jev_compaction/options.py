@@ -187,13 +187,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_request_tokens", "integer", 30_000, "token budget for one judge request, state and questions",
            _where("core", "cli", "hook"), flag="--max-request-tokens", key="maxRequestTokens",
            title="Request budget (tokens)", minimum=1, metavar="N"),
-    # Head 500 plus tail 500 holds about 80 % of what real sessions reuse from a cut output (a
-    # 300-char head alone: about half).
-    Option("truncate_head_chars", "integer", 500, "characters of its opening a truncated output keeps",
+    # What a later turn needs from a long output is mostly its names (kept by the digest's line of
+    # ids) or lines from anywhere in it (code an edit quotes), which no fixed opening or closing
+    # holds: on the corpus, 800-char digests lose as much as 1,600-char ones (docs/quality.md).
+    Option("truncate_head_chars", "integer", 250, "characters of its opening a truncated output keeps",
            _where("core", "cli", "hook"), flag="--truncate-head-chars", key="truncateHeadChars",
            title="Truncated output opening (chars)", minimum=0, metavar="N"),
-    Option("digest_chars", "integer", 1600, "characters a truncated output keeps in all: its opening, "
-           "its closing and its key lines (errors, summaries, ids)",
+    Option("digest_chars", "integer", 800, "characters a truncated output keeps in all: its opening, "
+           "its closing, its key lines (errors, summaries) and a line of the ids and paths left out",
            _where("core", "cli", "hook"), flag="--digest-chars", key="digestChars",
            title="Truncated output digest (chars)", minimum=0, metavar="N"),
     Option("max_concurrent_requests", "integer", 4, "judge requests in flight at once",

@@ -51,6 +51,21 @@ def is_pinned(index: int, total: int, preserve_recent_messages: int) -> bool:
     return index == 0 or index >= total - preserve_recent_messages
 
 
+# The messages before the end that count as recent: outputs there are what the next turns most
+# often quote, so the budget policy and the edit cap leave more of them whole.
+RECENT_MESSAGES = 10
+
+
+def messages_since(call: ToolCall, messages_total: int) -> int:
+    """How many of ``messages_total`` messages came after the one holding ``call``'s output."""
+    return messages_total - 1 - call.result_index
+
+
+def is_recent(call: ToolCall, messages_total: int) -> bool:
+    """Whether ``call``'s output arrived in the last ``RECENT_MESSAGES`` of ``messages_total`` messages."""
+    return messages_since(call, messages_total) < RECENT_MESSAGES
+
+
 def pair_tool_calls(messages: Sequence[SessionMessage], preserve_recent_messages: int) -> Pairing:
     """Pair calls with results, rejecting structures that could make a drop unsafe."""
     uses: dict[str, tuple[int, Any]] = {}

@@ -19,7 +19,7 @@ from typing import Callable, Final, Mapping, Sequence
 from .decisions import DROP, KEEP, TRUNCATE, Action
 from .lexicon import DECISION, EDIT, READ, SIDE_EFFECT, TEST_BUILD, TODO, CallShape, call_shape
 from .markers import carries_mark
-from .pairing import ToolCall
+from .pairing import ToolCall, is_recent
 
 
 @dataclass
@@ -41,6 +41,10 @@ class CallFacts:
 # error line within the budget): the failure a test run ends with survives, its 50 kB of passes
 # go to the archive.
 LOG_CAP = 16_000
+# An edit's input stays whole; its output (a numbered view of the lines around the change) is
+# kept whole up to this size, past it truncated to its digest unless it is recent: the file
+# itself has those lines, and the latest views are the ones the next edits quote.
+EDIT_CAP = 1500
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,8 @@ class Rule:
     why: str
     # Kept whole up to this many characters; past it, truncated to its digest (None: no cap).
     cap: int | None = None
+    # The cap spares calls whose output arrived in the last RECENT_MESSAGES messages.
+    spares_recent: bool = False
 
 
 RULES: Final[tuple[Rule, ...]] = (
@@ -59,7 +65,7 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule("protect-decision", KEEP, lambda f: f.shape.kind == DECISION,
          "the user's answers and plan approvals are quoted later far above the base rate"),
     Rule("protect-edit", KEEP, lambda f: f.shape.kind == EDIT,
-         "the input of an edit is the record of the change"),
+         "the input of an edit is the record of the change", cap=EDIT_CAP, spares_recent=True),
     Rule("protect-side-effect", KEEP, lambda f: f.shape.kind == SIDE_EFFECT,
          "a call with side effects cannot be re-run to see its output again (ids, URLs, commits)"),
     Rule("superseded-reread", DROP, lambda f: f.shape.kind == READ and f.reread_later,
@@ -139,8 +145,9 @@ def call_facts(calls: Sequence[ToolCall], result_texts: Mapping[str, str]) -> li
     return facts
 
 
-def settle(facts: Sequence[CallFacts]) -> dict[str, Verdict]:
-    """The verdict of the first applying rule, for every unpinned call some rule settles."""
+def settle(facts: Sequence[CallFacts], messages_total: int) -> dict[str, Verdict]:
+    """The verdict of the first applying rule, for every unpinned call some rule settles, in a
+    conversation of ``messages_total`` messages."""
     verdicts: dict[str, Verdict] = {}
     for fact in facts:
         if fact.call.pinned:
@@ -148,7 +155,8 @@ def settle(facts: Sequence[CallFacts]) -> dict[str, Verdict]:
         for rule in RULES:
             if rule.applies(fact):
                 action = rule.action
-                if rule.cap is not None and fact.call.result_chars > rule.cap:
+                capped = rule.cap is not None and fact.call.result_chars > rule.cap
+                if capped and not (rule.spares_recent and is_recent(fact.call, messages_total)):
                     action = TRUNCATE
                 verdicts[fact.call.tool_use_id] = Verdict(rule.name, action)
                 break

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -35,6 +36,16 @@ def session_group(path: Path) -> str:
     if path.parent.name == "subagents":
         return str(path.parent.parent)
     return str(path.with_suffix(""))
+
+
+# The two halves of a set of sessions: defaults are chosen on "tune" and checked on "check".
+SPLITS = ("tune", "check")
+
+
+def session_split(group: str) -> str:
+    """The half a session belongs to, from a hash of its file name (not its folder, so the split
+    is the same wherever the transcripts lie)."""
+    return SPLITS[hashlib.sha256(Path(group).name.encode("utf-8")).digest()[0] % 2]
 
 
 @dataclass(frozen=True)

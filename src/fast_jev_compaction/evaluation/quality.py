@@ -22,7 +22,7 @@ from ..judge.reuse import build_reuse_index
 from ..messages import SessionMessage
 from ..options import CompactOptions
 from ..pairing import Pairing, ToolCall, pair_tool_calls
-from .corpus import Session
+from .corpus import Session, session_split
 from .firepoints import EVAL_FIRE_POINTS, fire_index
 from .fit import Row, fit_logistic, leave_one_session_out
 from .frontier import POLICIES as FRONTIER
@@ -70,6 +70,7 @@ class Evaluation:
     sessions: int = 0
     outcomes: dict[str, Outcome] = field(default_factory=dict)  # policy -> totals
     by_fraction: dict[str, dict[str, Outcome]] = field(default_factory=dict)  # "0.4" -> policy -> totals
+    by_split: dict[str, dict[str, Outcome]] = field(default_factory=dict)  # corpus.SPLITS -> policy -> totals
     scores: Scores = field(default_factory=Scores)
     rows: list[Row] = field(default_factory=list)  # the ranked calls, in the order of ``scores``
     lossless_points: int = 0  # (session, fire point) pairs where the pipeline lost nothing
@@ -120,10 +121,12 @@ def evaluate(
             contexts.update({name: rule(head, pairing) for name, rule in BASELINES.items()})
             per_fraction = report.by_fraction.setdefault(f"{fraction:.1f}", {p: Outcome() for p in policies})
             measured: dict[str, Outcome] = {}
+            per_split = report.by_split.setdefault(session_split(session.group), {p: Outcome() for p in policies})
             for policy, kept in contexts.items():
                 outcome = measured[policy] = measure(pairing.calls, originals, labels, fire, Context.of(kept), before, archived)
                 report.outcomes[policy].add(outcome)
                 per_fraction[policy].add(outcome)
+                per_split[policy].add(outcome)
                 if policy == PIPELINE:
                     report.points += 1
                     report.lossless_points += 1 if outcome.gone == 0 else 0

@@ -6,6 +6,7 @@ from dataclasses import asdict
 from typing import Any, Mapping
 
 from ..stats import percent
+from .corpus import SPLITS
 from .fit import FitReport
 from .metrics import auc, ratio
 from .outcome import Outcome, Scores
@@ -67,6 +68,10 @@ def to_json(evaluation: Evaluation, fit: Mapping[str, Any]) -> dict[str, Any]:
             fraction: {name: outcome_figures(o) for name, o in policies.items()}
             for fraction, policies in evaluation.by_fraction.items()
         },
+        "by_split": {
+            half: {name: outcome_figures(o) for name, o in policies.items()}
+            for half, policies in evaluation.by_split.items()
+        },
         "ranking": {
             "calls": len(evaluation.scores.labels),
             "reused": sum(evaluation.scores.labels),
@@ -121,8 +126,9 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     return [line(head), "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
 
 
-def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
-    align = ["---"] + ["---:"] * (len(head) - 1)
+def _md_table(head: list[str], rows: list[list[str]], labels: int = 1) -> list[str]:
+    """A Markdown table whose first ``labels`` columns are text, the rest figures."""
+    align = ["---"] * labels + ["---:"] * (len(head) - labels)
     return ["| " + " | ".join(r) + " |" for r in [head, align, *rows]]
 
 
@@ -185,6 +191,24 @@ def text_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _split_intro() -> str:
+    return (
+        "By half of the sessions (`evaluation/corpus.py` splits them by a hash of each session's file name): "
+        "the defaults were chosen on *tune* and measured on *check*, the half not used to choose them."
+    )
+
+
+def _split_rows(evaluation: Evaluation) -> list[list[str]]:
+    rows = []
+    for half in SPLITS:
+        policies = evaluation.by_split.get(half)
+        if policies is None:
+            continue
+        for row in _outcome_rows({name: policies[name] for name in policies if name != "keep everything"}):
+            rows.append([half, *row])
+    return rows
+
+
 def _frontier_intro(evaluation: Evaluation) -> str:
     return (
         "Cut policies over the same prefixes: unpinned results cut to a digest when the judge's keep_result "
@@ -216,6 +240,8 @@ def markdown_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
             for fraction, policies in evaluation.by_fraction.items()
         ],
     )
+    lines += ["", _split_intro(), ""]
+    lines += _md_table(["sessions", *_OUTCOME_HEAD], _split_rows(evaluation), labels=2)
     lines += ["", "## Ranking", ""]
     lines += [
         f"AUC of each ranking of the {len(evaluation.scores.labels)} unpinned calls present at the fire points "

@@ -1,0 +1,121 @@
+"""The budget policy on its own: which outputs it cuts, how, and which calls it could cut at all."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from fast_jev_compaction.decisions import DROP, KEEP, TRUNCATE
+from fast_jev_compaction.options import CompactOptions
+from fast_jev_compaction.pairing import RECENT_MESSAGES, ToolCall, is_recent
+from fast_jev_compaction.policy import (
+    CHEAP,
+    CHEAP_MAX_CHARS,
+    CUT_CHARS,
+    MIN_DROP_CHARS,
+    OLD_CUT_CHARS,
+    OLD_MESSAGES,
+    RECENT_CUT_CHARS,
+    Scored,
+    budget_decisions,
+    could_cut,
+    cut_over,
+)
+
+TOTAL = 100  # messages in the conversation the calls come from
+RECENT = TOTAL - 2  # a result index in the last RECENT_MESSAGES messages
+MIDDLE = TOTAL - 1 - RECENT_MESSAGES  # just before them
+OLD = TOTAL - 1 - OLD_MESSAGES  # OLD_MESSAGES messages back
+
+
+def call(chars: int, at: int = OLD, pinned: bool = False, n: int = 1) -> ToolCall:
+    return ToolCall(f"t{n}", f"toolu_{n}", "Read", {"file_path": f"/src/f{n}.py"}, at - 1, at, chars, False, pinned)
+
+
+def truncation_frees(c: ToolCall, action: str) -> int:
+    """A digest frees all but 1,000 chars when the output is longer than 1,200; a drop frees it all."""
+    if action == TRUNCATE:
+        return c.result_chars - 1000 if c.result_chars > 1200 else 0
+    return c.result_chars
+
+
+def decide(*items: tuple[ToolCall, float], keep_floor: float = 1.0, target: float = 10**9) -> dict[str, str]:
+    scored = [Scored(c, value, value) for c, value in items]
+    decisions = budget_decisions(
+        scored, target_chars=target, already_freed=0, keep_floor=keep_floor, freed_by=truncation_frees, messages_total=TOTAL
+    )
+    return {d.tool_use_id: d.action for d in decisions}
+
+
+def test_recent_means_the_last_messages_before_the_end():
+    assert is_recent(call(10, at=TOTAL - RECENT_MESSAGES), TOTAL)
+    assert not is_recent(call(10, at=TOTAL - RECENT_MESSAGES - 1), TOTAL)
+
+
+def test_the_cut_over_falls_with_age():
+    assert [cut_over(call(10, at=at), TOTAL) for at in (RECENT, MIDDLE, OLD + 1, OLD)] == [
+        RECENT_CUT_CHARS, CUT_CHARS, CUT_CHARS, OLD_CUT_CHARS
+    ]
+    assert RECENT_CUT_CHARS > CUT_CHARS > OLD_CUT_CHARS
+
+
+def test_outputs_over_their_cut_over_are_truncated_whatever_the_judge_says():
+    sizes_and_places = [
+        (CUT_CHARS + 1, MIDDLE), (CUT_CHARS, MIDDLE), (CUT_CHARS + 500, RECENT), (RECENT_CUT_CHARS + 1, RECENT),
+        (OLD_CUT_CHARS + 1, OLD), (OLD_CUT_CHARS, OLD),
+    ]
+    calls = [call(chars, at=at, n=n) for n, (chars, at) in enumerate(sizes_and_places)]
+    actions = decide(*((c, 0.99) for c in calls))
+    assert [actions[c.tool_use_id] for c in calls] == [TRUNCATE, KEEP, KEEP, TRUNCATE, TRUNCATE, KEEP]
+
+
+def test_a_cheap_small_output_is_truncated_or_dropped_and_a_valued_one_stays():
+    digestible = call(CHEAP_MAX_CHARS, n=1)
+    too_short_for_a_digest = call(MIN_DROP_CHARS + 100, n=2)
+    valued = call(CHEAP_MAX_CHARS, n=3)
+    actions = decide((digestible, CHEAP / 2), (too_short_for_a_digest, CHEAP / 2), (valued, CHEAP))
+    assert actions == {"toolu_1": TRUNCATE, "toolu_2": DROP, "toolu_3": KEEP}
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param(dict(chars=MIN_DROP_CHARS - 1), id="shorter than its marker would pay for"),
+        pytest.param(dict(chars=CHEAP_MAX_CHARS + 1), id="past the size the judge ranks best"),
+        pytest.param(dict(chars=1500, at=RECENT), id="recent"),
+    ],
+)
+def test_a_cheap_output_stays_when_it_is_tiny_mid_sized_or_recent(spec):
+    assert decide((call(**spec), 0.0)) == {"toolu_1": KEEP}
+
+
+def test_the_floor_and_the_target_still_bound_the_cuts():
+    big = call(CUT_CHARS * 3, n=1)
+    assert decide((big, 0.7), keep_floor=0.6) == {"toolu_1": KEEP}
+    # Least valued first: once the target is met, the rest stay.
+    other = call(CUT_CHARS * 3, n=2)
+    assert decide((big, 0.2), (other, 0.9), target=1) == {"toolu_1": TRUNCATE, "toolu_2": KEEP}
+
+
+def test_could_cut_names_every_call_the_policy_cuts_for_some_answer():
+    sizes = (
+        10, MIN_DROP_CHARS - 1, MIN_DROP_CHARS, 1500, CHEAP_MAX_CHARS + 1, OLD_CUT_CHARS + 1, CUT_CHARS + 1,
+        RECENT_CUT_CHARS + 1,
+    )
+    places = (OLD, MIDDLE, RECENT)
+    answers = (0.0, CHEAP / 2, 0.5, 1.0)
+    options = CompactOptions()
+    for n, (chars, at) in enumerate(itertools.product(sizes, places)):
+        c = call(chars, at=at, n=n)
+        cut_by_some_answer = any(decide((c, value))[c.tool_use_id] != KEEP for value in answers)
+        assert could_cut(c, TOTAL, options) == cut_by_some_answer, (chars, at)
+
+
+def test_could_cut_spares_pinned_calls_and_lets_the_threshold_policy_cut_any_other():
+    assert not could_cut(call(10**6, pinned=True), TOTAL, CompactOptions())
+    assert could_cut(call(10), TOTAL, CompactOptions(policy="threshold"))
+    assert not could_cut(call(10), TOTAL, CompactOptions())
+    # A floor of 0 keeps every output whatever the judge says.
+    assert could_cut(call(1500), TOTAL, CompactOptions())
+    assert not could_cut(call(10**6), TOTAL, CompactOptions(keep_floor=0.0))

@@ -225,7 +225,9 @@ def test_eval_through_fast_jev_serve_holds_the_bars_in_one_state_and_in_windows(
         assert there["reused"] == here["reused"] > 0
         assert there["recoverable"] == there["gone"]  # every gone output is behind a marker's path
         assert there["gone"] <= here["gone"] + 1
-        assert there["removed_share"] >= here["removed_share"] - 0.02
+        # A remote judge is not asked about the small outputs only a very low answer cuts
+        # (policy.could_cut, remote=True), so a few points less are removed than in process.
+        assert there["removed_share"] >= here["removed_share"] - 0.05
 
     holds(jev["policies"], ONE_STATE)
     windowed = jev["windowed"]

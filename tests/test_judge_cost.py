@@ -7,7 +7,7 @@ from fast_jev_compaction.compaction import compact_sync
 from fast_jev_compaction.decisions import UNDER_CUT
 from fast_jev_compaction.options import CompactOptions
 from fast_jev_compaction.pairing import pair_tool_calls
-from fast_jev_compaction.policy import MIN_DROP_CHARS, cut_over, could_cut
+from fast_jev_compaction.policy import MIN_DROP_CHARS, could_cut, cut_over
 from scripted_asker import ScriptedAsker, pair, per_call, user
 
 

@@ -110,6 +110,12 @@ def test_could_cut_names_every_call_the_policy_cuts_for_some_answer():
         c = call(chars, at=at, n=n)
         cut_by_some_answer = any(decide((c, value))[c.tool_use_id] != KEEP for value in answers)
         assert could_cut(c, TOTAL, options) == cut_by_some_answer, (chars, at)
+        # Asked over the wire: every output the policy may cut at some age without the cheap rule.
+        at_some_age = any(
+            decide((call(chars, at=when, n=n), value))[f"toolu_{n}"] != KEEP
+            for when in places for value in answers if value >= CHEAP
+        )
+        assert could_cut(c, TOTAL, options, remote=True) == at_some_age, (chars, at)
 
 
 def test_could_cut_spares_pinned_calls_and_lets_the_threshold_policy_cut_any_other():

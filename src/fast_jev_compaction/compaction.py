@@ -164,8 +164,9 @@ async def _answers(judging: _Judging, to_judge: list[ToolCall], cache: AnswerCac
     """The judge's (keep_call, keep_result) by call id: remembered answers first, then the judge.
 
     An in-process judge scores every call (it costs no request). A remote judge is asked only
-    about calls whose answer can change the outcome: under the budget policy, those it could cut
-    (``policy.could_cut``); the others are missing from the answers.
+    about calls whose answer can change the outcome in this pass or a later one: under the budget
+    policy, those ``policy.could_cut(..., remote=True)`` names; the others are missing from the
+    answers and stay whole.
     """
     asker, opts = judging.asker, judging.opts
     if in_process(asker):
@@ -173,7 +174,7 @@ async def _answers(judging: _Judging, to_judge: list[ToolCall], cache: AnswerCac
             return {}
         scores: dict[str, tuple[float, float]] = asker.score_calls(judging.messages, judging.pairing, judging.goal)
         return {call.id: scores[call.tool_use_id] for call in to_judge}
-    to_judge = [call for call in to_judge if could_cut(call, len(judging.messages), opts)]
+    to_judge = [call for call in to_judge if could_cut(call, len(judging.messages), opts, remote=True)]
     if cache is None or not to_judge:
         return await _ask(judging, to_judge) if to_judge else {}
     scope = judge_scope(asker)

@@ -83,10 +83,17 @@ def cut_over(call: ToolCall, messages_total: int) -> int:
     return CUT_CHARS if messages_since(call, messages_total) < OLD_MESSAGES else OLD_CUT_CHARS
 
 
-def could_cut(call: ToolCall, messages_total: int, options: CompactOptions) -> bool:
+def could_cut(call: ToolCall, messages_total: int, options: CompactOptions, *, remote: bool = False) -> bool:
     """Whether the policy in ``options`` may cut ``call`` (one of ``messages_total`` messages),
     for some answer of the judge; a call it could not cut needs no answer. Rules settle some calls
-    before this matters (``rules.settle``); the threshold policy may cut every unpinned call."""
+    before this matters (``rules.settle``); the threshold policy may cut every unpinned call.
+
+    ``remote=True`` answers for a judge asked over the wire, whose answers are remembered across
+    passes. It leaves out the small outputs that only a very low answer cuts: their questions cost
+    more tokens than their cuts free (on a ~200k-token session they took a compaction from ~14k to
+    ~76k tokens, for about 2 points of the unpinned output on the corpus). And it takes the lowest
+    cut-over whatever the call's age: an output only grows older, so its answer is had once, not
+    asked anew by a later pass when it crosses into a lower cut-over."""
     if call.pinned:
         return False
     if options.policy == "threshold":
@@ -94,6 +101,8 @@ def could_cut(call: ToolCall, messages_total: int, options: CompactOptions) -> b
     # The floor bounds every cut: at 0 no answer is low enough.
     if options.keep_floor <= 0:
         return False
+    if remote:
+        return call.result_chars > min(RECENT_CUT_CHARS, CUT_CHARS, OLD_CUT_CHARS)
     return call.result_chars > cut_over(call, messages_total) or _may_be_cheap(call, messages_total)
 
 

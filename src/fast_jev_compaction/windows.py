@@ -31,7 +31,10 @@ from .tokens import estimate_tokens
 # the digest that goes with it.
 WINDOW_INPUT_CHARS = 1000
 # Tokens of surrounding history each asked call brings into its state, beyond its own detail.
-SURROUND_PER_CALL = 300
+# 150 rather than 300 keeps a later pass (a few re-asked calls) under a fifth of the first pass's
+# tokens; on the corpus the state judge's held-out AUC went from 0.885 to 0.877 and no decision
+# through `fast-jev serve` changed (`fast-jev eval --serve`).
+SURROUND_PER_CALL = 150
 # fit_state's stages that still show every call with its output's digest.
 DETAILED_STAGES = frozenset({"full", "inputs<=200"})
 # Newest messages keep their calls' inputs at this length.

@@ -172,8 +172,9 @@ async def _ask(
     """The judge's (keep_call, keep_result) for each call in ``to_judge``, by call id."""
     goal = opts.goal or goal_from_messages(messages)
     if in_process(asker):
-        # An in-process judge reads the messages themselves: no state to fit, no request.
-        scores: dict[str, tuple[float, float]] = asker.score_calls(messages, pairing, goal)
+        # An in-process judge reads the messages themselves: no state to fit, no request; it
+        # scores only the calls asked about.
+        scores: dict[str, tuple[float, float]] = asker.score_calls(messages, pairing, goal, only=to_judge)
         return {call.id: scores[call.tool_use_id] for call in to_judge}
 
     question_cost = {call.id: question_tokens(call) for call in to_judge}

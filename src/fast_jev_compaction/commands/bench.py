@@ -80,12 +80,12 @@ class TimedJudge:
         self.judge = LocalJudge()
         self.cpu_s = 0.0
 
-    def score_calls(self, messages: Any, pairing: Any, goal: str) -> dict[str, tuple[float, float]]:
+    def score_calls(self, messages: Any, pairing: Any, goal: str, only: Any = None) -> dict[str, tuple[float, float]]:
         import time
 
         started = time.process_time()
         try:
-            return self.judge.score_calls(messages, pairing, goal)
+            return self.judge.score_calls(messages, pairing, goal, only=only)
         finally:
             self.cpu_s += time.process_time() - started
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from ..goal import prompt_text
 from ..messages import SessionMessage
@@ -149,11 +149,14 @@ def call_features(
     pairing: Pairing,
     goal: str,
     index: ReuseIndex | None = None,
+    only: Iterable[ToolCall] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """``{tool_use_id: {feature: value}}`` for every completed call; ``index`` may be passed in
-    when the caller already built it over the same messages."""
+    """``{tool_use_id: {feature: value}}`` for every completed call, or for the calls in
+    ``only`` (a call's features do not depend on which others are asked for); ``index`` may be
+    passed in when the caller already built it over the same messages."""
     if not messages:
         return {}
+    wanted = None if only is None else {call.tool_use_id for call in only}
     reuse = index if index is not None else build_reuse_index(messages)
     last = len(messages) - 1
     calls = pairing.calls
@@ -195,6 +198,8 @@ def call_features(
 
     out: dict[str, dict[str, float]] = {}
     for n, (call, target) in enumerate(zip(calls, targets)):
+        if wanted is not None and call.tool_use_id not in wanted:
+            continue
         text = result_text(messages, call)
         values = dict.fromkeys(FEATURE_NAMES, 0.0)
         values["size_log"] = math.log10(call.result_chars + 1)

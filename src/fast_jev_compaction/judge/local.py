@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..asker import AskResult, Usage
 from ..messages import SessionMessage
-from ..pairing import Pairing
+from ..pairing import Pairing, ToolCall
 from ..textutil import ELLIPSIS, js_json
 from ..tokens import estimate_tokens
 from .lexicon import FILE_KINDS as _FILE_KINDS
@@ -758,15 +758,18 @@ class LocalJudge:
 
     # -- in process ----------------------------------------------------------------------------
 
-    def score_calls(self, messages: Sequence[SessionMessage], pairing: Pairing, goal: str) -> dict[str, tuple[float, float]]:
-        """``{tool_use_id: (keep_call, keep_result)}`` from the fitted model over the messages.
+    def score_calls(
+        self, messages: Sequence[SessionMessage], pairing: Pairing, goal: str, only: Iterable[ToolCall] | None = None
+    ) -> dict[str, tuple[float, float]]:
+        """``{tool_use_id: (keep_call, keep_result)}`` from the fitted model over the messages,
+        for every completed call or for those in ``only``.
 
         In process the judge reads the outputs themselves (``judge/features.py``), not the Jev
         state's notes and digests: the compaction calls this instead of ``ask`` when it can.
         """
         from .model import score_calls
 
-        return score_calls(messages, pairing, goal)
+        return score_calls(messages, pairing, goal, only=only)
 
     # -- the JevAsker protocol -----------------------------------------------------------------
 

@@ -55,9 +55,8 @@ _HALF_LIFE_MESSAGES = 20.0
 _PROMPTS_SATURATION = 5
 # rebuild.truncated_result_text leaves results up to its 300-char head plus a 120-char margin alone
 _TINY_CHARS = 420
-_ERROR_LINE = re.compile(
-    r"^.*\b(?:error|exception|traceback|failed|failure|fatal|panic|assert(?:ion)?|denied|not found)\b.*$",
-    re.IGNORECASE | re.MULTILINE,
+_ERROR_WORD = re.compile(
+    r"\b(?:error|exception|traceback|failed|failure|fatal|panic|assert(?:ion)?|denied|not found)\b", re.IGNORECASE
 )
 _TERM = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 _STOP_TERMS = frozenset(
@@ -122,7 +121,21 @@ def result_text(messages: Sequence[SessionMessage], call: ToolCall) -> str:
 
 def terms(text: str) -> set[str]:
     """Identifier-like words of four letters or more, lower-cased, common words left out."""
-    return {t for t in (m.lower() for m in _TERM.findall(text)) if t not in _STOP_TERMS}
+    return set(map(str.lower, _TERM.findall(text))) - _STOP_TERMS
+
+
+def error_lines(text: str) -> int:
+    """How many lines hold an error word."""
+    count = 0
+    at = 0
+    while (match := _ERROR_WORD.search(text, at)) is not None:
+        count += 1
+        # the rest of this line is done: go on from the next one
+        end = text.find("\n", match.end())
+        if end < 0:
+            break
+        at = end + 1
+    return count
 
 
 def _superseded(
@@ -241,7 +254,7 @@ def call_features(
         name = basename(target.path).lower() if target.path else ""
         if len(name) >= 4 and named_at(name) > call.result_index:
             values["target_mentioned_later"] = 1.0
-        values["error_lines"] = math.log1p(min(len(_ERROR_LINE.findall(text)), 50))
+        values["error_lines"] = math.log1p(min(error_lines(text), 50))
         values["ids_log"] = math.log1p(len(long_ids(text)))
         out[call.tool_use_id] = values
     return out

@@ -49,7 +49,8 @@ def _parts(text: str) -> tuple[str, bool, str]:
     """The flattened lines (exact, or of a long output only both ends), and the term list."""
     flat, exact = _flattened(text)
     counts = Counter(_TERM.findall(text[:50_000]))
-    kept = [term for term in counts if _is_term(term)]
+    # Most words are plain lower-case ASCII: told apart by two string methods before the full test.
+    kept = [term for term in counts if not (term.isascii() and term.isalpha() and term[1:].islower()) and _is_term(term)]
     return flat, exact, " ".join(sorted(kept, key=lambda t: (-counts[t], t))[:_TERMS])
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, compress
 from typing import Any, Container, Iterable, Iterator, Sequence
 
 from ..messages import SessionMessage
@@ -42,6 +42,7 @@ _ASCII_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW
 _ONLY_WORDS = bytes(c if chr(c) in _ASCII_WORD_CHARS else 32 for c in range(256))
 _ONLY_IDS = bytes(c if chr(c) in _ASCII_WORD_CHARS or chr(c) in "-./~@+=%" else 32 for c in range(256))
 _ASCII_RUNS = re.compile(r"[\x00-\x7f]+")
+_LONG_ENOUGH = (ID_MIN_CHARS - 1).__lt__
 
 
 def _ascii_runs(text: str, table: bytes) -> list[str] | None:
@@ -94,7 +95,9 @@ def long_ids(text: str) -> set[str]:
         if len(token) >= ID_MIN_CHARS:
             found.add(token)
     runs = _ascii_runs(text, _ONLY_IDS)
-    for token in _ID.findall(text) if runs is None else (run for run in runs if len(run) >= ID_MIN_CHARS):
+    # compress/map keep the length filter in C: most runs are short words
+    long_runs = _ID.findall(text) if runs is None else compress(runs, map(_LONG_ENOUGH, map(len, runs)))
+    for token in long_runs:
         token = token.strip(_ID_TRIM)
         # a long plain word names nothing; a rule of dashes or dots neither
         if len(token) >= ID_MIN_CHARS and _ID_MARK.search(token) and len(_ALNUM.findall(token)) >= 8:

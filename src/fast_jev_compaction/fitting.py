@@ -11,7 +11,7 @@ from .messages import SessionMessage
 from .pairing import Pairing, is_pinned
 from .questions import STATE_CONTEXT
 from .textutil import abridge, collapsed, format_number, js_json, plain_json
-from .tokens import estimate_tokens
+from .tokens import estimate_tokens, from_tally, tally
 
 INPUT_STAGES = ((1000, "full"), (200, "inputs<=200"), (60, "inputs<=60"))
 ABRIDGE_HEAD, ABRIDGE_TAIL = 400, 150
@@ -39,14 +39,46 @@ def state_base_tokens(goal: str) -> int:
     return estimate_tokens(js_json(build_state(goal, [])))
 
 
+class _EntryCosts:
+    """``entry_tokens`` from the tallies of an entry's parts (tokens.tally): each text and each
+    call is tallied once however many stages show it, and the entry's JSON is rendered whole
+    only when its tally cannot tell (tokens.from_tally)."""
+
+    def __init__(self) -> None:
+        # id -> (the object, its tally); the object is held so that its id stays its own
+        self._tallies: dict[int, tuple[Any, tuple[int, int]]] = {}
+
+    def _tally(self, value: Any) -> tuple[int, int]:
+        found = self._tallies.get(id(value))
+        if found is None or found[0] is not value:
+            found = (value, tally(plain_json(value)))
+            self._tallies[id(value)] = found
+        return found[1]
+
+    def __call__(self, entry: dict[str, Any]) -> int:
+        # {"key":value,...}: braces, commas and colons are one 0.9 piece each
+        others = 1 + 2 * len(entry)
+        tenths = 9 * others
+        for key, value in entry.items():
+            for part in (key, *value) if isinstance(value, list) else (key, value):
+                part_tenths, part_others = self._tally(part)
+                tenths += part_tenths
+                others += part_others
+            if isinstance(value, list):
+                # [a,b,c]: brackets and commas
+                tenths += 9 * (len(value) + 1 if value else 2)
+                others += len(value) + 1 if value else 2
+        tokens = from_tally(tenths, others)
+        return entry_tokens(entry) if tokens is None else tokens + 1
+
+
 class _Budget:
     """Running estimate: base cost plus the cost of each live entry, updated one entry at a time."""
 
-    def __init__(
-        self, goal: str, entries: list[dict[str, Any]], limit: float, texts: dict[int, int] | None = None
-    ) -> None:
+    def __init__(self, goal: str, entries: list[dict[str, Any]], limit: float, costs: _EntryCosts) -> None:
         self.base = state_base_tokens(goal)
-        self.costs = [_text_entry_tokens(entry, texts) for entry in entries]
+        self.cost = costs
+        self.costs = [costs(entry) for entry in entries]
         self.tokens = self.base + sum(self.costs)
         self.limit = limit
 
@@ -54,20 +86,9 @@ class _Budget:
         return self.tokens <= self.limit
 
     def update(self, position: int, entry: dict[str, Any] | None) -> None:
-        new = 0 if entry is None else entry_tokens(entry)
+        new = 0 if entry is None else self.cost(entry)
         self.tokens += new - self.costs[position]
         self.costs[position] = new
-
-
-def _text_entry_tokens(entry: dict[str, Any], texts: dict[int, int] | None) -> int:
-    """``entry_tokens``; an entry with text only is the same at every input stage, so its cost
-    is kept in ``texts`` (by message index) and estimated once."""
-    if texts is None or "tool_calls" in entry or "pending_calls" in entry:
-        return entry_tokens(entry)
-    cost = texts.get(entry["i"])
-    if cost is None:
-        cost = texts[entry["i"]] = entry_tokens(entry)
-    return cost
 
 
 def fit_state(
@@ -80,10 +101,10 @@ def fit_state(
     """Walk the stages in order and return the first state that fits ``max_state_tokens``."""
     total = len(messages)
     memo = RenderMemo()
-    texts: dict[int, int] = {}
+    costs = _EntryCosts()
     for input_chars, stage in INPUT_STAGES:
         entries = history_entries(messages, pairing, input_chars, memo)
-        budget = _Budget(goal, entries, max_state_tokens, texts)
+        budget = _Budget(goal, entries, max_state_tokens, costs)
         if budget.fits():
             return FittedState(build_state(goal, entries), budget.tokens, stage)
 
@@ -136,15 +157,20 @@ def fit_state(
     kept = [(entry, pinned[p]) for p, entry in enumerate(entries) if p not in left_out]
     merged: list[dict[str, Any]] = []
     merged_pinned: list[bool] = []
+    copied = False  # whether merged[-1] is a copy of its entry, its call list ours to extend
     for entry, is_pin in kept:
         if merged and _foldable(merged[-1], merged_pinned[-1]) and _foldable(entry, is_pin) and (
             merged[-1]["role"] == entry["role"]
         ):
-            merged[-1] = {**merged[-1], "tool_calls": merged[-1]["tool_calls"] + entry["tool_calls"]}
+            if not copied:
+                merged[-1] = {**merged[-1], "tool_calls": list(merged[-1]["tool_calls"])}
+                copied = True
+            merged[-1]["tool_calls"].extend(entry["tool_calls"])
             continue
         merged.append(entry)
         merged_pinned.append(is_pin)
-    budget = _Budget(goal, merged, max_state_tokens)
+        copied = False
+    budget = _Budget(goal, merged, max_state_tokens, costs)
     if budget.fits():
         return done("old calls merged", merged)
     raise FittingError(

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from .errors import FittingError
 from .history import RenderMemo, calls_by_message, history_entries, one_line_call
 from .messages import SessionMessage
 from .pairing import Pairing, is_pinned
 from .questions import STATE_CONTEXT
-from .textutil import abridge, collapsed, format_number, js_json, plain_json
-from .tokens import estimate_tokens, from_tally, tally
+from .textutil import ELLIPSIS, abridge, collapsed, format_number, js_json, plain_json
+from .tokens import estimate_tokens, tally
 
 INPUT_STAGES = ((1000, "full"), (200, "inputs<=200"), (60, "inputs<=60"))
 ABRIDGE_HEAD, ABRIDGE_TAIL = 400, 150
@@ -39,46 +39,14 @@ def state_base_tokens(goal: str) -> int:
     return estimate_tokens(js_json(build_state(goal, [])))
 
 
-class _EntryCosts:
-    """``entry_tokens`` from the tallies of an entry's parts (tokens.tally): each text and each
-    call is tallied once however many stages show it, and the entry's JSON is rendered whole
-    only when its tally cannot tell (tokens.from_tally)."""
-
-    def __init__(self) -> None:
-        # id -> (the object, its tally); the object is held so that its id stays its own
-        self._tallies: dict[int, tuple[Any, tuple[int, int]]] = {}
-
-    def _tally(self, value: Any) -> tuple[int, int]:
-        found = self._tallies.get(id(value))
-        if found is None or found[0] is not value:
-            found = (value, tally(plain_json(value)))
-            self._tallies[id(value)] = found
-        return found[1]
-
-    def __call__(self, entry: dict[str, Any]) -> int:
-        # {"key":value,...}: braces, commas and colons are one 0.9 piece each
-        others = 1 + 2 * len(entry)
-        tenths = 9 * others
-        for key, value in entry.items():
-            for part in (key, *value) if isinstance(value, list) else (key, value):
-                part_tenths, part_others = self._tally(part)
-                tenths += part_tenths
-                others += part_others
-            if isinstance(value, list):
-                # [a,b,c]: brackets and commas
-                tenths += 9 * (len(value) + 1 if value else 2)
-                others += len(value) + 1 if value else 2
-        tokens = from_tally(tenths, others)
-        return entry_tokens(entry) if tokens is None else tokens + 1
-
-
 class _Budget:
     """Running estimate: base cost plus the cost of each live entry, updated one entry at a time."""
 
-    def __init__(self, goal: str, entries: list[dict[str, Any]], limit: float, costs: _EntryCosts) -> None:
+    def __init__(
+        self, goal: str, entries: list[dict[str, Any]], limit: float, texts: dict[int, int] | None = None
+    ) -> None:
         self.base = state_base_tokens(goal)
-        self.cost = costs
-        self.costs = [costs(entry) for entry in entries]
+        self.costs = [_text_entry_tokens(entry, texts) for entry in entries]
         self.tokens = self.base + sum(self.costs)
         self.limit = limit
 
@@ -86,9 +54,20 @@ class _Budget:
         return self.tokens <= self.limit
 
     def update(self, position: int, entry: dict[str, Any] | None) -> None:
-        new = 0 if entry is None else self.cost(entry)
+        new = 0 if entry is None else entry_tokens(entry)
         self.tokens += new - self.costs[position]
         self.costs[position] = new
+
+
+def _text_entry_tokens(entry: dict[str, Any], texts: dict[int, int] | None) -> int:
+    """``entry_tokens``; an entry with text only is the same at every input stage, so its cost
+    is kept in ``texts`` (by message index) and estimated once."""
+    if texts is None or "tool_calls" in entry or "pending_calls" in entry:
+        return entry_tokens(entry)
+    cost = texts.get(entry["i"])
+    if cost is None:
+        cost = texts[entry["i"]] = entry_tokens(entry)
+    return cost
 
 
 def fit_state(
@@ -101,58 +80,35 @@ def fit_state(
     """Walk the stages in order and return the first state that fits ``max_state_tokens``."""
     total = len(messages)
     memo = RenderMemo()
-    costs = _EntryCosts()
-    for input_chars, stage in INPUT_STAGES:
-        entries = history_entries(messages, pairing, input_chars, memo)
-        budget = _Budget(goal, entries, max_state_tokens, costs)
-        if budget.fits():
-            return FittedState(build_state(goal, entries), budget.tokens, stage)
+    texts: dict[int, int] = {}
+    (full_chars, full_stage), *smaller_stages = INPUT_STAGES
+    entries = history_entries(messages, pairing, full_chars, memo)
+    budget = _Budget(goal, entries, max_state_tokens, texts)
+    if budget.fits():
+        return FittedState(build_state(goal, entries), budget.tokens, full_stage)
 
-    def done(stage: str, history: list[dict[str, Any]]) -> FittedState:
-        return FittedState(build_state(goal, history), budget.tokens, stage)
+    smallest_chars = INPUT_STAGES[-1][0]
+    smallest = history_entries(messages, pairing, smallest_chars, memo)
+    pinned = [is_pinned(entry["i"], total, preserve_recent_messages) for entry in smallest]
+    # When no state short of the merge can fit, the stages are not walked: only the merge can.
+    walk = _floor_tokens(goal, smallest, pinned, messages, pairing) <= max_state_tokens
+    if walk:
+        for input_chars, stage in smaller_stages:
+            entries = smallest if input_chars == smallest_chars else history_entries(messages, pairing, input_chars, memo)
+            budget = _Budget(goal, entries, max_state_tokens, texts)
+            if budget.fits():
+                return FittedState(build_state(goal, entries), budget.tokens, stage)
 
-    pinned = [is_pinned(entry["i"], total, preserve_recent_messages) for entry in entries]
+    entries = smallest
     # Old (unpinned) entries first, oldest first; pinned ones are only abridged, and last.
     order = [p for p in range(len(entries)) if not pinned[p]] + [p for p in range(len(entries)) if pinned[p]]
-
-    for position in order:
-        entry = entries[position]
-        if len(entry["text"]) <= ABRIDGE_OVER:
-            continue
-        entry["text"] = abridge(entry["text"], ABRIDGE_HEAD, ABRIDGE_TAIL)
-        budget.update(position, entry)
-        if budget.fits():
-            return done("texts abridged", entries)
-
-    for position in order:
-        entry = entries[position]
-        if pinned[position] or not entry["text"]:
-            continue
-        entry["text"] = collapsed(len(messages[entry["i"]].text))
-        budget.update(position, entry)
-        if budget.fits():
-            return done("old messages collapsed", entries)
-
-    completed, _ = calls_by_message(pairing)
-    for position in order:
-        entry = entries[position]
-        if pinned[position] or "tool_calls" not in entry:
-            continue
-        entry["tool_calls"] = [one_line_call(call) for call in completed[entry["i"]]]
-        budget.update(position, entry)
-        if budget.fits():
-            return done("old calls compacted", entries)
-
     left_out: set[int] = set()
-    for position in order:
-        entry = entries[position]
-        # Pending calls stay visible at every stage: they are work still in progress.
-        if pinned[position] or "tool_calls" in entry or "pending_calls" in entry:
-            continue
-        left_out.add(position)
-        budget.update(position, None)
-        if budget.fits():
-            return done("old messages left out", [e for p, e in enumerate(entries) if p not in left_out])
+    for stage, position in _shrink(messages, pairing, entries, pinned, order, left_out):
+        if walk:
+            budget.update(position, None if position in left_out else entries[position])
+            if budget.fits():
+                history = [e for p, e in enumerate(entries) if p not in left_out]
+                return FittedState(build_state(goal, history), budget.tokens, stage)
 
     kept = [(entry, pinned[p]) for p, entry in enumerate(entries) if p not in left_out]
     merged: list[dict[str, Any]] = []
@@ -170,12 +126,100 @@ def fit_state(
         merged.append(entry)
         merged_pinned.append(is_pin)
         copied = False
-    budget = _Budget(goal, merged, max_state_tokens, costs)
+    budget = _Budget(goal, merged, max_state_tokens)
     if budget.fits():
-        return done("old calls merged", merged)
+        return FittedState(build_state(goal, merged), budget.tokens, "old calls merged")
     raise FittingError(
         f"history too large for Jev (~{budget.tokens} tokens after truncation, limit {format_number(max_state_tokens)})"
     )
+
+
+def _shrink(
+    messages: Sequence[SessionMessage],
+    pairing: Pairing,
+    entries: list[dict[str, Any]],
+    pinned: list[bool],
+    order: list[int],
+    left_out: set[int],
+) -> Iterator[tuple[str, int]]:
+    """The steps after the input stages, in order; each changes one entry in place (or adds it to
+    ``left_out``) and yields the name of its stage and the entry's position."""
+    for position in order:
+        entry = entries[position]
+        if len(entry["text"]) <= ABRIDGE_OVER:
+            continue
+        entry["text"] = abridge(entry["text"], ABRIDGE_HEAD, ABRIDGE_TAIL)
+        yield "texts abridged", position
+
+    for position in order:
+        entry = entries[position]
+        if pinned[position] or not entry["text"]:
+            continue
+        entry["text"] = collapsed(len(messages[entry["i"]].text))
+        yield "old messages collapsed", position
+
+    completed, _ = calls_by_message(pairing)
+    for position in order:
+        entry = entries[position]
+        if pinned[position] or "tool_calls" not in entry:
+            continue
+        entry["tool_calls"] = [one_line_call(call) for call in completed[entry["i"]]]
+        yield "old calls compacted", position
+
+    for position in order:
+        entry = entries[position]
+        # Pending calls stay visible at every stage: they are work still in progress.
+        if pinned[position] or "tool_calls" in entry or "pending_calls" in entry:
+            continue
+        left_out.add(position)
+        yield "old messages left out", position
+
+
+def _floor_tokens(
+    goal: str,
+    smallest: list[dict[str, Any]],
+    pinned: list[bool],
+    messages: Sequence[SessionMessage],
+    pairing: Pairing,
+) -> int:
+    """A lower bound on the estimate of every state from the second input stage to the last
+    step before the merge, from the entries of the smallest input stage (not yet shrunk).
+
+    Each entry that is never left out costs at least its smallest text form and the smaller of
+    its calls as rendered at the smallest stage, less their cut marks, and as one-liners (an
+    entry's calls change form together; pinned ones never do). No stage renders a call smaller:
+    a larger stage's input is a longer cut of the same JSON, and a prefix never tallies more than
+    the whole. Estimates add up over JSON fragments (tokens.tally), and an entry's estimate is at
+    least its exact tally rounded up.
+    """
+    completed, _ = calls_by_message(pairing)
+    tokens = state_base_tokens(goal)
+    for position, entry in enumerate(smallest):
+        calls, waiting = entry.get("tool_calls", []), entry.get("pending_calls", [])
+        if not pinned[position] and not calls and not waiting:
+            continue  # may be left out
+        rendered = {**entry, "text": ""}
+        cut_marks = sum(1 for item in (*calls, *waiting) if item["input"].endswith(ELLIPSIS))
+        if any("digest" in item for item in calls):
+            rendered["tool_calls"] = [{k: v for k, v in item.items() if k != "digest"} for item in calls]
+        tenths = tally(plain_json(rendered))[0] - _CUT_MARK * cut_marks
+        if calls and not pinned[position]:
+            one_lined = {**rendered, "tool_calls": [one_line_call(call) for call in completed[entry["i"]]]}
+            pending_marks = sum(1 for item in waiting if item["input"].endswith(ELLIPSIS))
+            tenths = min(tenths, tally(plain_json(one_lined))[0] - _CUT_MARK * pending_marks)
+        text = messages[entry["i"]].text
+        forms = [text]
+        if len(text) > ABRIDGE_OVER:
+            forms.append(abridge(text, ABRIDGE_HEAD, ABRIDGE_TAIL))
+        if not pinned[position] and text:
+            forms.append(collapsed(len(text)))
+        tenths += min(tally(plain_json(form))[0] for form in forms) - _QUOTES
+        tokens += -(-tenths // 10) + 1
+    return tokens
+
+
+_QUOTES = 18  # the tally of ``""``, the empty text
+_CUT_MARK = 9  # the tally of the ``…`` ending a cut input
 
 
 def _foldable(entry: dict[str, Any], pinned: bool) -> bool:

@@ -91,7 +91,7 @@ def fit_state(
     smallest = history_entries(messages, pairing, smallest_chars, memo)
     pinned = [is_pinned(entry["i"], total, preserve_recent_messages) for entry in smallest]
     # When no state short of the merge can fit, the stages are not walked: only the merge can.
-    walk = _floor_tokens(goal, smallest, pinned, messages, pairing) <= max_state_tokens
+    walk = _floor_tokens(goal, smallest, pinned, messages, pairing, max_state_tokens) <= max_state_tokens
     if walk:
         for input_chars, stage in smaller_stages:
             entries = smallest if input_chars == smallest_chars else history_entries(messages, pairing, input_chars, memo)
@@ -181,9 +181,11 @@ def _floor_tokens(
     pinned: list[bool],
     messages: Sequence[SessionMessage],
     pairing: Pairing,
+    limit: float,
 ) -> int:
     """A lower bound on the estimate of every state from the second input stage to the last
-    step before the merge, from the entries of the smallest input stage (not yet shrunk).
+    step before the merge, from the entries of the smallest input stage (not yet shrunk); it
+    stops as soon as it passes ``limit`` (texts, the finer part, are then not looked at).
 
     Each entry that is never left out costs at least its smallest text form and the smaller of
     its calls as rendered at the smallest stage, less their cut marks, and as one-liners (an
@@ -194,6 +196,7 @@ def _floor_tokens(
     """
     completed, _ = calls_by_message(pairing)
     tokens = state_base_tokens(goal)
+    kept: list[tuple[int, int]] = []  # (position, tenths without the text)
     for position, entry in enumerate(smallest):
         calls, waiting = entry.get("tool_calls", []), entry.get("pending_calls", [])
         if not pinned[position] and not calls and not waiting:
@@ -207,7 +210,13 @@ def _floor_tokens(
             one_lined = {**rendered, "tool_calls": [one_line_call(call) for call in completed[entry["i"]]]}
             pending_marks = sum(1 for item in waiting if item["input"].endswith(ELLIPSIS))
             tenths = min(tenths, tally(plain_json(one_lined))[0] - _CUT_MARK * pending_marks)
-        text = messages[entry["i"]].text
+        kept.append((position, tenths))
+        tokens += -(-tenths // 10) + 1
+    if tokens > limit:
+        return tokens
+    tokens = state_base_tokens(goal)
+    for position, tenths in kept:
+        text = messages[smallest[position]["i"]].text
         forms = [text]
         if len(text) > ABRIDGE_OVER:
             forms.append(abridge(text, ABRIDGE_HEAD, ABRIDGE_TAIL))

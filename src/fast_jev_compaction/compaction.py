@@ -71,9 +71,16 @@ async def compact(
     def saved_at(call: ToolCall) -> str | None:
         return archive_path(opts.archive_dir, results[call.tool_use_id].text) if opts.archive_dir else None
 
+    # What each cut frees, worked out once (a digest, a marker) for the policy's probes and the
+    # final decisions alike.
+    freed_memo: dict[tuple[str, Action], int] = {}
+
     def freed(call: ToolCall, action: Action) -> int:
-        probe = CallDecision(call.id, call.tool_use_id, call.tool, 0.0, 0.0, action, "", 0, saved_at(call))
-        return freed_chars(results, call, probe, shape)
+        found = freed_memo.get((call.tool_use_id, action))
+        if found is None:
+            probe = CallDecision(call.id, call.tool_use_id, call.tool, 0.0, 0.0, action, "", 0, saved_at(call))
+            found = freed_memo[(call.tool_use_id, action)] = freed_chars(results, call, probe, shape)
+        return found
 
     by_id: dict[str, CallDecision] = {}
     for call in pairing.calls:
@@ -102,8 +109,7 @@ async def compact(
         decision = by_id[call.tool_use_id]
         if decision.action != KEEP:
             path = saved_at(call)
-            decision = replace(decision, archive_path=path)
-            decision = replace(decision, chars_freed=freed_chars(results, call, decision, shape))
+            decision = replace(decision, archive_path=path, chars_freed=freed(call, decision.action))
             if decision.chars_freed <= 0:
                 # Nothing to gain (an output shorter than its digest or its marker): it stays,
                 # and the counts say so.

@@ -48,6 +48,12 @@ def estimate_tokens(text: str) -> int:
     return _accumulated(text)
 
 
+def most_tokens(text: str) -> int:
+    """An upper bound on ``estimate_tokens(text)`` from its length alone: no character adds more
+    than 2 (a lone letter adds 1, an astral character 1.8), and rounding adds at most 1."""
+    return 2 * len(text) + 1
+
+
 def tally(text: str) -> tuple[int, int]:
     """The exact cost of ``text``'s pieces in tenths of a token, and how many 0.9 pieces it has.
 

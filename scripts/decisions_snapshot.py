@@ -67,6 +67,8 @@ def snapshot(label: str, messages: list[Any]) -> list[dict[str, Any]]:
             "requests": result.stats.requests,
             "state_tokens": result.stats.state_tokens,
             "estimated_tokens": result.stats.estimated_tokens,
+            "chars": [result.stats.chars_before, result.stats.chars_after],
+            "counts": [result.stats.kept, result.stats.truncated, result.stats.dropped, result.stats.pinned],
         }
         if isinstance(asker, RecordingAsker):
             row["sent_sha256"] = asker.sent.hexdigest()

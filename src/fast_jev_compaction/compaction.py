@@ -57,9 +57,11 @@ async def compact(
     validate_threshold(opts.keep_threshold)
     pairing = pair_tool_calls(messages, opts.preserve_recent_messages)
     results: dict[str, ToolResult] = {r.tool_use_id: r for m in messages for r in m.toolResults or ()}
+    # By identity: the rebuild returns untouched messages as the same objects, counted once.
+    sizes = {id(m): message_chars(m) for m in messages}
     stats = CompactStats(
         messages_before=len(messages),
-        chars_before=sum(message_chars(m) for m in messages),
+        chars_before=sum(sizes[id(m)] for m in messages),
         calls=len(pairing.calls),
     )
     verdicts = settle(call_facts(pairing.calls, {k: r.text for k, r in results.items()})) if opts.use_rules else {}
@@ -120,7 +122,7 @@ async def compact(
     out = apply_decisions(messages, decisions, pairing.calls, shape)
 
     stats.messages_after = len(out)
-    stats.chars_after = sum(message_chars(m) for m in out)
+    stats.chars_after = sum(sizes[id(m)] if id(m) in sizes else message_chars(m) for m in out)
     rule_names = {v.rule for v in verdicts.values()}
     for decision in decisions:
         if decision.reason == PINNED:

@@ -89,6 +89,9 @@ class TimedJudge:
         finally:
             self.cpu_s += time.process_time() - started
 
+    async def ask(self, state: Any, questions: Any) -> Any:
+        return await self.judge.ask(state, questions)
+
 
 def measure(path: Path, repeat: int) -> dict[str, Any]:
     """One transcript's numbers; read once, compacted ``repeat`` times by each judge.

@@ -145,7 +145,7 @@ def long_session() -> list:  # type: ignore[type-arg]
 
 @pytest.mark.parametrize("keep", [0, 10])
 def test_floor_is_under_every_stage_before_the_merge(long_session, keep: int) -> None:  # type: ignore[no-untyped-def]
-    """The bound that lets fit_state skip the walk is below every state the walk can reach."""
+    """The bound that lets fit_state skip the stages is below every state they can reach."""
     messages = long_session
     pairing = pair_tool_calls(messages, keep)
     goal = goal_from_messages(messages)
@@ -153,7 +153,7 @@ def test_floor_is_under_every_stage_before_the_merge(long_session, keep: int) ->
     smallest = history_entries(messages, pairing, INPUT_STAGES[-1][0], memo)
     pinned = [is_pinned(entry["i"], len(messages), keep) for entry in smallest]
     floor = _floor_tokens(goal, smallest, pinned, messages, pairing, float("inf"))
-    for input_chars, _ in INPUT_STAGES[1:]:
+    for input_chars, _ in INPUT_STAGES:
         assert floor <= _Budget(goal, history_entries(messages, pairing, input_chars, memo), 0).tokens
     # every step of the walk, stage by stage, down to the last one before the merge
     from fast_jev_compaction.fitting import _shrink

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Iterator, Sequence
 
 from .errors import FittingError
@@ -82,24 +83,36 @@ def fit_state(
     memo = RenderMemo()
     texts: dict[int, int] = {}
     (full_chars, full_stage), *smaller_stages = INPUT_STAGES
-    entries = history_entries(messages, pairing, full_chars, memo)
-    budget = _Budget(goal, entries, max_state_tokens, texts)
-    if budget.fits():
-        return FittedState(build_state(goal, entries), budget.tokens, full_stage)
-
     smallest_chars = INPUT_STAGES[-1][0]
-    smallest = history_entries(messages, pairing, smallest_chars, memo)
-    pinned = [is_pinned(entry["i"], total, preserve_recent_messages) for entry in smallest]
-    # When no state short of the merge can fit, the stages are not walked: only the merge can.
-    walk = _floor_tokens(goal, smallest, pinned, messages, pairing, max_state_tokens) <= max_state_tokens
+
+    @cache
+    def smallest() -> tuple[list[dict[str, Any]], list[bool]]:
+        """The smallest input stage's entries (the ones the steps shrink), and which are pinned."""
+        entries = history_entries(messages, pairing, smallest_chars, memo)
+        return entries, [is_pinned(entry["i"], total, preserve_recent_messages) for entry in entries]
+
+    def any_can_fit() -> bool:
+        # When no state short of the merge can fit, the stages are not walked: only the merge can.
+        return _floor_tokens(goal, *smallest(), messages, pairing, max_state_tokens) <= max_state_tokens
+
+    # With many calls every input stage is likely too large: the bound, taken first, can then
+    # spare rendering the full stage (its digests) at all. Only the work done depends on this.
+    bound_first = len(pairing.calls) * _FULL_CALL_TOKENS > max_state_tokens
+    walk = any_can_fit() if bound_first else True
+    if walk:
+        entries = history_entries(messages, pairing, full_chars, memo)
+        budget = _Budget(goal, entries, max_state_tokens, texts)
+        if budget.fits():
+            return FittedState(build_state(goal, entries), budget.tokens, full_stage)
+        walk = bound_first or any_can_fit()
     if walk:
         for input_chars, stage in smaller_stages:
-            entries = smallest if input_chars == smallest_chars else history_entries(messages, pairing, input_chars, memo)
+            entries = smallest()[0] if input_chars == smallest_chars else history_entries(messages, pairing, input_chars, memo)
             budget = _Budget(goal, entries, max_state_tokens, texts)
             if budget.fits():
                 return FittedState(build_state(goal, entries), budget.tokens, stage)
 
-    entries = smallest
+    entries, pinned = smallest()
     # Old (unpinned) entries first, oldest first; pinned ones are only abridged, and last.
     order = [p for p in range(len(entries)) if not pinned[p]] + [p for p in range(len(entries)) if pinned[p]]
     left_out: set[int] = set()
@@ -184,8 +197,9 @@ def _floor_tokens(
     limit: float,
 ) -> int:
     """A lower bound on the estimate of every state from the second input stage to the last
-    step before the merge, from the entries of the smallest input stage (not yet shrunk); it
-    stops as soon as it passes ``limit`` (texts, the finer part, are then not looked at).
+    step before the merge (the full stage included), from the entries of the smallest input stage
+    (not yet shrunk); it stops as soon as it passes ``limit`` (texts, the finer part, are looked
+    at only when the rest does not pass it).
 
     Each entry that is never left out costs at least its smallest text form and the smaller of
     its calls as rendered at the smallest stage, less their cut marks, and as one-liners (an
@@ -212,8 +226,8 @@ def _floor_tokens(
             tenths = min(tenths, tally(plain_json(one_lined))[0] - _CUT_MARK * pending_marks)
         kept.append((position, tenths))
         tokens += -(-tenths // 10) + 1
-    if tokens > limit:
-        return tokens
+        if tokens > limit:
+            return tokens
     tokens = state_base_tokens(goal)
     for position, tenths in kept:
         text = messages[smallest[position]["i"]].text
@@ -227,6 +241,8 @@ def _floor_tokens(
     return tokens
 
 
+# A call at the full stage, its input and a 300-character digest shown, rarely costs less.
+_FULL_CALL_TOKENS = 100
 _QUOTES = 18  # the tally of ``""``, the empty text
 _CUT_MARK = 9  # the tally of the ``…`` ending a cut input
 

@@ -197,3 +197,20 @@ def test_fit_state_agrees_with_the_plain_walk(long_session, limit: int) -> None:
         assert fitted.tokens == _Budget(goal, history, limit).tokens == _Budget(goal, history, limit).base + sum(
             entry_tokens(entry) for entry in history
         )
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TEXT, st.integers(min_value=1, max_value=60), _TEXT)
+def test_stage_costs_equal_the_whole_entry_estimate(text: str, repeat: int, call_input: str) -> None:
+    from fast_jev_compaction.fitting import _StageCosts
+
+    long_text = (text or "x") * (2000 // max(1, len(text or "x")) + repeat)
+    entry = {
+        "i": 7,
+        "role": "assistant",
+        "text": long_text,
+        "tool_calls": [{"id": "t1", "tool": "Read", "input": call_input, "result": "ok, 12 chars (omitted)"}],
+    }
+    costs = _StageCosts()
+    assert costs(entry) == entry_tokens(entry)
+    assert costs({**entry, "tool_calls": ["t1 Read x → ok 12ch"]}) == entry_tokens({**entry, "tool_calls": ["t1 Read x → ok 12ch"]})

@@ -12,7 +12,7 @@ from .messages import SessionMessage
 from .pairing import Pairing, is_pinned
 from .questions import STATE_CONTEXT
 from .textutil import ELLIPSIS, abridge, collapsed, format_number, js_json, plain_json
-from .tokens import estimate_tokens, tally
+from .tokens import estimate_tokens, from_tally, tally
 
 INPUT_STAGES = ((1000, "full"), (200, "inputs<=200"), (60, "inputs<=60"))
 ABRIDGE_HEAD, ABRIDGE_TAIL = 400, 150
@@ -43,11 +43,9 @@ def state_base_tokens(goal: str) -> int:
 class _Budget:
     """Running estimate: base cost plus the cost of each live entry, updated one entry at a time."""
 
-    def __init__(
-        self, goal: str, entries: list[dict[str, Any]], limit: float, texts: dict[int, int] | None = None
-    ) -> None:
+    def __init__(self, goal: str, entries: list[dict[str, Any]], limit: float, costs: _StageCosts | None = None) -> None:
         self.base = state_base_tokens(goal)
-        self.costs = [_text_entry_tokens(entry, texts) for entry in entries]
+        self.costs = [entry_tokens(entry) if costs is None else costs(entry) for entry in entries]
         self.tokens = self.base + sum(self.costs)
         self.limit = limit
 
@@ -60,15 +58,35 @@ class _Budget:
         self.costs[position] = new
 
 
-def _text_entry_tokens(entry: dict[str, Any], texts: dict[int, int] | None) -> int:
-    """``entry_tokens``; an entry with text only is the same at every input stage, so its cost
-    is kept in ``texts`` (by message index) and estimated once."""
-    if texts is None or "tool_calls" in entry or "pending_calls" in entry:
-        return entry_tokens(entry)
-    cost = texts.get(entry["i"])
-    if cost is None:
-        cost = texts[entry["i"]] = entry_tokens(entry)
-    return cost
+class _StageCosts:
+    """``entry_tokens`` across the input stages, which change only the calls: an entry with text
+    only is estimated once (kept by message index), and a long text is tallied once and its
+    entry's other parts apart (tokens.tally), rather than the whole entry again at each stage."""
+
+    def __init__(self) -> None:
+        self.text_only: dict[int, int] = {}
+        self.long_texts: dict[int, tuple[str, tuple[int, int]]] = {}  # id -> (text, its tally)
+
+    def __call__(self, entry: dict[str, Any]) -> int:
+        if "tool_calls" not in entry and "pending_calls" not in entry:
+            cost = self.text_only.get(entry["i"])
+            if cost is None:
+                cost = self.text_only[entry["i"]] = entry_tokens(entry)
+            return cost
+        text = entry["text"]
+        if len(text) < _LONG_TEXT:
+            return entry_tokens(entry)
+        found = self.long_texts.get(id(text))
+        if found is None or found[0] is not text:
+            found = self.long_texts[id(text)] = (text, tally(plain_json(text)))
+        text_tenths, text_others = found[1]
+        rest_tenths, rest_others = tally(plain_json({**entry, "text": ""}))
+        tokens = from_tally(rest_tenths - _QUOTES + text_tenths, rest_others - 2 + text_others)
+        return entry_tokens(entry) if tokens is None else tokens + 1
+
+
+# Past this length a text's tally is worth keeping apart from its entry's.
+_LONG_TEXT = 2000
 
 
 def fit_state(
@@ -81,8 +99,7 @@ def fit_state(
     """Walk the stages in order and return the first state that fits ``max_state_tokens``."""
     total = len(messages)
     memo = RenderMemo()
-    texts: dict[int, int] = {}
-    (full_chars, full_stage), *smaller_stages = INPUT_STAGES
+    costs = _StageCosts()
     smallest_chars = INPUT_STAGES[-1][0]
 
     @cache
@@ -96,19 +113,13 @@ def fit_state(
         return _floor_tokens(goal, *smallest(), messages, pairing, max_state_tokens) <= max_state_tokens
 
     # With many calls every input stage is likely too large: the bound, taken first, can then
-    # spare rendering the full stage (its digests) at all. Only the work done depends on this.
-    bound_first = len(pairing.calls) * _FULL_CALL_TOKENS > max_state_tokens
-    walk = any_can_fit() if bound_first else True
+    # spare the stages altogether (the full one's digests included). Fewer calls are walked
+    # without it. Only the work done depends on this choice, never the state.
+    walk = len(pairing.calls) * _FULL_CALL_TOKENS <= max_state_tokens or any_can_fit()
     if walk:
-        entries = history_entries(messages, pairing, full_chars, memo)
-        budget = _Budget(goal, entries, max_state_tokens, texts)
-        if budget.fits():
-            return FittedState(build_state(goal, entries), budget.tokens, full_stage)
-        walk = bound_first or any_can_fit()
-    if walk:
-        for input_chars, stage in smaller_stages:
+        for input_chars, stage in INPUT_STAGES:
             entries = smallest()[0] if input_chars == smallest_chars else history_entries(messages, pairing, input_chars, memo)
-            budget = _Budget(goal, entries, max_state_tokens, texts)
+            budget = _Budget(goal, entries, max_state_tokens, costs)
             if budget.fits():
                 return FittedState(build_state(goal, entries), budget.tokens, stage)
 

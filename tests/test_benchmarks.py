@@ -11,6 +11,7 @@ import pytest
 
 from fast_jev_compaction.commands.bench import CORE_OPTIONS, ConstantAsker
 from fast_jev_compaction.compaction import compact_sync
+from fast_jev_compaction.judge.local import LocalJudge
 from fast_jev_compaction.synthetic import transcript_lines
 from fast_jev_compaction.textutil import js_json
 from fast_jev_compaction.tokens import _accumulated, estimate_tokens
@@ -20,6 +21,12 @@ from fast_jev_compaction.transcript import parse_transcript
 @pytest.fixture(scope="module")
 def session():
     return parse_transcript(list(transcript_lines(2000)))
+
+
+@pytest.fixture(scope="module")
+def session_past_one_state():
+    # About 490 calls: the input stages do not fit, and fitting must learn that cheaply.
+    return parse_transcript(list(transcript_lines(1000)))
 
 
 def test_estimate_tokens_of_a_large_state(benchmark):
@@ -32,4 +39,15 @@ def test_core_without_the_judge(benchmark, session):
     result = benchmark(compact_sync, session, asker, CORE_OPTIONS)
     assert result.stats.requests >= 1
     assert 0 < asker.largest_request <= 30_000
+    assert result.stats.chars_after < result.stats.chars_before
+
+
+def test_core_when_one_state_cannot_fit(benchmark, session_past_one_state):
+    result = benchmark(compact_sync, session_past_one_state, ConstantAsker())
+    assert result.stats.windows >= 1
+
+
+def test_compaction_with_the_embedded_judge(benchmark, session):
+    result = benchmark(compact_sync, session, LocalJudge())
+    assert result.stats.requests == 0  # scored in process
     assert result.stats.chars_after < result.stats.chars_before

@@ -31,7 +31,7 @@ class InProcess:
     def __init__(self, by_id: dict[str, tuple[float, float]]) -> None:
         self.by_id = by_id
 
-    def score_calls(self, messages, pairing, goal):
+    def score_calls(self, messages, pairing, goal, only=None):
         return {call.tool_use_id: self.by_id[call.id] for call in pairing.calls}
 
 

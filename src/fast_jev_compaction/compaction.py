@@ -59,9 +59,11 @@ async def compact(
     validate_threshold(opts.keep_threshold)
     pairing = pair_tool_calls(messages, opts.preserve_recent_messages)
     results: dict[str, ToolResult] = {r.tool_use_id: r for m in messages for r in m.toolResults or ()}
+    # By identity: the rebuild returns untouched messages as the same objects, counted once.
+    sizes = {id(m): message_chars(m) for m in messages}
     stats = CompactStats(
         messages_before=len(messages),
-        chars_before=sum(message_chars(m) for m in messages),
+        chars_before=sum(sizes[id(m)] for m in messages),
         calls=len(pairing.calls),
     )
     verdicts = (
@@ -76,9 +78,16 @@ async def compact(
     def saved_at(call: ToolCall) -> str | None:
         return archive_path(opts.archive_dir, results[call.tool_use_id].text) if opts.archive_dir else None
 
+    # What each cut frees, worked out once (a digest, a marker) for the policy's probes and the
+    # final decisions alike.
+    freed_memo: dict[tuple[str, Action], int] = {}
+
     def freed(call: ToolCall, action: Action) -> int:
-        probe = CallDecision(call.id, call.tool_use_id, call.tool, 0.0, 0.0, action, "", 0, saved_at(call))
-        return freed_chars(results, call, probe, shape)
+        found = freed_memo.get((call.tool_use_id, action))
+        if found is None:
+            probe = CallDecision(call.id, call.tool_use_id, call.tool, 0.0, 0.0, action, "", 0, saved_at(call))
+            found = freed_memo[(call.tool_use_id, action)] = freed_chars(results, call, probe, shape)
+        return found
 
     by_id: dict[str, CallDecision] = {}
     for call in pairing.calls:
@@ -112,8 +121,7 @@ async def compact(
         decision = by_id[call.tool_use_id]
         if decision.action != KEEP:
             path = saved_at(call)
-            decision = replace(decision, archive_path=path)
-            decision = replace(decision, chars_freed=freed_chars(results, call, decision, shape))
+            decision = replace(decision, archive_path=path, chars_freed=freed(call, decision.action))
             if decision.chars_freed <= 0:
                 # Nothing to gain (an output shorter than its digest or its marker): it stays,
                 # and the counts say so.
@@ -124,7 +132,7 @@ async def compact(
     out = apply_decisions(messages, decisions, pairing.calls, shape)
 
     stats.messages_after = len(out)
-    stats.chars_after = sum(message_chars(m) for m in out)
+    stats.chars_after = sum(sizes[id(m)] if id(m) in sizes else message_chars(m) for m in out)
     rule_names = {v.rule for v in verdicts.values()}
     for decision in decisions:
         if decision.reason == PINNED:
@@ -172,7 +180,10 @@ async def _answers(judging: _Judging, to_judge: list[ToolCall], cache: AnswerCac
     if in_process(asker):
         if not to_judge:
             return {}
-        scores: dict[str, tuple[float, float]] = asker.score_calls(judging.messages, judging.pairing, judging.goal)
+        # It reads the messages themselves (no state, no request) and scores only these calls.
+        scores: dict[str, tuple[float, float]] = asker.score_calls(
+            judging.messages, judging.pairing, judging.goal, only=to_judge
+        )
         return {call.id: scores[call.tool_use_id] for call in to_judge}
     to_judge = [call for call in to_judge if could_cut(call, len(judging.messages), opts, remote=True)]
     if cache is None or not to_judge:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from functools import cache
+from typing import Any, Iterator, Sequence
 
 from .errors import FittingError
 from .history import RenderMemo, calls_by_message, history_entries, one_line_call
 from .messages import SessionMessage
 from .pairing import Pairing, is_pinned
 from .questions import STATE_CONTEXT
-from .textutil import abridge, collapsed, format_number, js_json, plain_json
-from .tokens import estimate_tokens
+from .textutil import ELLIPSIS, abridge, collapsed, format_number, js_json, plain_json
+from .tokens import estimate_tokens, from_tally, tally
 
 INPUT_STAGES = ((1000, "full"), (200, "inputs<=200"), (60, "inputs<=60"))
 ABRIDGE_HEAD, ABRIDGE_TAIL = 400, 150
@@ -42,11 +43,9 @@ def state_base_tokens(goal: str) -> int:
 class _Budget:
     """Running estimate: base cost plus the cost of each live entry, updated one entry at a time."""
 
-    def __init__(
-        self, goal: str, entries: list[dict[str, Any]], limit: float, texts: dict[int, int] | None = None
-    ) -> None:
+    def __init__(self, goal: str, entries: list[dict[str, Any]], limit: float, costs: _StageCosts | None = None) -> None:
         self.base = state_base_tokens(goal)
-        self.costs = [_text_entry_tokens(entry, texts) for entry in entries]
+        self.costs = [entry_tokens(entry) if costs is None else costs(entry) for entry in entries]
         self.tokens = self.base + sum(self.costs)
         self.limit = limit
 
@@ -59,15 +58,35 @@ class _Budget:
         self.costs[position] = new
 
 
-def _text_entry_tokens(entry: dict[str, Any], texts: dict[int, int] | None) -> int:
-    """``entry_tokens``; an entry with text only is the same at every input stage, so its cost
-    is kept in ``texts`` (by message index) and estimated once."""
-    if texts is None or "tool_calls" in entry or "pending_calls" in entry:
-        return entry_tokens(entry)
-    cost = texts.get(entry["i"])
-    if cost is None:
-        cost = texts[entry["i"]] = entry_tokens(entry)
-    return cost
+class _StageCosts:
+    """``entry_tokens`` across the input stages, which change only the calls: an entry with text
+    only is estimated once (kept by message index), and a long text is tallied once and its
+    entry's other parts apart (tokens.tally), rather than the whole entry again at each stage."""
+
+    def __init__(self) -> None:
+        self.text_only: dict[int, int] = {}
+        self.long_texts: dict[int, tuple[str, tuple[int, int]]] = {}  # id -> (text, its tally)
+
+    def __call__(self, entry: dict[str, Any]) -> int:
+        if "tool_calls" not in entry and "pending_calls" not in entry:
+            cost = self.text_only.get(entry["i"])
+            if cost is None:
+                cost = self.text_only[entry["i"]] = entry_tokens(entry)
+            return cost
+        text = entry["text"]
+        if len(text) < _LONG_TEXT:
+            return entry_tokens(entry)
+        found = self.long_texts.get(id(text))
+        if found is None or found[0] is not text:
+            found = self.long_texts[id(text)] = (text, tally(plain_json(text)))
+        text_tenths, text_others = found[1]
+        rest_tenths, rest_others = tally(plain_json({**entry, "text": ""}))
+        tokens = from_tally(rest_tenths - _QUOTES + text_tenths, rest_others - 2 + text_others)
+        return entry_tokens(entry) if tokens is None else tokens + 1
+
+
+# Past this length a text's tally is worth keeping apart from its entry's.
+_LONG_TEXT = 2000
 
 
 def fit_state(
@@ -80,37 +99,88 @@ def fit_state(
     """Walk the stages in order and return the first state that fits ``max_state_tokens``."""
     total = len(messages)
     memo = RenderMemo()
-    texts: dict[int, int] = {}
-    for input_chars, stage in INPUT_STAGES:
-        entries = history_entries(messages, pairing, input_chars, memo)
-        budget = _Budget(goal, entries, max_state_tokens, texts)
-        if budget.fits():
-            return FittedState(build_state(goal, entries), budget.tokens, stage)
+    costs = _StageCosts()
+    smallest_chars = INPUT_STAGES[-1][0]
 
-    def done(stage: str, history: list[dict[str, Any]]) -> FittedState:
-        return FittedState(build_state(goal, history), budget.tokens, stage)
+    @cache
+    def smallest() -> tuple[list[dict[str, Any]], list[bool]]:
+        """The smallest input stage's entries (the ones the steps shrink), and which are pinned."""
+        entries = history_entries(messages, pairing, smallest_chars, memo)
+        return entries, [is_pinned(entry["i"], total, preserve_recent_messages) for entry in entries]
 
-    pinned = [is_pinned(entry["i"], total, preserve_recent_messages) for entry in entries]
+    def any_can_fit() -> bool:
+        # When no state short of the merge can fit, the stages are not walked: only the merge can.
+        return _floor_tokens(goal, *smallest(), messages, pairing, max_state_tokens) <= max_state_tokens
+
+    # With many calls every input stage is likely too large: the bound, taken first, can then
+    # spare the stages altogether (the full one's digests included). Fewer calls are walked
+    # without it. Only the work done depends on this choice, never the state.
+    walk = len(pairing.calls) * _FULL_CALL_TOKENS <= max_state_tokens or any_can_fit()
+    if walk:
+        for input_chars, stage in INPUT_STAGES:
+            entries = smallest()[0] if input_chars == smallest_chars else history_entries(messages, pairing, input_chars, memo)
+            budget = _Budget(goal, entries, max_state_tokens, costs)
+            if budget.fits():
+                return FittedState(build_state(goal, entries), budget.tokens, stage)
+
+    entries, pinned = smallest()
     # Old (unpinned) entries first, oldest first; pinned ones are only abridged, and last.
     order = [p for p in range(len(entries)) if not pinned[p]] + [p for p in range(len(entries)) if pinned[p]]
+    left_out: set[int] = set()
+    for stage, position in _shrink(messages, pairing, entries, pinned, order, left_out):
+        if walk:
+            budget.update(position, None if position in left_out else entries[position])
+            if budget.fits():
+                history = [e for p, e in enumerate(entries) if p not in left_out]
+                return FittedState(build_state(goal, history), budget.tokens, stage)
 
+    kept = [(entry, pinned[p]) for p, entry in enumerate(entries) if p not in left_out]
+    merged: list[dict[str, Any]] = []
+    merged_pinned: list[bool] = []
+    copied = False  # whether merged[-1] is a copy of its entry, its call list ours to extend
+    for entry, is_pin in kept:
+        if merged and _foldable(merged[-1], merged_pinned[-1]) and _foldable(entry, is_pin) and (
+            merged[-1]["role"] == entry["role"]
+        ):
+            if not copied:
+                merged[-1] = {**merged[-1], "tool_calls": list(merged[-1]["tool_calls"])}
+                copied = True
+            merged[-1]["tool_calls"].extend(entry["tool_calls"])
+            continue
+        merged.append(entry)
+        merged_pinned.append(is_pin)
+        copied = False
+    budget = _Budget(goal, merged, max_state_tokens)
+    if budget.fits():
+        return FittedState(build_state(goal, merged), budget.tokens, "old calls merged")
+    raise FittingError(
+        f"history too large for Jev (~{budget.tokens} tokens after truncation, limit {format_number(max_state_tokens)})"
+    )
+
+
+def _shrink(
+    messages: Sequence[SessionMessage],
+    pairing: Pairing,
+    entries: list[dict[str, Any]],
+    pinned: list[bool],
+    order: list[int],
+    left_out: set[int],
+) -> Iterator[tuple[str, int]]:
+    """The steps after the input stages, in order; each changes one entry in place (or adds it to
+    ``left_out``) and yields the name of its stage and the entry's position."""
     for position in order:
         entry = entries[position]
         if len(entry["text"]) <= ABRIDGE_OVER:
             continue
         entry["text"] = abridge(entry["text"], ABRIDGE_HEAD, ABRIDGE_TAIL)
-        budget.update(position, entry)
-        if budget.fits():
-            return done("texts abridged", entries)
+        yield "texts abridged", position
 
     for position in order:
         entry = entries[position]
         if pinned[position] or not entry["text"]:
             continue
         entry["text"] = collapsed(len(messages[entry["i"]].text))
-        budget.update(position, entry)
-        if budget.fits():
-            return done("old messages collapsed", entries)
+        yield "old messages collapsed", position
 
     completed, _ = calls_by_message(pairing)
     for position in order:
@@ -118,38 +188,74 @@ def fit_state(
         if pinned[position] or "tool_calls" not in entry:
             continue
         entry["tool_calls"] = [one_line_call(call) for call in completed[entry["i"]]]
-        budget.update(position, entry)
-        if budget.fits():
-            return done("old calls compacted", entries)
+        yield "old calls compacted", position
 
-    left_out: set[int] = set()
     for position in order:
         entry = entries[position]
         # Pending calls stay visible at every stage: they are work still in progress.
         if pinned[position] or "tool_calls" in entry or "pending_calls" in entry:
             continue
         left_out.add(position)
-        budget.update(position, None)
-        if budget.fits():
-            return done("old messages left out", [e for p, e in enumerate(entries) if p not in left_out])
+        yield "old messages left out", position
 
-    kept = [(entry, pinned[p]) for p, entry in enumerate(entries) if p not in left_out]
-    merged: list[dict[str, Any]] = []
-    merged_pinned: list[bool] = []
-    for entry, is_pin in kept:
-        if merged and _foldable(merged[-1], merged_pinned[-1]) and _foldable(entry, is_pin) and (
-            merged[-1]["role"] == entry["role"]
-        ):
-            merged[-1] = {**merged[-1], "tool_calls": merged[-1]["tool_calls"] + entry["tool_calls"]}
-            continue
-        merged.append(entry)
-        merged_pinned.append(is_pin)
-    budget = _Budget(goal, merged, max_state_tokens)
-    if budget.fits():
-        return done("old calls merged", merged)
-    raise FittingError(
-        f"history too large for Jev (~{budget.tokens} tokens after truncation, limit {format_number(max_state_tokens)})"
-    )
+
+def _floor_tokens(
+    goal: str,
+    smallest: list[dict[str, Any]],
+    pinned: list[bool],
+    messages: Sequence[SessionMessage],
+    pairing: Pairing,
+    limit: float,
+) -> int:
+    """A lower bound on the estimate of every state from the second input stage to the last
+    step before the merge (the full stage included), from the entries of the smallest input stage
+    (not yet shrunk); it stops as soon as it passes ``limit`` (texts, the finer part, are looked
+    at only when the rest does not pass it).
+
+    Each entry that is never left out costs at least its smallest text form and the smaller of
+    its calls as rendered at the smallest stage, less their cut marks, and as one-liners (an
+    entry's calls change form together; pinned ones never do). No stage renders a call smaller:
+    a larger stage's input is a longer cut of the same JSON, and a prefix never tallies more than
+    the whole. Estimates add up over JSON fragments (tokens.tally), and an entry's estimate is at
+    least its exact tally rounded up.
+    """
+    completed, _ = calls_by_message(pairing)
+    tokens = state_base_tokens(goal)
+    kept: list[tuple[int, int]] = []  # (position, tenths without the text)
+    for position, entry in enumerate(smallest):
+        calls, waiting = entry.get("tool_calls", []), entry.get("pending_calls", [])
+        if not pinned[position] and not calls and not waiting:
+            continue  # may be left out
+        rendered = {**entry, "text": ""}
+        cut_marks = sum(1 for item in (*calls, *waiting) if item["input"].endswith(ELLIPSIS))
+        if any("digest" in item for item in calls):
+            rendered["tool_calls"] = [{k: v for k, v in item.items() if k != "digest"} for item in calls]
+        tenths = tally(plain_json(rendered))[0] - _CUT_MARK * cut_marks
+        if calls and not pinned[position]:
+            one_lined = {**rendered, "tool_calls": [one_line_call(call) for call in completed[entry["i"]]]}
+            pending_marks = sum(1 for item in waiting if item["input"].endswith(ELLIPSIS))
+            tenths = min(tenths, tally(plain_json(one_lined))[0] - _CUT_MARK * pending_marks)
+        kept.append((position, tenths))
+        tokens += -(-tenths // 10) + 1
+        if tokens > limit:
+            return tokens
+    tokens = state_base_tokens(goal)
+    for position, tenths in kept:
+        text = messages[smallest[position]["i"]].text
+        forms = [text]
+        if len(text) > ABRIDGE_OVER:
+            forms.append(abridge(text, ABRIDGE_HEAD, ABRIDGE_TAIL))
+        if not pinned[position] and text:
+            forms.append(collapsed(len(text)))
+        tenths += min(tally(plain_json(form))[0] for form in forms) - _QUOTES
+        tokens += -(-tenths // 10) + 1
+    return tokens
+
+
+# A call at the full stage, its input and a 300-character digest shown, rarely costs less.
+_FULL_CALL_TOKENS = 100
+_QUOTES = 18  # the tally of ``""``, the empty text
+_CUT_MARK = 9  # the tally of the ``…`` ending a cut input
 
 
 def _foldable(entry: dict[str, Any], pinned: bool) -> bool:

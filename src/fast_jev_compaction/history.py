@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, Sequence
 
 from .messages import SessionMessage
@@ -62,12 +64,24 @@ def _parts(text: str) -> tuple[str, bool, str]:
     """The flattened lines (exact, or of a long output only both ends), and the term list."""
     flat, exact = _flattened(text)
     counts = Counter(_TERM.findall(text[:50_000]))
-    kept = [term for term in counts if _is_term(term)]
-    return flat, exact, " ".join(sorted(kept, key=lambda t: (-counts[t], t))[:_TERMS])
+    return flat, exact, " ".join(_top_terms(counts))
+
+
+def _top_terms(counts: Counter[str]) -> list[str]:
+    """The ``_TERMS`` most repeated terms, ties alphabetical: words are tested in that order only
+    until enough are found, not all of them."""
+    chosen: list[str] = []
+    for _, group in groupby(counts.most_common(), key=itemgetter(1)):
+        for word in sorted(map(itemgetter(0), group)):
+            if _is_term(word):
+                chosen.append(word)
+                if len(chosen) == _TERMS:
+                    return chosen
+    return chosen
 
 
 def _flat(lines: list[str]) -> str:
-    return " ⏎ ".join(line.strip() for line in lines if line.strip())
+    return " ⏎ ".join(filter(None, map(str.strip, lines)))
 
 
 def _flattened(text: str) -> tuple[str, bool]:

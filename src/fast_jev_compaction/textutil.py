@@ -15,6 +15,10 @@ from typing import Any
 ELLIPSIS = "\u2026"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _UNWRITABLE = re.compile("[\ud800-\udfff\x00]")
+# One encoder each, built once: json.dumps with options builds a new one per call, which costs
+# more than encoding a short value.
+_JS_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_PLAIN_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def _js_value(value: Any) -> Any:
@@ -43,13 +47,13 @@ def _needs_js_mapping(value: Any) -> bool:
 def js_json(value: Any) -> str:
     """``JSON.stringify(value)``: no spaces, raw UTF-8, lone surrogates escaped, ``1.0`` as ``1``."""
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _JS_ENCODER.encode(value)
     except ValueError:  # a non-finite float: JavaScript prints null
         text = None
     # Only an integral float prints differently, and its Python form always holds ".0" or "e+":
     # without either, the walk that rewrites floats is not needed.
     if text is None or ((".0" in text or "e+" in text) and _needs_js_mapping(value)):
-        text = json.dumps(_js_value(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _JS_ENCODER.encode(_js_value(value))
     if not text.isascii() and _LONE_SURROGATE.search(text):
         text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
@@ -58,7 +62,7 @@ def js_json(value: Any) -> str:
 def plain_json(value: Any) -> str:
     """:func:`js_json` for values built of str, int, bool, None, lists and dicts only (no floats
     to re-print), such as state entries, whose inputs are already rendered: no pre-walk."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = _PLAIN_ENCODER.encode(value)
     if not text.isascii() and _LONE_SURROGATE.search(text):
         text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text

@@ -38,6 +38,44 @@ _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 def estimate_tokens(text: str) -> int:
     """Estimated Jev tokens for ``text`` (``''`` -> 0, ``hello world`` -> 2)."""
+    tenths, others, plain, marked = _pieces(text)
+    estimate = from_tally(tenths, others)
+    if estimate is not None:
+        return estimate
+    if plain:
+        # The pieces in order, costed through a dict and added left to right, all in C.
+        return math.ceil(reduce(add, map(_COSTS.__getitem__, _CLASS_PIECES.findall(marked)), 0.0))
+    return _accumulated(text)
+
+
+def most_tokens(text: str) -> int:
+    """An upper bound on ``estimate_tokens(text)`` from its length alone: no character adds more
+    than 2 (a lone letter adds 1, an astral character 1.8), and rounding adds at most 1."""
+    return 2 * len(text) + 1
+
+
+def tally(text: str) -> tuple[int, int]:
+    """The exact cost of ``text``'s pieces in tenths of a token, and how many 0.9 pieces it has.
+
+    Tallies add up over texts joined where no letter or digit run is split (JSON fragments, which
+    begin and end with punctuation), so a text's estimate can be had from its parts' tallies.
+    """
+    tenths, others, _, _ = _pieces(text)
+    return tenths, others
+
+
+def from_tally(tenths: int, others: int) -> int | None:
+    """The estimate of a text with this tally; None when it depends on the order of its pieces
+    (a whole exact sum with 0.9 pieces in it, which JavaScript's float additions can push up)."""
+    if tenths % 10:
+        return tenths // 10 + 1
+    if others == 0:
+        return tenths // 10  # halves and integers add exactly in floating point
+    return None
+
+
+def _pieces(text: str) -> tuple[int, int, bool, bytes]:
+    """Tenths, 0.9 pieces, whether each "." class byte is one such piece, the marked class bytes."""
     classes = text.encode("ascii", "replace").translate(_CLASSES)
     marked = b" " + classes
     marked = marked.replace(b" a", b" A").replace(b".a", b".A").replace(b"0a", b"0A")
@@ -49,15 +87,7 @@ def estimate_tokens(text: str) -> int:
         astral, wide = len(_ASTRAL.findall(text)), sum(map(text.count, _WIDE_SPACES))
         others += astral - wide
         plain = not astral and not wide
-    tenths = 10 * letters + 5 * digits + 9 * others
-    if tenths % 10:
-        return tenths // 10 + 1
-    if others == 0:
-        return tenths // 10  # halves and integers add exactly in floating point
-    if plain:
-        # The pieces in order, costed through a dict and added left to right, all in C.
-        return math.ceil(reduce(add, map(_COSTS.__getitem__, _CLASS_PIECES.findall(marked)), 0.0))
-    return _accumulated(text)
+    return 10 * letters + 5 * digits + 9 * others, others, plain, marked
 
 
 class _PieceCosts(dict[bytes, float]):

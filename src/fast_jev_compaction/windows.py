@@ -25,7 +25,7 @@ from .messages import SessionMessage
 from .pairing import Pairing, ToolCall, is_pinned
 from .questions import REQUEST_OVERHEAD_TOKENS, batch_calls
 from .textutil import abridge, collapsed, format_number
-from .tokens import estimate_tokens
+from .tokens import estimate_tokens, most_tokens
 
 # Window calls are shown as at the single state's first stage: inputs cut at this length, and
 # the digest that goes with it.
@@ -104,8 +104,11 @@ def plan_requests(
 def _hopeless(pairing: Pairing, goal: str, limit: float) -> bool:
     """True when even one line per call cannot fit: every stage of fit_state keeps those lines."""
     total = state_base_tokens(goal)
-    for call in pairing.calls:
-        total += estimate_tokens(one_line_call(call))
+    lines = [one_line_call(call) for call in pairing.calls]
+    if total + sum(map(most_tokens, lines)) <= limit:
+        return False  # not even close: no need to estimate each line
+    for line in lines:
+        total += estimate_tokens(line)
         if total > limit:
             return True
     return False

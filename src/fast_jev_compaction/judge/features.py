@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from ..goal import prompt_text
 from ..messages import SessionMessage
@@ -55,9 +55,8 @@ _HALF_LIFE_MESSAGES = 20.0
 _PROMPTS_SATURATION = 5
 # rebuild.truncated_result_text leaves results up to its 300-char head plus a 120-char margin alone
 _TINY_CHARS = 420
-_ERROR_LINE = re.compile(
-    r"^.*\b(?:error|exception|traceback|failed|failure|fatal|panic|assert(?:ion)?|denied|not found)\b.*$",
-    re.IGNORECASE | re.MULTILINE,
+_ERROR_WORD = re.compile(
+    r"\b(?:error|exception|traceback|failed|failure|fatal|panic|assert(?:ion)?|denied|not found)\b", re.IGNORECASE
 )
 _TERM = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 _STOP_TERMS = frozenset(
@@ -122,7 +121,21 @@ def result_text(messages: Sequence[SessionMessage], call: ToolCall) -> str:
 
 def terms(text: str) -> set[str]:
     """Identifier-like words of four letters or more, lower-cased, common words left out."""
-    return {t for t in (m.lower() for m in _TERM.findall(text)) if t not in _STOP_TERMS}
+    return set(map(str.lower, _TERM.findall(text))) - _STOP_TERMS
+
+
+def error_lines(text: str) -> int:
+    """How many lines hold an error word."""
+    count = 0
+    at = 0
+    while (match := _ERROR_WORD.search(text, at)) is not None:
+        count += 1
+        # the rest of this line is done: go on from the next one
+        end = text.find("\n", match.end())
+        if end < 0:
+            break
+        at = end + 1
+    return count
 
 
 def _superseded(
@@ -149,11 +162,14 @@ def call_features(
     pairing: Pairing,
     goal: str,
     index: ReuseIndex | None = None,
+    only: Iterable[ToolCall] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """``{tool_use_id: {feature: value}}`` for every completed call; ``index`` may be passed in
-    when the caller already built it over the same messages."""
+    """``{tool_use_id: {feature: value}}`` for every completed call, or for the calls in
+    ``only`` (a call's features do not depend on which others are asked for); ``index`` may be
+    passed in when the caller already built it over the same messages."""
     if not messages:
         return {}
+    wanted = None if only is None else {call.tool_use_id for call in only}
     reuse = index if index is not None else build_reuse_index(messages)
     last = len(messages) - 1
     calls = pairing.calls
@@ -195,6 +211,8 @@ def call_features(
 
     out: dict[str, dict[str, float]] = {}
     for n, (call, target) in enumerate(zip(calls, targets)):
+        if wanted is not None and call.tool_use_id not in wanted:
+            continue
         text = result_text(messages, call)
         values = dict.fromkeys(FEATURE_NAMES, 0.0)
         values["size_log"] = math.log10(call.result_chars + 1)
@@ -236,7 +254,7 @@ def call_features(
         name = basename(target.path).lower() if target.path else ""
         if len(name) >= 4 and named_at(name) > call.result_index:
             values["target_mentioned_later"] = 1.0
-        values["error_lines"] = math.log1p(min(len(_ERROR_LINE.findall(text)), 50))
+        values["error_lines"] = math.log1p(min(error_lines(text), 50))
         values["ids_log"] = math.log1p(len(long_ids(text)))
         out[call.tool_use_id] = values
     return out

@@ -19,11 +19,11 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..asker import AskResult, Usage
 from ..messages import SessionMessage
-from ..pairing import Pairing
+from ..pairing import Pairing, ToolCall
 from ..textutil import js_json
 from ..tokens import estimate_tokens
 from .model import JudgeModel, load_state_model
@@ -63,15 +63,18 @@ class LocalJudge:
 
     # -- in process ----------------------------------------------------------------------------
 
-    def score_calls(self, messages: Sequence[SessionMessage], pairing: Pairing, goal: str) -> dict[str, tuple[float, float]]:
-        """``{tool_use_id: (keep_call, keep_result)}`` from the fitted model over the messages.
+    def score_calls(
+        self, messages: Sequence[SessionMessage], pairing: Pairing, goal: str, only: Iterable[ToolCall] | None = None
+    ) -> dict[str, tuple[float, float]]:
+        """``{tool_use_id: (keep_call, keep_result)}`` from the fitted model over the messages,
+        for every completed call or for those in ``only``.
 
         In process the judge reads the outputs themselves (``judge/features.py``), not the Jev
         state's notes and digests: the compaction calls this instead of ``ask`` when it can.
         """
         from .model import score_calls
 
-        return score_calls(messages, pairing, goal, self._model)
+        return score_calls(messages, pairing, goal, self._model, only=only)
 
     # -- the JevAsker protocol -----------------------------------------------------------------
 

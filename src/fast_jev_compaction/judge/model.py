@@ -14,10 +14,10 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..messages import SessionMessage
-from ..pairing import Pairing
+from ..pairing import Pairing, ToolCall
 from .features import FEATURE_NAMES, KINDS, call_features
 
 WEIGHTS_PATH = Path(__file__).with_name("weights.json")
@@ -138,11 +138,13 @@ def score_calls(
     pairing: Pairing,
     goal: str,
     model: JudgeModel | None = None,
+    only: Iterable[ToolCall] | None = None,
 ) -> dict[str, tuple[float, float]]:
-    """``{tool_use_id: (keep_call, keep_result)}`` for every completed call of ``pairing``."""
+    """``{tool_use_id: (keep_call, keep_result)}`` for every completed call of ``pairing``, or
+    for the calls in ``only``."""
     model = model or load_model()
     scores: dict[str, tuple[float, float]] = {}
-    for tool_use_id, values in call_features(messages, pairing, goal).items():
+    for tool_use_id, values in call_features(messages, pairing, goal, only=only).items():
         keep_result = model.keep_result(values)
         scores[tool_use_id] = (model.keep_call(values, keep_result), keep_result)
     return scores

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from itertools import accumulate
-from typing import Any, Iterable, Iterator, Sequence
+from itertools import accumulate, compress
+from typing import Any, Container, Iterable, Iterator, Sequence
 
 from ..messages import SessionMessage
 
@@ -35,27 +35,56 @@ _ALNUM = re.compile(r"[A-Za-z0-9]")
 _ID_MARK = re.compile(r"[0-9/_\-]")
 
 
+# Unless a word character lies outside ASCII, both token patterns reduce to fixed ASCII sets:
+# every other character mapped to a space (non-ASCII ones through "?"), a split finds the same
+# runs, in C, several times faster than the patterns.
+_ASCII_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_ONLY_WORDS = bytes(c if chr(c) in _ASCII_WORD_CHARS else 32 for c in range(256))
+_ONLY_IDS = bytes(c if chr(c) in _ASCII_WORD_CHARS or chr(c) in "-./~@+=%" else 32 for c in range(256))
+_ASCII_RUNS = re.compile(r"[\x00-\x7f]+")
+_LONG_ENOUGH = (ID_MIN_CHARS - 1).__lt__
+
+
+def _ascii_runs(text: str, table: bytes) -> list[str] | None:
+    """The runs of ``table``'s characters in ``text``; None when a non-ASCII character is a word
+    character (``\\w``: alphanumeric or ``_``), which the table cannot see."""
+    if not text.isascii() and any(c.isalnum() for c in set(_ASCII_RUNS.sub("", text))):
+        return None
+    return text.encode("ascii", "replace").translate(table).decode("ascii").split()
+
+
 def normalized_words(text: str) -> list[str]:
     """Lower-cased word tokens, with Read line numbers removed."""
-    return _WORD.findall(_LINE_NUMBER.sub("", text).lower())
+    text = _LINE_NUMBER.sub("", text).lower()
+    words = _ascii_runs(text, _ONLY_WORDS)
+    return _WORD.findall(text) if words is None else words
+
+
+def _windows(words: list[str], heads: Container[str] | None = None) -> set[str]:
+    """The distinctive 8-word windows of ``words``; with ``heads``, only those whose first word
+    is in it (the others cannot match an indexed snippet)."""
+    if len(words) < SHINGLE_WORDS:
+        return set()
+    # running sums make each window's checks O(1); each window is a slice of the joined words,
+    # word k starting at chars[k] + k
+    lengths = [len(word) for word in words]
+    chars = list(accumulate(lengths, initial=0))
+    long_words = list(accumulate((n >= 3 for n in lengths), initial=0))
+    joined = " ".join(words)
+    min_chars = _SHINGLE_MIN_CHARS - (SHINGLE_WORDS - 1)  # the spaces count too
+    last = SHINGLE_WORDS - 1
+    return {
+        joined[chars[start] + start : chars[start + SHINGLE_WORDS] + start + last]
+        for start in range(len(words) - last)
+        if (heads is None or words[start] in heads)
+        and chars[start + SHINGLE_WORDS] - chars[start] >= min_chars
+        and long_words[start + SHINGLE_WORDS] - long_words[start] >= _SHINGLE_MIN_LONG_WORDS
+    }
 
 
 def shingles(text: str) -> set[str]:
     """The 8-word windows of ``text`` that carry enough content to be distinctive."""
-    words = normalized_words(text)
-    if len(words) < SHINGLE_WORDS:
-        return set()
-    # running sums make each window's checks O(1)
-    lengths = [len(word) for word in words]
-    chars = list(accumulate(lengths, initial=0))
-    long_words = list(accumulate((n >= 3 for n in lengths), initial=0))
-    min_chars = _SHINGLE_MIN_CHARS - (SHINGLE_WORDS - 1)  # the spaces count too
-    return {
-        " ".join(words[start : start + SHINGLE_WORDS])
-        for start in range(len(words) - SHINGLE_WORDS + 1)
-        if chars[start + SHINGLE_WORDS] - chars[start] >= min_chars
-        and long_words[start + SHINGLE_WORDS] - long_words[start] >= _SHINGLE_MIN_LONG_WORDS
-    }
+    return _windows(normalized_words(text))
 
 
 def long_ids(text: str) -> set[str]:
@@ -65,7 +94,10 @@ def long_ids(text: str) -> set[str]:
         token = match.group(0).rstrip(".,;:")
         if len(token) >= ID_MIN_CHARS:
             found.add(token)
-    for token in _ID.findall(text):
+    runs = _ascii_runs(text, _ONLY_IDS)
+    # compress/map keep the length filter in C: most runs are short words
+    long_runs = _ID.findall(text) if runs is None else compress(runs, map(_LONG_ENOUGH, map(len, runs)))
+    for token in long_runs:
         token = token.strip(_ID_TRIM)
         # a long plain word names nothing; a rule of dashes or dots neither
         if len(token) >= ID_MIN_CHARS and _ID_MARK.search(token) and len(_ALNUM.findall(token)) >= 8:
@@ -109,17 +141,28 @@ class ReuseIndex:
     occurrences: dict[str, list[int]] = field(default_factory=dict)
     first_seen: dict[str, int] = field(default_factory=dict)
     size: int = 0  # messages indexed
+    _head_words: tuple[int, set[str]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def reuses(self, output: str, result_index: int) -> dict[str, list[int]]:
         """The output's distinctive snippets that come back, each with the later messages repeating it."""
         found: dict[str, list[int]] = {}
-        for snippet in snippets(output):
+        # Only a snippet that occurs somewhere counts: the output's windows are built only where
+        # an indexed shingle could start.
+        for snippet in _windows(normalized_words(output), self._heads()) | long_ids(output):
             if self.first_seen.get(snippet, self.size) <= result_index:
                 continue
             later = self.occurrences.get(snippet)
             if later:
                 found[snippet] = later
         return found
+
+    def _heads(self) -> set[str]:
+        """The first words of the indexed shingles; taken anew when the index has grown (keys
+        are only ever added)."""
+        if self._head_words is None or self._head_words[0] != len(self.occurrences):
+            heads = {snippet[: snippet.find(" ")] for snippet in self.occurrences if " " in snippet}
+            self._head_words = (len(self.occurrences), heads)
+        return self._head_words[1]
 
 
 def build_reuse_index(messages: Sequence[SessionMessage]) -> ReuseIndex:

@@ -30,7 +30,7 @@ from typing import Mapping
 from ..goal import prompt_text
 from ..history import read_digest
 from ..messages import SessionMessage
-from .features import _ERROR_LINE, _HALF_LIFE_MESSAGES, _PROMPTS_SATURATION, _TINY_CHARS, FEATURE_NAMES, terms
+from .features import _HALF_LIFE_MESSAGES, _PROMPTS_SATURATION, _TINY_CHARS, FEATURE_NAMES, error_lines, terms
 from .lexicon import basename, tool_kind
 from .reuse import ReuseIndex, long_ids, shingles, snippets, string_values
 from .state import Question, StateCall, StateView
@@ -150,7 +150,7 @@ def state_features(view: StateView) -> dict[str, dict[str, float]]:
         name = basename(call.file.path).lower() if call.file is not None and not call.file.cut else ""
         if len(name) >= 4 and any(at > result_index and name in text for at, text in spoken):
             values["target_mentioned_later"] = 1.0
-        values["error_lines"] = math.log1p(min(len(_ERROR_LINE.findall(body)), 50))
+        values["error_lines"] = math.log1p(min(error_lines(body), 50))
         values["ids_log"] = math.log1p(len(long_ids("\n".join([body, *digest_terms]))))
         out[call.id] = values
     return out

@@ -1,0 +1,216 @@
+"""The fast paths give exactly what the plain forms they replace give.
+
+Each speed-up of the core and the judge keeps a slower, obvious reference here (the regex, the
+whole render, the full walk) and checks the two agree on generated and hand-picked inputs.
+``scripts/decisions_snapshot.py`` checks the same end to end on the corpus.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fast_jev_compaction.errors import FittingError
+from fast_jev_compaction.fitting import INPUT_STAGES, _Budget, _floor_tokens, entry_tokens, fit_state
+from fast_jev_compaction.goal import goal_from_messages
+from fast_jev_compaction.history import RenderMemo, _is_term, _top_terms, history_entries
+from fast_jev_compaction.judge.features import error_lines, terms
+from fast_jev_compaction.judge.reuse import build_reuse_index, long_ids, normalized_words, shingles, snippets
+from fast_jev_compaction.pairing import is_pinned, pair_tool_calls
+from fast_jev_compaction.synthetic import transcript_lines
+from fast_jev_compaction.textutil import plain_json
+from fast_jev_compaction.tokens import _accumulated, estimate_tokens, from_tally, most_tokens, tally
+from fast_jev_compaction.transcript import parse_transcript
+
+# Pieces that exercise every class: ASCII letters and digits, JSON punctuation, JavaScript-only
+# spaces, non-ASCII letters (word characters the ASCII tables cannot see), astral characters.
+_ALPHABET = st.sampled_from(
+    list("aZ_9 .,-/:\"{}[]\n\t\u2192\u2026\u00e9\u0130\u017f\u3000\ufeff\x1c@~+=%")
+    + ["\U0001F600", "error", "Failed", "not found", "abcdefgh", "0x1f2e3d4c5b6a", "https://a.example/x"]
+)
+_TEXT = st.lists(_ALPHABET, max_size=120).map("".join)
+
+
+# -- tokens --------------------------------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TEXT, min_size=1, max_size=6))
+def test_tallies_of_json_fragments_add_up_to_the_whole(texts: list[str]) -> None:
+    """What fitting relies on: a JSON array's tally is its items' tallies plus its punctuation,
+    and the estimate follows from the tally whenever from_tally says so."""
+    whole = plain_json(texts)
+    parts = [tally(plain_json(text)) for text in texts]
+    punctuation = 2 + len(texts) - 1
+    assert tally(whole) == (sum(t for t, _ in parts) + 9 * punctuation, sum(o for _, o in parts) + punctuation)
+    known = from_tally(*tally(whole))
+    assert known is None or known == estimate_tokens(whole) == _accumulated(whole)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TEXT)
+def test_most_tokens_bounds_the_estimate(text: str) -> None:
+    assert estimate_tokens(text) <= most_tokens(text)
+
+
+# -- judge: snippets, ids, terms, error lines ----------------------------------------------------
+
+_WORD = re.compile(r"\w+")
+_LINE_NUMBER = re.compile(r"^[ \t]*\d+(?:→|\t)", re.MULTILINE)
+_ID = re.compile(r"[\w\-./~@+=%]{24,}")
+_URL = re.compile(r"https?://[^\s\"'<>()\[\]{}`]+")
+_TERM = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+_ERROR_LINE = re.compile(
+    r"^.*\b(?:error|exception|traceback|failed|failure|fatal|panic|assert(?:ion)?|denied|not found)\b.*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXT)
+def test_words_and_id_runs_match_the_patterns(text: str) -> None:
+    assert normalized_words(text) == _WORD.findall(_LINE_NUMBER.sub("", text).lower())
+    assert long_ids(text) == _long_ids_reference(text)
+
+
+def _long_ids_reference(text: str) -> set[str]:
+    found = {token for m in _URL.finditer(text) if len(token := m.group(0).rstrip(".,;:")) >= 24}
+    for token in (run.strip(".,-/") for run in _ID.findall(text)):
+        if len(token) >= 24 and re.search(r"[0-9/_\-]", token) and len(re.findall(r"[A-Za-z0-9]", token)) >= 8:
+            found.add(token)
+    return found
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXT)
+def test_error_lines_and_terms_match_the_patterns(text: str) -> None:
+    assert error_lines(text) == len(_ERROR_LINE.findall(text))
+    from fast_jev_compaction.judge.features import _STOP_TERMS
+
+    assert terms(text) == {t for t in (m.lower() for m in _TERM.findall(text)) if t not in _STOP_TERMS}
+
+
+def _windows_reference(text: str) -> set[str]:
+    words = normalized_words(text)
+    return {
+        " ".join(words[start : start + 8])
+        for start in range(len(words) - 7)
+        if sum(map(len, words[start : start + 8])) + 7 >= 30 and sum(len(w) >= 3 for w in words[start : start + 8]) >= 3
+    }
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["alpha", "beta", "gamma", "de", "x", "éclair", "ok", "\u0130stanbul", "9"]), max_size=40))
+def test_shingles_are_the_joined_windows(words: list[str]) -> None:
+    assert shingles(" ".join(words)) == _windows_reference(" ".join(words))
+
+
+def test_reuses_finds_what_a_full_scan_finds() -> None:
+    """The index only builds an output's windows where an indexed shingle starts."""
+    messages = parse_transcript(list(transcript_lines(400)))
+    index = build_reuse_index(messages)
+    for message in messages:
+        for result in message.toolResults or ():
+            position = messages.index(message)
+            full = {
+                s: index.occurrences[s]
+                for s in snippets(result.text)
+                if index.first_seen.get(s, index.size) > position and index.occurrences.get(s)
+            }
+            assert index.reuses(result.text, position) == full
+
+
+# -- digest terms --------------------------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["parse_header", "readFile", "abcdefgh", "src/a.py", "version2", "Zebra_x"]), max_size=30))
+def test_top_terms_are_the_most_repeated_terms(words: list[str]) -> None:
+    counts = Counter(words)
+    kept = [term for term in counts if _is_term(term)]
+    assert _top_terms(counts) == sorted(kept, key=lambda t: (-counts[t], t))[:8]
+
+
+# -- fitting -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def long_session() -> list:  # type: ignore[type-arg]
+    return parse_transcript(list(transcript_lines(700)))
+
+
+@pytest.mark.parametrize("keep", [0, 10])
+def test_floor_is_under_every_stage_before_the_merge(long_session, keep: int) -> None:  # type: ignore[no-untyped-def]
+    """The bound that lets fit_state skip the stages is below every state they can reach."""
+    messages = long_session
+    pairing = pair_tool_calls(messages, keep)
+    goal = goal_from_messages(messages)
+    memo = RenderMemo()
+    smallest = history_entries(messages, pairing, INPUT_STAGES[-1][0], memo)
+    pinned = [is_pinned(entry["i"], len(messages), keep) for entry in smallest]
+    floor = _floor_tokens(goal, smallest, pinned, messages, pairing, float("inf"))
+    for input_chars, _ in INPUT_STAGES:
+        assert floor <= _Budget(goal, history_entries(messages, pairing, input_chars, memo), 0).tokens
+    # every step of the walk, stage by stage, down to the last one before the merge
+    from fast_jev_compaction.fitting import _shrink
+
+    order = [p for p in range(len(smallest)) if not pinned[p]] + [p for p in range(len(smallest)) if pinned[p]]
+    left_out: set[int] = set()
+    budget = _Budget(goal, smallest, 0)
+    lowest = budget.tokens
+    for _, position in _shrink(messages, pairing, smallest, pinned, order, left_out):
+        budget.update(position, None if position in left_out else smallest[position])
+        lowest = min(lowest, budget.tokens)
+    assert floor <= lowest
+    assert lowest - floor < lowest * 0.1  # and close enough to be of use
+
+
+def _reference_fit(messages, pairing, goal, keep, limit):  # type: ignore[no-untyped-def]
+    """The stages walked one by one, every entry estimated whole (the plain form of fit_state)."""
+    for input_chars, stage in INPUT_STAGES:
+        entries = history_entries(messages, pairing, input_chars)
+        tokens = _Budget(goal, entries, limit).tokens
+        if tokens <= limit:
+            return stage, tokens
+    return None
+
+
+@pytest.mark.parametrize("limit", [60_000, 30_000, 22_000, 12_000, 4_000])
+def test_fit_state_agrees_with_the_plain_walk(long_session, limit: int) -> None:  # type: ignore[no-untyped-def]
+    messages = long_session
+    pairing = pair_tool_calls(messages, 10)
+    goal = goal_from_messages(messages)
+    try:
+        fitted = fit_state(messages, pairing, goal, 10, limit)
+    except FittingError:
+        fitted = None
+    reference = _reference_fit(messages, pairing, goal, 10, limit)
+    if reference is not None:
+        assert fitted is not None and (fitted.stage, fitted.tokens) == reference
+    elif fitted is not None:
+        # Fitted past the input stages: the state's own entries cost what the fit says.
+        history = fitted.state["history"]
+        assert fitted.tokens == _Budget(goal, history, limit).tokens == _Budget(goal, history, limit).base + sum(
+            entry_tokens(entry) for entry in history
+        )
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TEXT, st.integers(min_value=1, max_value=60), _TEXT)
+def test_stage_costs_equal_the_whole_entry_estimate(text: str, repeat: int, call_input: str) -> None:
+    from fast_jev_compaction.fitting import _StageCosts
+
+    long_text = (text or "x") * (2000 // max(1, len(text or "x")) + repeat)
+    entry = {
+        "i": 7,
+        "role": "assistant",
+        "text": long_text,
+        "tool_calls": [{"id": "t1", "tool": "Read", "input": call_input, "result": "ok, 12 chars (omitted)"}],
+    }
+    costs = _StageCosts()
+    assert costs(entry) == entry_tokens(entry)
+    assert costs({**entry, "tool_calls": ["t1 Read x → ok 12ch"]}) == entry_tokens({**entry, "tool_calls": ["t1 Read x → ok 12ch"]})

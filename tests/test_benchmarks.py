@@ -43,7 +43,7 @@ def test_core_without_the_judge(benchmark, session):
 
 
 def test_core_when_one_state_cannot_fit(benchmark, session_past_one_state):
-    result = benchmark(compact_sync, session_past_one_state, ConstantAsker())
+    result = benchmark(compact_sync, session_past_one_state, ConstantAsker(), CORE_OPTIONS)
     assert result.stats.windows >= 1
 
 

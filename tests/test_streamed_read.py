@@ -9,7 +9,7 @@ from fast_jev_compaction.transcript import _read_streamed, load_messages, read_m
 
 
 def dumped(messages):
-    return [m.model_dump() for m in messages]
+    return [m.to_wire() for m in messages]
 
 
 def test_every_corpus_transcript_reads_the_same_streamed(corpus_dir):

@@ -26,7 +26,7 @@ ZERO_USAGE = {
 
 
 def _assistant_content(message: SessionMessage) -> list[dict[str, Any]]:
-    extras = (message.model_extra or {}).get("extraBlocks") or []
+    extras = message.extra.get("extraBlocks") or []
     blocks: list[dict[str, Any]] = [b for b in extras if isinstance(b, dict)]
     if message.text:
         blocks.append({"type": "text", "text": message.text})
@@ -35,7 +35,7 @@ def _assistant_content(message: SessionMessage) -> list[dict[str, Any]]:
 
 
 def _user_content(message: SessionMessage) -> str | list[dict[str, Any]]:
-    extras = [b for b in (message.model_extra or {}).get("extraBlocks") or [] if isinstance(b, dict)]
+    extras = [b for b in message.extra.get("extraBlocks") or [] if isinstance(b, dict)]
     results = [
         {"type": "tool_result", "tool_use_id": r.tool_use_id, "content": r.text, "is_error": bool(r.isError)}
         for r in message.toolResults or ()
@@ -80,7 +80,7 @@ def transcript_records(
             }
         else:
             record["message"] = {"role": "user", "content": _user_content(message)}
-            if (message.model_extra or {}).get("isMeta"):
+            if message.extra.get("isMeta"):
                 record["isMeta"] = True
         records.append(record)
         parent = record_id

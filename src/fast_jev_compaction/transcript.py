@@ -14,14 +14,12 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from .errors import TranscriptError
-from .messages import SessionMessage, ToolResult, ToolUse, parse_messages
+from .messages import NO_EXTRA, MessageError, SessionMessage, ToolResult, ToolUse, parse_messages
 
 __all__ = [
     "ACCEPTED_FORMATS",
@@ -225,7 +223,7 @@ class _MessageBuilder:
             toolUses=tool_uses,
             toolResults=self.tool_results or None,
             handle=self.handle,
-            **extras,
+            extra=extras or NO_EXTRA,
         )
 
 
@@ -233,7 +231,7 @@ def _with_outcome(use: ToolUse, result: ToolResult | None) -> ToolUse:
     """Copy the result onto the call, as Claude Code's ToolUseSummary does."""
     if result is None:
         return use
-    return use.model_copy(update={"text": result.text, "isError": True if result.isError else None})
+    return replace(use, text=result.text, isError=True if result.isError else None)
 
 
 def _first_results(builders: Iterable[_MessageBuilder]) -> dict[str, ToolResult]:
@@ -500,16 +498,8 @@ def _load_list(doc: list[Any], source: str) -> list[SessionMessage]:
     if all(_looks_like_session_message(i) for i in doc):
         try:
             return parse_messages(doc)
-        except ValidationError:
-            pass
-        # parse_messages does not say which item failed: find it for the message.
-        for index, item in enumerate(doc):
-            try:
-                SessionMessage.model_validate(item)
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                where = ".".join(str(part) for part in (index, *first["loc"]))
-                raise TranscriptError(f"{source}: invalid SessionMessage at {where}: {first['msg']}") from None
+        except MessageError as exc:
+            raise TranscriptError(f"{source}: invalid SessionMessage at {exc.location}: {exc.what}") from None
     if all(isinstance(i, dict) and i.get("type") in _KNOWN_RECORD_TYPES for i in doc):
         # A bare array of Claude Code records: the loglines export without its wrapper.
         return parse_records(doc).messages

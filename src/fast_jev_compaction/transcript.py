@@ -547,26 +547,27 @@ def _load_jsonl(lines: list[str], source: str) -> list[SessionMessage]:
     return parsed.messages
 
 
-def read_messages(path: str | Path) -> list[SessionMessage]:
+def read_messages(path: str | Path, source: str | None = None) -> list[SessionMessage]:
     """Read a conversation file (UTF-8) in any format ``load_messages`` accepts.
 
     A JSONL transcript is read line by line, keeping no text or record once its message is
     built (a long session's file, lines and records would otherwise all be alive at once);
     every other shape, and a transcript with a compact boundary or sidechain records, is read
-    whole.
+    whole. ``source`` names the file in errors (its name by default).
     """
     file = Path(path)
-    streamed = _read_streamed(file)
+    name = file.name if source is None else source
+    streamed = _read_streamed(file, name)
     if streamed is not None:
         return streamed
     try:
         text = file.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise TranscriptError(f"{file.name}: not UTF-8 text (byte {exc.start})") from None
-    return load_messages(text, source=file.name)
+        raise TranscriptError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+    return load_messages(text, source=name)
 
 
-def _read_streamed(file: Path) -> list[SessionMessage] | None:
+def _read_streamed(file: Path, name: str | None = None) -> list[SessionMessage] | None:
     """The messages of a JSONL transcript read one line at a time, or ``None`` to read it whole."""
     try:
         with file.open(encoding="utf-8", newline="\n") as handle:
@@ -578,7 +579,7 @@ def _read_streamed(file: Path) -> list[SessionMessage] | None:
             if not isinstance(head, dict) or head.get("type") not in _KNOWN_RECORD_TYPES:
                 return None
             handle.seek(0)
-            parsed = _streamed_records(_json_lines(handle, file.name))
+            parsed = _streamed_records(_json_lines(handle, file.name if name is None else name))
     except (OSError, UnicodeDecodeError, TranscriptError):
         return None  # the whole-file reader reports it, in its own words
     if parsed is None or not parsed.stats.recognised:

@@ -166,3 +166,19 @@ def test_a_local_compaction_imports_no_validation_or_http_library(tmp_path: Path
     assert report["answer"]["action"] == "replace"
     roots = {name.split(".")[0] for name in report["modules"]}
     assert not roots & {"pydantic", "pydantic_core", "httpx", "httpcore", "anyio", "tenacity", "asyncio"}
+
+
+def test_a_result_shares_its_calls_strings_only_when_they_are_equal() -> None:
+    output = "".join(["line\n"] * 50)
+    use = {"tool_use_id": "t1", "tool": "Bash", "input": {"command": "x"}, "text": output}
+    same, other = parse_messages([
+        {"role": "assistant", "toolUses": [use]},
+        {"role": "user", "toolResults": [{"tool_use_id": "t1", "text": "".join(["line\n"] * 50)}]},
+    ]), parse_messages([
+        {"role": "assistant", "toolUses": [use]},
+        {"role": "user", "toolResults": [{"tool_use_id": "t1", "text": "something else"}]},
+    ])
+    assert same[1].toolResults is not None and other[1].toolResults is not None
+    assert same[1].toolResults[0].text is same[0].toolUses[0].text
+    assert same[1].toolResults[0].tool_use_id is same[0].toolUses[0].tool_use_id
+    assert other[1].toolResults[0].text == "something else" and other[0].toolUses[0].text == output

@@ -10,6 +10,7 @@ in.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, Mapping
@@ -152,7 +153,11 @@ _RESULT_FIELDS = frozenset({"tool_use_id", "text", "isError"})
 _MESSAGE_FIELDS = frozenset({"role", "text", "toolUses", "toolResults", "handle"})
 
 
-def _tool_use(value: Any) -> ToolUse:
+# Calls whose result is still to come: id -> (the call's id string, the output copied on it).
+Calls = dict[str, tuple[str, "str | None"]]
+
+
+def _tool_use(value: Any, calls: Calls | None) -> ToolUse:
     data = _dict(value, (), "ToolUse")
     tool_input = data.get("input", {})
     if not isinstance(tool_input, dict):
@@ -160,41 +165,48 @@ def _tool_use(value: Any) -> ToolUse:
     for key in tool_input:
         if not isinstance(key, str):
             raise MessageError(("input", key, "[key]"), "Input should be a valid string")
-    return ToolUse(
+    use = ToolUse(
         tool_use_id=_str(data, "tool_use_id"),
-        tool=_str(data, "tool"),
-        input=tool_input,
+        # Tool names and input keys repeat in every call: one string each.
+        tool=sys.intern(_str(data, "tool")),
+        input={sys.intern(key): item for key, item in tool_input.items()},
         text=_str(data, "text", None, optional=True),
         isError=_bool(data, "isError"),
         extra=_extra(data, _USE_FIELDS),
     )
+    if calls is not None:
+        calls[use.tool_use_id] = (use.tool_use_id, use.text)
+    return use
 
 
-def _tool_result(value: Any) -> ToolResult:
+def _tool_result(value: Any, calls: Calls | None) -> ToolResult:
     data = _dict(value, (), "ToolResult")
-    return ToolResult(
-        tool_use_id=_str(data, "tool_use_id"),
-        text=_str(data, "text", ""),
-        isError=_bool(data, "isError"),
-        extra=_extra(data, _RESULT_FIELDS),
-    )
+    tool_use_id, text = _str(data, "tool_use_id"), _str(data, "text", "")
+    call = calls.pop(tool_use_id, None) if calls is not None else None
+    if call is not None:
+        # The output comes twice on the wire, on the call and in its result: one string is kept.
+        tool_use_id, text = call[0], call[1] if call[1] == text else text
+    return ToolResult(tool_use_id=tool_use_id, text=text, isError=_bool(data, "isError"), extra=_extra(data, _RESULT_FIELDS))
 
 
-def _blocks(data: Mapping[str, Any], key: str, read: Any) -> list[Any] | None:
+def _blocks(data: Mapping[str, Any], key: str, read: Any, calls: Calls | None) -> list[Any] | None:
     items = _list(data, key)
     if items is None:
         return None
     out = []
     for index, item in enumerate(items):
         try:
-            out.append(read(item))
+            out.append(read(item, calls))
         except MessageError as exc:
             raise exc.under(key, index) from None
     return out
 
 
-def message_from_wire(value: Any) -> SessionMessage:
-    """Check one SessionMessage-shaped JSON value and build it; :class:`MessageError` names the bad field."""
+def message_from_wire(value: Any, calls: Calls | None = None) -> SessionMessage:
+    """Check one SessionMessage-shaped JSON value and build it; :class:`MessageError` names the bad field.
+
+    ``calls``, kept across the messages of one document, lets a result share its call's strings.
+    """
     data = _dict(value, (), "SessionMessage")
     role = data.get("role")
     if "role" not in data:
@@ -204,8 +216,8 @@ def message_from_wire(value: Any) -> SessionMessage:
     return SessionMessage(
         role=role,
         text=_str(data, "text", ""),
-        toolUses=_blocks(data, "toolUses", _tool_use) or [],
-        toolResults=_blocks(data, "toolResults", _tool_result),
+        toolUses=_blocks(data, "toolUses", _tool_use, calls) or [],
+        toolResults=_blocks(data, "toolResults", _tool_result, calls),
         handle=_str(data, "handle", None, optional=True),
         extra=_extra(data, _MESSAGE_FIELDS),
     )
@@ -216,9 +228,10 @@ def parse_messages(data: Any) -> list[SessionMessage]:
     if not isinstance(data, list):
         raise MessageError((), "Input should be a valid list")
     out = []
+    calls: Calls = {}
     for index, item in enumerate(data):
         try:
-            out.append(message_from_wire(item))
+            out.append(message_from_wire(item, calls))
         except MessageError as exc:
             raise exc.under(index) from None
     return out

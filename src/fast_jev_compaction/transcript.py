@@ -12,6 +12,7 @@ carrying a copy of its outcome.
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -145,73 +146,96 @@ def _result_text(content: Any) -> str:
 
 def _as_input(value: Any) -> dict[str, Any]:
     if isinstance(value, dict):
-        return value
+        return {sys.intern(key) if isinstance(key, str) else key: item for key, item in value.items()}
     # A non-object input (not seen in real files) is kept rather than dropped.
     return {} if value is None else {"value": value}
 
 
 class _MessageBuilder:
-    """Collects the blocks of one output message (several records for a merged turn)."""
+    """Collects the blocks of one output message (several records for a merged turn).
+
+    Every builder of a transcript is alive until the last record is read (a later record can
+    add to any of them), so each holds only what it was given: a list is made on its first item.
+    """
 
     __slots__ = ("role", "handle", "texts", "tool_uses", "tool_results", "extra_blocks", "is_meta")
 
     def __init__(self, role: str, handle: str | None, is_meta: bool = False) -> None:
         self.role = role
         self.handle = handle
-        self.texts: list[str] = []
-        self.tool_uses: list[ToolUse] = []
-        self.tool_results: list[ToolResult] = []
-        self.extra_blocks: list[Any] = []
+        self.texts: list[str] | None = None
+        self.tool_uses: list[ToolUse] | None = None
+        self.tool_results: list[ToolResult] | None = None
+        self.extra_blocks: list[Any] | None = None
         self.is_meta = is_meta
 
-    def add_content(self, content: str | list[Any], seen_ids: set[str], stats: TranscriptStats) -> None:
+    def _text(self, text: str) -> None:
+        if self.texts is None:
+            self.texts = [text]
+        else:
+            self.texts.append(text)
+
+    def _extra(self, block: Any) -> None:
+        if self.extra_blocks is None:
+            self.extra_blocks = [block]
+        else:
+            self.extra_blocks.append(block)
+
+    def add_content(self, content: str | list[Any], seen_ids: dict[str, str], stats: TranscriptStats) -> None:
+        """``seen_ids`` maps each call id met so far to itself, so a result shares its call's string."""
         if isinstance(content, str):
-            self.texts.append(content)
+            self._text(content)
             return
         for block in content:
             if isinstance(block, str):
                 # Not an API block shape, but it is text: keep it readable.
-                self.texts.append(block)
+                self._text(block)
                 continue
             if not isinstance(block, dict):
-                self.extra_blocks.append(block)
+                self._extra(block)
                 continue
             kind = block.get("type")
             if kind == "text":
                 text = block.get("text")
                 if isinstance(text, str):
-                    self.texts.append(text)
+                    self._text(text)
                 else:
-                    self.extra_blocks.append(block)
+                    self._extra(block)
             elif kind == "tool_use" and isinstance(block.get("id"), str):
                 tool_use_id: str = block["id"]
                 if tool_use_id in seen_ids:
                     stats.duplicate_tool_uses += 1
                     continue
-                seen_ids.add(tool_use_id)
+                seen_ids[tool_use_id] = tool_use_id
                 name = block.get("name")
-                self.tool_uses.append(
-                    ToolUse(
-                        tool_use_id=tool_use_id,
-                        tool=name if isinstance(name, str) else "unknown",
-                        input=_as_input(block.get("input")),
-                    )
+                use = ToolUse(
+                    tool_use_id=tool_use_id,
+                    # Tool names and input keys repeat in every call: one string each.
+                    tool=sys.intern(name) if isinstance(name, str) else "unknown",
+                    input=_as_input(block.get("input")),
                 )
+                if self.tool_uses is None:
+                    self.tool_uses = [use]
+                else:
+                    self.tool_uses.append(use)
             elif kind == "tool_result" and isinstance(block.get("tool_use_id"), str):
-                self.tool_results.append(
-                    ToolResult(
-                        tool_use_id=block["tool_use_id"],
-                        text=_result_text(block.get("content")),
-                        isError=block.get("is_error") is True,
-                    )
+                given: str = block["tool_use_id"]
+                result = ToolResult(
+                    tool_use_id=seen_ids.get(given, given),
+                    text=_result_text(block.get("content")),
+                    isError=block.get("is_error") is True,
                 )
+                if self.tool_results is None:
+                    self.tool_results = [result]
+                else:
+                    self.tool_results.append(result)
             else:
                 # thinking, redacted_thinking, image, document, server tools, id-less tool
                 # blocks: nothing here may vanish, so later stages get the raw block.
-                self.extra_blocks.append(block)
+                self._extra(block)
 
     def build(self, outcomes: Mapping[str, ToolResult]) -> SessionMessage:
-        tool_uses = [_with_outcome(use, outcomes.get(use.tool_use_id)) for use in self.tool_uses]
+        tool_uses = [_with_outcome(use, outcomes.get(use.tool_use_id)) for use in self.tool_uses or ()]
         extras: dict[str, Any] = {}
         if self.extra_blocks:
             extras["extraBlocks"] = self.extra_blocks
@@ -219,9 +243,9 @@ class _MessageBuilder:
             extras["isMeta"] = True
         return SessionMessage(
             role=self.role,  # type: ignore[arg-type]  # only user/assistant builders exist
-            text="\n\n".join(self.texts),
+            text="\n\n".join(self.texts or ()),
             toolUses=tool_uses,
-            toolResults=self.tool_results or None,
+            toolResults=self.tool_results,
             handle=self.handle,
             extra=extras or NO_EXTRA,
         )
@@ -237,7 +261,7 @@ def _with_outcome(use: ToolUse, result: ToolResult | None) -> ToolUse:
 def _first_results(builders: Iterable[_MessageBuilder]) -> dict[str, ToolResult]:
     outcomes: dict[str, ToolResult] = {}
     for builder in builders:
-        for result in builder.tool_results:
+        for result in builder.tool_results or ():
             outcomes.setdefault(result.tool_use_id, result)
     return outcomes
 
@@ -361,7 +385,7 @@ def _streamed_records(records: Iterable[Any]) -> TranscriptParse | None:
 def _assemble(live: Iterable[dict[str, Any]], stats: TranscriptStats) -> TranscriptParse:
     builders: list[_MessageBuilder] = []
     by_message_id: dict[str, _MessageBuilder] = {}
-    seen_tool_ids: set[str] = set()
+    seen_tool_ids: dict[str, str] = {}
     for record in live:
         kind = record["type"]
         if kind not in _CONVERSATION_TYPES:
@@ -390,8 +414,14 @@ def _assemble(live: Iterable[dict[str, Any]], stats: TranscriptStats) -> Transcr
         if isinstance(message_id, str):
             by_message_id[message_id] = builder
 
+    by_message_id.clear()
     outcomes = _first_results(builders)
-    return TranscriptParse([b.build(outcomes) for b in builders], stats)
+    # Each builder goes as its message is made: the two are never all alive together.
+    builders.reverse()
+    messages = []
+    while builders:
+        messages.append(builders.pop().build(outcomes))
+    return TranscriptParse(messages, stats)
 
 
 def _json_lines(lines: Iterable[str], source: str) -> Iterator[Any]:
@@ -428,7 +458,7 @@ def _parse_blocks_conversation(items: list[dict[str, Any]], source: str) -> list
     calls = 0
     orphans = 0
     stats = TranscriptStats()
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     for number, item in enumerate(items, start=1):
         role = item.get("role")
         blocks = item.get("blocks")

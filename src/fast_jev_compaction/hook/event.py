@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from json.decoder import JSONDecodeError
 from typing import Any, Callable, Mapping
 
-from ..messages import MessageError, SessionMessage, message_from_wire
+from ..messages import Calls, MessageError, SessionMessage, message_from_wire
 
 TRIGGERS = ("manual", "auto", "plugin", "precompute")
 
@@ -81,9 +81,10 @@ def read_event(document: Any) -> HookEvent:
     if not isinstance(items, list):
         raise MessageError(("messages",), "Input should be a valid list")
     messages = []
+    calls: Calls = {}
     for index, item in enumerate(items):
         try:
-            messages.append(message_from_wire(item))
+            messages.append(message_from_wire(item, calls))
         except MessageError as exc:
             raise exc.under("messages", index) from None
     return _event(document, messages)
@@ -156,11 +157,12 @@ def _messages(text: str, at: int) -> tuple[list[SessionMessage], MessageError | 
     if text.startswith("]", at):
         return out, None, at + 1
     index = 0
+    calls: Calls = {}
     while True:
         item, at = _DECODER.raw_decode(text, at)
         if problem is None:
             try:
-                out.append(message_from_wire(item))
+                out.append(message_from_wire(item, calls))
             except MessageError as exc:
                 problem = exc.under("messages", index)
         del item

@@ -646,6 +646,37 @@ def test_wire_messages_policy_and_compact_form() -> None:
     assert small[2]["toolUses"][0]["text"] == full[2]["toolUses"][0]["text"]
 
 
+def test_the_answer_is_sized_as_the_text_it_becomes() -> None:
+    from fast_jev_compaction.hook.entry import _size, answer_text
+
+    messages = wire_messages(parse_messages(tool_heavy_conversation()))
+    answer = {"action": "replace", "messages": [], "toast": "t ✓", "log": ["a", "b"]}
+    for count in (0, 1, len(messages)):
+        whole = answer_text({**answer, "messages": messages[:count]}).encode("utf-8")
+        assert _size(answer, iter(messages[:count])) == len(whole)
+
+
+def _large(prompt: str, reply: str) -> list[dict[str, Any]]:
+    conversation = tool_heavy_conversation()
+    conversation[0]["text"] = prompt
+    conversation[-1]["text"] = reply
+    return conversation
+
+
+def test_a_large_answer_refers_to_kept_prompts_by_handle(data_dir: Path) -> None:
+    big = "the prompt, pasted at length. " * 120_000  # about 3.6 MB: over the answer's 3 MiB
+    answer, _ = run_hook(json.dumps(event(_large(big, "Done."), data_dir, options={"minReductionRatio": 0})).encode(), data_dir)
+    assert answer["action"] == "replace"
+    assert {"handle": "h-prompt"} in answer["messages"]
+
+
+def test_an_answer_too_large_even_by_handle_falls_back(data_dir: Path) -> None:
+    big = "a long reply, kept verbatim. " * 120_000
+    answer, _ = run_hook(json.dumps(event(_large("do the thing", big), data_dir, options={"minReductionRatio": 0})).encode(), data_dir)
+    assert answer["action"] == "fallback"
+    assert re.match(r"the pruned history is too large to hand back \(3\d{3} KiB\): ", answer["reason"]), answer["reason"]
+
+
 def _pipe_with(data: bytes, close: bool) -> tuple[int, int]:
     read_fd, write_fd = os.pipe()
     os.write(write_fd, data)

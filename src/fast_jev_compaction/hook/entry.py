@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TextIO
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TextIO
 
 from ..markers import LEAD_NOTE
 from ..messages import MessageError, SessionMessage
@@ -261,10 +261,13 @@ def _without_bulk(block: dict[str, Any]) -> dict[str, Any]:
 
 def wire_messages(out: Sequence[SessionMessage], *, compact: bool = False) -> list[dict[str, Any]]:
     """The replace answer's messages; ``compact`` refers to kept prompts by handle, drops bulk."""
-    wired: list[dict[str, Any]] = []
+    return list(_wired(out, compact))
+
+
+def _wired(out: Sequence[SessionMessage], compact: bool) -> Iterator[dict[str, Any]]:
     for message in out:
         if keeps_handle(message):
-            wired.append({"handle": message.handle} if compact else message.to_wire())
+            yield {"handle": message.handle} if compact else message.to_wire()
             continue
         data = message.to_wire()
         data.pop("handle", None)
@@ -272,8 +275,7 @@ def wire_messages(out: Sequence[SessionMessage], *, compact: bool = False) -> li
             data["toolUses"] = [_without_bulk(b) for b in data.get("toolUses", [])]
             if "toolResults" in data:
                 data["toolResults"] = [_without_bulk(b) for b in data["toolResults"]]
-        wired.append(data)
-    return wired
+        yield data
 
 
 def run_compaction(
@@ -336,12 +338,13 @@ def run_compaction(
         # first user message of the request).
         out = [SessionMessage(role="user", text=LEAD_NOTE), *out]
     toast = toast_text(result.stats, gate.reason)
-    answer: Answer = {"action": "replace", "messages": wire_messages(out), "toast": toast, "log": lines}
-    if _size(answer) > STDOUT_SOFT_LIMIT:
-        answer["messages"] = wire_messages(out, compact=True)
-        if _size(answer) > STDOUT_SOFT_LIMIT:
-            reason = f"the pruned history is too large to hand back ({_size(answer) // 1024} KiB): {summary}"
-            return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, "budget")
+    answer: Answer = {"action": "replace", "messages": [], "toast": toast, "log": lines}
+    # Sized one message at a time: a history too large to send is never built as one text.
+    compact = _size(answer, _wired(out, False)) > STDOUT_SOFT_LIMIT
+    if compact and (size := _size(answer, _wired(out, True))) > STDOUT_SOFT_LIMIT:
+        reason = f"the pruned history is too large to hand back ({size // 1024} KiB): {summary}"
+        return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, "budget")
+    answer["messages"] = wire_messages(out, compact=compact)
     problems = turn_problems(answer["messages"], messages)
     if problems:
         log.error("tool results out of place: " + "; ".join(problems[:20]))
@@ -380,8 +383,12 @@ def _hung_texts(event: HookEvent, messages: list[SessionMessage], log: HookLog) 
         return {}
 
 
-def _size(answer: Answer) -> int:
-    return len(answer_text(answer).encode("utf-8"))
+def _size(answer: Answer, messages: Iterable[dict[str, Any]]) -> int:
+    """Bytes of ``answer_text`` of the answer with these messages, serialised one at a time."""
+    total = len(answer_text({**answer, "messages": []}).encode("utf-8"))
+    for count, message in enumerate(messages):
+        total += len(js_json(message).encode("utf-8")) + (1 if count else 0)  # the comma between two
+    return total
 
 
 # --------------------------------------------------------------------------- decision log

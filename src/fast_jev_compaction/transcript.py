@@ -382,6 +382,49 @@ def _streamed_records(records: Iterable[Any]) -> TranscriptParse | None:
         return None
 
 
+@dataclass
+class _Plan:
+    """What a first reading of a transcript says about its live part."""
+
+    subagent: bool
+    boundaries: int
+    last_boundary: int  # the index (among typed records) of the last boundary that counts; -1 for none
+
+
+def _plan(records: Iterable[Any]) -> _Plan | None:
+    """Find the live part in one pass keeping only the boundaries; ``None`` when the last one
+    keeps a preserved segment (the records before it are then needed: read whole)."""
+    probe = TranscriptStats()
+    conversation = sidechain_only = 0
+    candidates: list[tuple[int, dict[str, Any]]] = []
+    for index, record in enumerate(_typed(records, probe)):
+        if record["type"] in _CONVERSATION_TYPES:
+            conversation += 1
+            sidechain_only += record.get("isSidechain") is True
+        if _is_boundary(record):
+            candidates.append((index, record))
+    subagent = conversation > 0 and sidechain_only == conversation
+    # A main file ignores boundaries of inline sidechains: they compact another context.
+    counted = [(i, r) for i, r in candidates if subagent or r.get("isSidechain") is not True]
+    if counted and _keeps_preserved(counted[-1][1]):
+        return None
+    return _Plan(subagent, len(counted), counted[-1][0] if counted else -1)
+
+
+def _keeps_preserved(boundary: Mapping[str, Any]) -> bool:
+    meta = boundary.get("compactMetadata")
+    return isinstance(meta, Mapping) and any(isinstance(meta.get(key), Mapping) for key in ("preservedMessages", "preservedSegment"))
+
+
+def _planned_records(records: Iterable[Any], plan: _Plan) -> TranscriptParse:
+    """:func:`parse_records` one record at a time, the live part found by :func:`_plan`."""
+    stats = TranscriptStats(subagent=plan.subagent, compact_boundaries=plan.boundaries)
+    if plan.last_boundary >= 0:
+        stats.records_before_boundary = plan.last_boundary
+    live = (record for index, record in enumerate(_typed(records, stats)) if index > plan.last_boundary)
+    return _assemble(live, stats)
+
+
 def _assemble(live: Iterable[dict[str, Any]], stats: TranscriptStats) -> TranscriptParse:
     builders: list[_MessageBuilder] = []
     by_message_id: dict[str, _MessageBuilder] = {}
@@ -609,7 +652,16 @@ def _read_streamed(file: Path, name: str | None = None) -> list[SessionMessage] 
             if not isinstance(head, dict) or head.get("type") not in _KNOWN_RECORD_TYPES:
                 return None
             handle.seek(0)
-            parsed = _streamed_records(_json_lines(handle, file.name if name is None else name))
+            source = file.name if name is None else name
+            parsed = _streamed_records(_json_lines(handle, source))
+            if parsed is None:
+                # Boundaries or sidechains: a first pass finds the live part, a second reads it.
+                handle.seek(0)
+                plan = _plan(_json_lines(handle, source))
+                if plan is None:
+                    return None
+                handle.seek(0)
+                parsed = _planned_records(_json_lines(handle, source), plan)
     except (OSError, UnicodeDecodeError, TranscriptError):
         return None  # the whole-file reader reports it, in its own words
     if parsed is None or not parsed.stats.recognised:

@@ -108,6 +108,7 @@ def test_syntax_errors_are_json_loads_own(text: str) -> None:
         ({"messages": [{"role": "user", "text": None}]}, "messages.0.text", "Input should be a valid string"),
         ({"messages": [{"role": "user", "handle": 5}]}, "messages.0.handle", "Input should be a valid string"),
         ({"messages": [{"role": "user", "toolUses": "x"}]}, "messages.0.toolUses", "Input should be a valid list"),
+        ({"messages": [{"role": "user", "toolUses": None}]}, "messages.0.toolUses", "Input should be a valid list"),
         ({"messages": [{"role": "assistant", "toolUses": [{"tool": "Read"}]}]}, "messages.0.toolUses.0.tool_use_id", "Field required"),
         ({"messages": [{"role": "assistant", "toolUses": [{"tool_use_id": "t", "tool": "R", "input": [1]}]}]},
          "messages.0.toolUses.0.input", "Input should be a valid dictionary"),

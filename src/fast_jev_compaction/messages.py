@@ -213,6 +213,8 @@ def message_from_wire(value: Any, calls: Calls | None = None) -> SessionMessage:
         raise MessageError(("role",), "Field required")
     if role not in ROLES:
         raise MessageError(("role",), "Input should be 'user' or 'assistant'")
+    if "toolUses" in data and data["toolUses"] is None:  # a list, possibly empty; only toolResults may be null
+        raise MessageError(("toolUses",), "Input should be a valid list")
     return SessionMessage(
         role=role,
         text=_str(data, "text", ""),

@@ -18,8 +18,6 @@ import pytest
 from fast_jev_compaction.hook.event import HookEvent, parse_event, read_event
 from fast_jev_compaction.messages import MessageError, SessionMessage, ToolUse, message_from_wire, parse_messages
 
-REPO = Path(__file__).resolve().parents[1]
-
 MESSAGES: list[dict[str, Any]] = [
     {"role": "user", "text": "go", "handle": "h1", "uuid": "u-1"},
     {
@@ -155,7 +153,6 @@ print(json.dumps({"answer": json.loads(out.getvalue()), "modules": sorted(sys.mo
 
 
 def test_a_local_compaction_imports_no_validation_or_http_library(tmp_path: Path) -> None:
-    sys.path.insert(0, str(REPO / "tests"))
     from test_hook_entry import event, tool_heavy_conversation
 
     data = tmp_path / "data"

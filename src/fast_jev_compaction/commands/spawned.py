@@ -10,7 +10,6 @@ measures what the transcript costs and not the interpreter and its imports.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -37,16 +36,28 @@ class Child:
     peak_bytes: int
 
 
+# Started from a small interpreter, not from the bench: a child's peak RSS counts the memory it
+# shared with its parent until exec, and the bench's own can be a gigabyte.
+_LAUNCHER = """
+import json, os, subprocess, sys
+command, stdin = json.loads(sys.argv[1]), sys.argv[2] or os.devnull
+with open(stdin, "rb") as source:
+    process = subprocess.Popen(command, stdin=source, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # wait4 reaps it and gives this child's usage alone (RUSAGE_CHILDREN would mix them all).
+    _, status, usage = os.wait4(process.pid, 0)
+print(json.dumps([os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime, usage.ru_maxrss]))
+"""
+
+
 def run_child(command: Sequence[str], stdin: Path | None = None) -> Child:
     """Run ``command`` to the end, its output discarded, and read its own resource usage."""
-    with open(stdin if stdin is not None else os.devnull, "rb") as source:
-        process = subprocess.Popen(command, stdin=source, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        # wait4 reaps it and gives this child's usage alone (RUSAGE_CHILDREN would mix them all).
-        _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = code = os.waitstatus_to_exitcode(status)
+    launched = subprocess.run(
+        [sys.executable, "-I", "-c", _LAUNCHER, json.dumps(list(command)), str(stdin or "")],
+        capture_output=True, text=True, check=True,
+    )
+    code, cpu_s, maxrss = json.loads(launched.stdout)
     # ru_maxrss is in KiB on Linux, in bytes on macOS.
-    scale = 1 if sys.platform == "darwin" else 1024
-    return Child(code, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * scale)
+    return Child(code, cpu_s, maxrss * (1 if sys.platform == "darwin" else 1024))
 
 
 def hook_event(messages: list[Any], data_dir: Path) -> dict[str, Any]:

@@ -103,12 +103,18 @@ def per_call(scores: Mapping[str, tuple[float, float]], default: float = 0.0) ->
 # -- message builders ---------------------------------------------------------------------------
 
 
+def _fields(extra: dict[str, Any]) -> dict[str, Any]:
+    """``handle`` is a field; any other keyword is an unknown member, kept in ``extra``."""
+    fields = {"handle": extra.pop("handle")} if "handle" in extra else {}
+    return {**fields, "extra": extra} if extra else fields
+
+
 def user(text: str = "", **extra: Any) -> SessionMessage:
-    return SessionMessage(role="user", text=text, **extra)
+    return SessionMessage(role="user", text=text, **_fields(extra))
 
 
 def assistant(text: str = "", *uses: ToolUse, **extra: Any) -> SessionMessage:
-    return SessionMessage(role="assistant", text=text, toolUses=list(uses), **extra)
+    return SessionMessage(role="assistant", text=text, toolUses=list(uses), **_fields(extra))
 
 
 def use(tool_use_id: str, tool: str = "Read", text: str | None = None, is_error: bool | None = None, **input: Any) -> ToolUse:
@@ -116,7 +122,7 @@ def use(tool_use_id: str, tool: str = "Read", text: str | None = None, is_error:
 
 
 def results(*items: ToolResult, text: str = "", **extra: Any) -> SessionMessage:
-    return SessionMessage(role="user", text=text, toolResults=list(items), **extra)
+    return SessionMessage(role="user", text=text, toolResults=list(items), **_fields(extra))
 
 
 def result(tool_use_id: str, text: str, is_error: bool | None = None) -> ToolResult:
@@ -171,4 +177,4 @@ def read_pairs(count: int, output: str = "x", first: str = "start", last: str = 
 
 def dump(messages: list[SessionMessage]) -> list[dict[str, Any]]:
     """A deep snapshot to prove the input was not mutated."""
-    return [m.model_dump() for m in messages]
+    return [m.to_wire() for m in messages]

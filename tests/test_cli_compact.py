@@ -82,10 +82,10 @@ def test_compact_every_corpus_file(path: Path, tmp_path: Path, capsys: pytest.Ca
     assert len(saved) == len({archive_name(originals[i]) for i in gone} | {Path(p).name for p in saved})
 
     if before:
-        assert after[0].model_dump() == before[0].model_dump()
+        assert after[0] == before[0]
         tail = min(PRESERVE, len(before) - 1)
         if tail:
-            assert [m.model_dump() for m in after[-tail:]] == [m.model_dump() for m in before[-tail:]]
+            assert after[-tail:] == before[-tail:]
 
 
 def test_bad_input_exits_non_zero_with_a_clear_message(tmp_path: Path) -> None:
@@ -128,3 +128,21 @@ def test_example_session_is_compacted_with_the_embedded_judge(tmp_path: Path) ->
     # aligned: every row's decision column starts where the header's does
     column = header.index("decision")
     assert all(row[column:].split()[0] in ("keep", "truncate", "drop") for row in rows)
+
+
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_the_json_output_written_piece_by_piece_is_json_dumps_own(count: int) -> None:
+    from types import SimpleNamespace
+
+    from fast_jev_compaction.commands.compact import _payload
+    from fast_jev_compaction.messages import SessionMessage, ToolResult
+
+    messages = [
+        SessionMessage(role="user", text="déjà vu\nline 2", handle="h"),
+        SessionMessage(role="assistant", text="", extra={"extraBlocks": [{"type": "thinking", "thinking": "…"}]}),
+        SessionMessage(role="user", toolResults=[ToolResult(tool_use_id="t", text="a\n\"b\"")]),
+    ][:count]
+    result = SimpleNamespace(messages=messages)
+    wire = [m.to_wire() for m in messages]
+    assert "".join(_payload(result, "json", "")) == json.dumps(wire, ensure_ascii=False, indent=1) + "\n"
+    assert "".join(_payload(result, "jsonl", "")) == "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in wire)

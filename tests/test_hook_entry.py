@@ -305,8 +305,11 @@ def test_byte_order_mark_is_ignored(data_dir: Path) -> None:
         (b'{"trigger": "manual"}', "the hook input is not a session.compact event (messages: Field required)"),
         (b'{"messages": [{"role": "robot"}]}', "the hook input is not a session.compact event (messages.0.role:"),
         (b"\xff\xfe{}", "the hook input is not UTF-8 text"),
+        (b'{"messages": [{"role": "user", "text": "a"}', "the hook input is not valid JSON (Expecting ',' delimiter at line 1 column 44)"),
+        (b'{"messages": [{"role": "user", "toolResults": [{"text": "x"}]}]}',
+         "the hook input is not a session.compact event (messages.0.toolResults.0.tool_use_id: Field required)"),
     ],
-    ids=["garbage", "empty", "blank", "no-messages", "bad-role", "not-utf8"],
+    ids=["garbage", "empty", "blank", "no-messages", "bad-role", "not-utf8", "cut-short", "bad-block"],
 )
 def test_bad_input_falls_back_and_logs(data_dir: Path, stdin: bytes, reason: str) -> None:
     answer, _ = run_hook(stdin, data_dir)
@@ -364,20 +367,38 @@ def test_silent_open_pipe_counts_as_empty_input(data_dir: Path) -> None:
     assert json.loads(out)["reason"] == "the hook received no input"
 
 
-def test_missing_dependencies_still_answer(tmp_path: Path, data_dir: Path) -> None:
-    # -S hides site-packages: pydantic cannot be imported, as in a half-made environment.
+def _hook_without_site_packages(script: Path, stdin: bytes, data_dir: Path) -> dict[str, Any]:
+    # -S hides site-packages (pydantic, httpx, tenacity and the installed package), as in a
+    # half-made environment.
     proc = subprocess.run(
-        [sys.executable, "-S", str(HOOK)],
-        input=b'{"messages": []}',
-        capture_output=True,
-        env=hook_env(data_dir),
-        timeout=SAFETY_TIMEOUT,
+        [sys.executable, "-S", str(script)], input=stdin, capture_output=True, env=hook_env(data_dir), timeout=SAFETY_TIMEOUT
     )
     assert proc.returncode == 0 and proc.stderr == b""
-    answer = json.loads(proc.stdout)
+    return json.loads(proc.stdout)
+
+
+def test_a_missing_package_still_answers(tmp_path: Path, data_dir: Path) -> None:
+    alone = tmp_path / "plugin" / "hooks" / "fast_jev_hook.py"  # no src/ beside it to fall back on
+    alone.parent.mkdir(parents=True)
+    alone.write_bytes(HOOK.read_bytes())
+    answer = _hook_without_site_packages(alone, b'{"messages": []}', data_dir)
     assert answer["action"] == "fallback"
     assert answer["reason"].startswith("the fast-jev-compaction package cannot be imported (ModuleNotFoundError")
     assert "ERROR fallback: the fast-jev-compaction package cannot be imported" in hook_log(data_dir)
+
+
+def test_a_local_compaction_needs_no_third_party_package(data_dir: Path) -> None:
+    # The checkout's src/ is found, and nothing outside the standard library is needed.
+    answer = _hook_without_site_packages(HOOK, json.dumps(event(tool_heavy_conversation(), data_dir)).encode(), data_dir)
+    assert answer["action"] == "replace"
+
+
+def test_a_missing_dependency_of_the_remote_judge_still_answers(data_dir: Path) -> None:
+    document = event(tool_heavy_conversation(), data_dir, options={"judge": "jev", "baseUrl": "http://127.0.0.1:9"})
+    answer = _hook_without_site_packages(HOOK, json.dumps(document).encode(), data_dir)
+    assert answer["action"] == "fallback"
+    assert "httpx" in answer["reason"]
+    assert "ERROR fallback: internal error (ModuleNotFoundError" in hook_log(data_dir)
 
 
 def test_locked_decision_log_never_costs_the_compaction(data_dir: Path) -> None:
@@ -623,6 +644,37 @@ def test_wire_messages_policy_and_compact_form() -> None:
     assert small[0] == {"handle": "h-prompt"}
     assert "result" not in small[2]["toolUses"][0]
     assert small[2]["toolUses"][0]["text"] == full[2]["toolUses"][0]["text"]
+
+
+def test_the_answer_is_sized_as_the_text_it_becomes() -> None:
+    from fast_jev_compaction.hook.entry import _size, answer_text
+
+    messages = wire_messages(parse_messages(tool_heavy_conversation()))
+    answer = {"action": "replace", "messages": [], "toast": "t ✓", "log": ["a", "b"]}
+    for count in (0, 1, len(messages)):
+        whole = answer_text({**answer, "messages": messages[:count]}).encode("utf-8")
+        assert _size(answer, iter(messages[:count])) == len(whole)
+
+
+def _large(prompt: str, reply: str) -> list[dict[str, Any]]:
+    conversation = tool_heavy_conversation()
+    conversation[0]["text"] = prompt
+    conversation[-1]["text"] = reply
+    return conversation
+
+
+def test_a_large_answer_refers_to_kept_prompts_by_handle(data_dir: Path) -> None:
+    big = "the prompt, pasted at length. " * 120_000  # about 3.6 MB: over the answer's 3 MiB
+    answer, _ = run_hook(json.dumps(event(_large(big, "Done."), data_dir, options={"minReductionRatio": 0})).encode(), data_dir)
+    assert answer["action"] == "replace"
+    assert {"handle": "h-prompt"} in answer["messages"]
+
+
+def test_an_answer_too_large_even_by_handle_falls_back(data_dir: Path) -> None:
+    big = "a long reply, kept verbatim. " * 120_000
+    answer, _ = run_hook(json.dumps(event(_large("do the thing", big), data_dir, options={"minReductionRatio": 0})).encode(), data_dir)
+    assert answer["action"] == "fallback"
+    assert re.match(r"the pruned history is too large to hand back \(3\d{3} KiB\): ", answer["reason"]), answer["reason"]
 
 
 def _pipe_with(data: bytes, close: bool) -> tuple[int, int]:

@@ -117,8 +117,8 @@ def test_the_hook_from_a_source_checkout_finds_src_but_never_the_cwd(project: tu
         env=hostile_env({"CLAUDE_PLUGIN_DATA": str(tmp_path / "d"), "PATH": os.environ["PATH"]}, folder),
     )
     assert (proc.returncode, proc.stderr) == (0, b"")
-    assert json.loads(proc.stdout)["action"] == "fallback"  # pydantic is not importable under -S
-    assert "cannot be imported" in json.loads(proc.stdout)["reason"]
+    # The checkout's package answered (it needs nothing outside the standard library for that).
+    assert json.loads(proc.stdout) == {"action": "skip", "reason": "nothing to compact", "log": []}
     assert sorted(p.name for p in markers.iterdir()) == []
 
 

@@ -140,10 +140,10 @@ class TestApplyDecisions:
         blocks = [{"type": "image", "source": "s"}]
         messages = fixture(extraBlocks=blocks, uuid="u-1", isSidechain=False)
         out = rebuild(messages, {"a": TRUNCATE})
-        extra = out[2].model_extra
+        extra = out[2].extra
         assert extra["extraBlocks"] == blocks and extra["isSidechain"] is False
         assert "uuid" not in extra and out[2].handle is None
-        assert messages[2].handle == "h-result" and messages[2].model_extra["uuid"] == "u-1"
+        assert messages[2].handle == "h-result" and messages[2].extra["uuid"] == "u-1"
 
     def test_texts_survive_and_each_drop_gets_its_own_line(self):
         messages = [

@@ -49,7 +49,7 @@ def wire(messages) -> str:
 
 def with_handles(messages):
     """Give each message an engine handle, as Claude Code does."""
-    return [m.model_copy(update={"handle": f"h-{k}"}) for k, m in enumerate(messages)]
+    return [dataclasses.replace(m, handle=f"h-{k}") for k, m in enumerate(messages)]
 
 
 # -- 00 invariants --------------------------------------------------------------------------------

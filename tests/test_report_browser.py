@@ -82,7 +82,7 @@ def _event(messages: list[dict[str, Any]], data_dir: Path) -> dict[str, Any]:
 
 
 def _example_with_an_injection() -> list[dict[str, Any]]:
-    messages = [m.model_dump(mode="json", exclude_none=True) for m in read_messages(EXAMPLE)]
+    messages = [m.to_wire() for m in read_messages(EXAMPLE)]
     output = "<script>document.title=\"pwned\"</script>"
     pair = [
         {"role": "assistant", "text": "", "toolUses": [

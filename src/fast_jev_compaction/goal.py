@@ -25,7 +25,7 @@ def prompt_text(message: SessionMessage) -> str:
     """The part of a user message the user actually typed, or '' when there is none."""
     if message.role != "user" or message.toolResults:
         return ""
-    extras = message.model_extra or {}
+    extras = message.extra
     if extras.get("isMeta") or extras.get("isCompactSummary"):
         return ""
     text = _INJECTED_BLOCK.sub("", message.text).strip()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 PRIVATE_UMASK = 0o077
@@ -53,6 +52,8 @@ def open_private_append(path: Path) -> int:
 def user_temp_dir() -> Path:
     """``<tmp>/fast-jev-compaction-<uid>``, made 0700 if missing; raises ``UnsafeFolderError``
     when it is a symlink, not a folder, someone else's, or open to group or others."""
+    import tempfile  # only without a data folder: the hook's start does without it
+
     folder = Path(tempfile.gettempdir()) / f"{TEMP_PREFIX}-{os.getuid()}"
     try:
         folder.mkdir(mode=FOLDER_MODE)

@@ -124,13 +124,13 @@ def _rebuilt(message: SessionMessage, text: str, uses: list[ToolUse], results: l
     Other blocks the reader kept (thinking, images) ride along as extras rather than vanish;
     the record id does not, since this is a new record.
     """
-    extras = {k: v for k, v in (message.model_extra or {}).items() if k not in _RECORD_IDS}
+    extras = {k: v for k, v in message.extra.items() if k not in _RECORD_IDS}
     return SessionMessage(
         role=message.role,
         text=text,
         toolUses=uses,
         toolResults=results or None,
-        **extras,
+        extra=extras,
     )
 
 

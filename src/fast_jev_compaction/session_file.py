@@ -13,7 +13,7 @@ import json
 import os
 import uuid
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from .messages import SessionMessage
 
@@ -26,7 +26,7 @@ ZERO_USAGE = {
 
 
 def _assistant_content(message: SessionMessage) -> list[dict[str, Any]]:
-    extras = (message.model_extra or {}).get("extraBlocks") or []
+    extras = message.extra.get("extraBlocks") or []
     blocks: list[dict[str, Any]] = [b for b in extras if isinstance(b, dict)]
     if message.text:
         blocks.append({"type": "text", "text": message.text})
@@ -35,7 +35,7 @@ def _assistant_content(message: SessionMessage) -> list[dict[str, Any]]:
 
 
 def _user_content(message: SessionMessage) -> str | list[dict[str, Any]]:
-    extras = [b for b in (message.model_extra or {}).get("extraBlocks") or [] if isinstance(b, dict)]
+    extras = [b for b in message.extra.get("extraBlocks") or [] if isinstance(b, dict)]
     results = [
         {"type": "tool_result", "tool_use_id": r.tool_use_id, "content": r.text, "is_error": bool(r.isError)}
         for r in message.toolResults or ()
@@ -48,11 +48,11 @@ def _user_content(message: SessionMessage) -> str | list[dict[str, Any]]:
 
 def transcript_records(
     messages: Sequence[SessionMessage], session_id: str | None = None, cwd: str | None = None
-) -> list[dict[str, Any]]:
+) -> Iterator[dict[str, Any]]:
+    """One record per message, made as it is asked for."""
     session = session_id or str(uuid.uuid4())
     folder = cwd or os.getcwd()
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + "000Z"
-    records: list[dict[str, Any]] = []
     parent: str | None = None
     for message in messages:
         record_id = str(uuid.uuid4())
@@ -80,14 +80,15 @@ def transcript_records(
             }
         else:
             record["message"] = {"role": "user", "content": _user_content(message)}
-            if (message.model_extra or {}).get("isMeta"):
+            if message.extra.get("isMeta"):
                 record["isMeta"] = True
-        records.append(record)
+        yield record
         parent = record_id
-    return records
 
 
-def transcript_lines(messages: Sequence[SessionMessage], session_id: str | None = None, cwd: str | None = None) -> str:
-    return "".join(
-        json.dumps(r, ensure_ascii=False) + "\n" for r in transcript_records(messages, session_id, cwd)
-    )
+def transcript_lines(
+    messages: Sequence[SessionMessage], session_id: str | None = None, cwd: str | None = None
+) -> Iterator[str]:
+    """The session file, line by line."""
+    for record in transcript_records(messages, session_id, cwd):
+        yield json.dumps(record, ensure_ascii=False) + "\n"

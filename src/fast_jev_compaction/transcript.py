@@ -12,16 +12,15 @@ carrying a copy of its outcome.
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from .errors import TranscriptError
-from .messages import SessionMessage, ToolResult, ToolUse, parse_messages
+from .messages import NO_EXTRA, MessageError, SessionMessage, ToolResult, ToolUse, parse_messages
 
 __all__ = [
     "ACCEPTED_FORMATS",
@@ -147,73 +146,96 @@ def _result_text(content: Any) -> str:
 
 def _as_input(value: Any) -> dict[str, Any]:
     if isinstance(value, dict):
-        return value
+        return {sys.intern(key) if isinstance(key, str) else key: item for key, item in value.items()}
     # A non-object input (not seen in real files) is kept rather than dropped.
     return {} if value is None else {"value": value}
 
 
 class _MessageBuilder:
-    """Collects the blocks of one output message (several records for a merged turn)."""
+    """Collects the blocks of one output message (several records for a merged turn).
+
+    Every builder of a transcript is alive until the last record is read (a later record can
+    add to any of them), so each holds only what it was given: a list is made on its first item.
+    """
 
     __slots__ = ("role", "handle", "texts", "tool_uses", "tool_results", "extra_blocks", "is_meta")
 
     def __init__(self, role: str, handle: str | None, is_meta: bool = False) -> None:
         self.role = role
         self.handle = handle
-        self.texts: list[str] = []
-        self.tool_uses: list[ToolUse] = []
-        self.tool_results: list[ToolResult] = []
-        self.extra_blocks: list[Any] = []
+        self.texts: list[str] | None = None
+        self.tool_uses: list[ToolUse] | None = None
+        self.tool_results: list[ToolResult] | None = None
+        self.extra_blocks: list[Any] | None = None
         self.is_meta = is_meta
 
-    def add_content(self, content: str | list[Any], seen_ids: set[str], stats: TranscriptStats) -> None:
+    def _text(self, text: str) -> None:
+        if self.texts is None:
+            self.texts = [text]
+        else:
+            self.texts.append(text)
+
+    def _extra(self, block: Any) -> None:
+        if self.extra_blocks is None:
+            self.extra_blocks = [block]
+        else:
+            self.extra_blocks.append(block)
+
+    def add_content(self, content: str | list[Any], seen_ids: dict[str, str], stats: TranscriptStats) -> None:
+        """``seen_ids`` maps each call id met so far to itself, so a result shares its call's string."""
         if isinstance(content, str):
-            self.texts.append(content)
+            self._text(content)
             return
         for block in content:
             if isinstance(block, str):
                 # Not an API block shape, but it is text: keep it readable.
-                self.texts.append(block)
+                self._text(block)
                 continue
             if not isinstance(block, dict):
-                self.extra_blocks.append(block)
+                self._extra(block)
                 continue
             kind = block.get("type")
             if kind == "text":
                 text = block.get("text")
                 if isinstance(text, str):
-                    self.texts.append(text)
+                    self._text(text)
                 else:
-                    self.extra_blocks.append(block)
+                    self._extra(block)
             elif kind == "tool_use" and isinstance(block.get("id"), str):
                 tool_use_id: str = block["id"]
                 if tool_use_id in seen_ids:
                     stats.duplicate_tool_uses += 1
                     continue
-                seen_ids.add(tool_use_id)
+                seen_ids[tool_use_id] = tool_use_id
                 name = block.get("name")
-                self.tool_uses.append(
-                    ToolUse(
-                        tool_use_id=tool_use_id,
-                        tool=name if isinstance(name, str) else "unknown",
-                        input=_as_input(block.get("input")),
-                    )
+                use = ToolUse(
+                    tool_use_id=tool_use_id,
+                    # Tool names and input keys repeat in every call: one string each.
+                    tool=sys.intern(name) if isinstance(name, str) else "unknown",
+                    input=_as_input(block.get("input")),
                 )
+                if self.tool_uses is None:
+                    self.tool_uses = [use]
+                else:
+                    self.tool_uses.append(use)
             elif kind == "tool_result" and isinstance(block.get("tool_use_id"), str):
-                self.tool_results.append(
-                    ToolResult(
-                        tool_use_id=block["tool_use_id"],
-                        text=_result_text(block.get("content")),
-                        isError=block.get("is_error") is True,
-                    )
+                given: str = block["tool_use_id"]
+                result = ToolResult(
+                    tool_use_id=seen_ids.get(given, given),
+                    text=_result_text(block.get("content")),
+                    isError=block.get("is_error") is True,
                 )
+                if self.tool_results is None:
+                    self.tool_results = [result]
+                else:
+                    self.tool_results.append(result)
             else:
                 # thinking, redacted_thinking, image, document, server tools, id-less tool
                 # blocks: nothing here may vanish, so later stages get the raw block.
-                self.extra_blocks.append(block)
+                self._extra(block)
 
     def build(self, outcomes: Mapping[str, ToolResult]) -> SessionMessage:
-        tool_uses = [_with_outcome(use, outcomes.get(use.tool_use_id)) for use in self.tool_uses]
+        tool_uses = [_with_outcome(use, outcomes.get(use.tool_use_id)) for use in self.tool_uses or ()]
         extras: dict[str, Any] = {}
         if self.extra_blocks:
             extras["extraBlocks"] = self.extra_blocks
@@ -221,11 +243,11 @@ class _MessageBuilder:
             extras["isMeta"] = True
         return SessionMessage(
             role=self.role,  # type: ignore[arg-type]  # only user/assistant builders exist
-            text="\n\n".join(self.texts),
+            text="\n\n".join(self.texts or ()),
             toolUses=tool_uses,
-            toolResults=self.tool_results or None,
+            toolResults=self.tool_results,
             handle=self.handle,
-            **extras,
+            extra=extras or NO_EXTRA,
         )
 
 
@@ -233,13 +255,13 @@ def _with_outcome(use: ToolUse, result: ToolResult | None) -> ToolUse:
     """Copy the result onto the call, as Claude Code's ToolUseSummary does."""
     if result is None:
         return use
-    return use.model_copy(update={"text": result.text, "isError": True if result.isError else None})
+    return replace(use, text=result.text, isError=True if result.isError else None)
 
 
 def _first_results(builders: Iterable[_MessageBuilder]) -> dict[str, ToolResult]:
     outcomes: dict[str, ToolResult] = {}
     for builder in builders:
-        for result in builder.tool_results:
+        for result in builder.tool_results or ():
             outcomes.setdefault(result.tool_use_id, result)
     return outcomes
 
@@ -360,10 +382,53 @@ def _streamed_records(records: Iterable[Any]) -> TranscriptParse | None:
         return None
 
 
+@dataclass
+class _Plan:
+    """What a first reading of a transcript says about its live part."""
+
+    subagent: bool
+    boundaries: int
+    last_boundary: int  # the index (among typed records) of the last boundary that counts; -1 for none
+
+
+def _plan(records: Iterable[Any]) -> _Plan | None:
+    """Find the live part in one pass keeping only the boundaries; ``None`` when the last one
+    keeps a preserved segment (the records before it are then needed: read whole)."""
+    probe = TranscriptStats()
+    conversation = sidechain_only = 0
+    candidates: list[tuple[int, dict[str, Any]]] = []
+    for index, record in enumerate(_typed(records, probe)):
+        if record["type"] in _CONVERSATION_TYPES:
+            conversation += 1
+            sidechain_only += record.get("isSidechain") is True
+        if _is_boundary(record):
+            candidates.append((index, record))
+    subagent = conversation > 0 and sidechain_only == conversation
+    # A main file ignores boundaries of inline sidechains: they compact another context.
+    counted = [(i, r) for i, r in candidates if subagent or r.get("isSidechain") is not True]
+    if counted and _keeps_preserved(counted[-1][1]):
+        return None
+    return _Plan(subagent, len(counted), counted[-1][0] if counted else -1)
+
+
+def _keeps_preserved(boundary: Mapping[str, Any]) -> bool:
+    meta = boundary.get("compactMetadata")
+    return isinstance(meta, Mapping) and any(isinstance(meta.get(key), Mapping) for key in ("preservedMessages", "preservedSegment"))
+
+
+def _planned_records(records: Iterable[Any], plan: _Plan) -> TranscriptParse:
+    """:func:`parse_records` one record at a time, the live part found by :func:`_plan`."""
+    stats = TranscriptStats(subagent=plan.subagent, compact_boundaries=plan.boundaries)
+    if plan.last_boundary >= 0:
+        stats.records_before_boundary = plan.last_boundary
+    live = (record for index, record in enumerate(_typed(records, stats)) if index > plan.last_boundary)
+    return _assemble(live, stats)
+
+
 def _assemble(live: Iterable[dict[str, Any]], stats: TranscriptStats) -> TranscriptParse:
     builders: list[_MessageBuilder] = []
     by_message_id: dict[str, _MessageBuilder] = {}
-    seen_tool_ids: set[str] = set()
+    seen_tool_ids: dict[str, str] = {}
     for record in live:
         kind = record["type"]
         if kind not in _CONVERSATION_TYPES:
@@ -392,8 +457,14 @@ def _assemble(live: Iterable[dict[str, Any]], stats: TranscriptStats) -> Transcr
         if isinstance(message_id, str):
             by_message_id[message_id] = builder
 
+    by_message_id.clear()
     outcomes = _first_results(builders)
-    return TranscriptParse([b.build(outcomes) for b in builders], stats)
+    # Each builder goes as its message is made: the two are never all alive together.
+    builders.reverse()
+    messages = []
+    while builders:
+        messages.append(builders.pop().build(outcomes))
+    return TranscriptParse(messages, stats)
 
 
 def _json_lines(lines: Iterable[str], source: str) -> Iterator[Any]:
@@ -430,7 +501,7 @@ def _parse_blocks_conversation(items: list[dict[str, Any]], source: str) -> list
     calls = 0
     orphans = 0
     stats = TranscriptStats()
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     for number, item in enumerate(items, start=1):
         role = item.get("role")
         blocks = item.get("blocks")
@@ -500,16 +571,8 @@ def _load_list(doc: list[Any], source: str) -> list[SessionMessage]:
     if all(_looks_like_session_message(i) for i in doc):
         try:
             return parse_messages(doc)
-        except ValidationError:
-            pass
-        # parse_messages does not say which item failed: find it for the message.
-        for index, item in enumerate(doc):
-            try:
-                SessionMessage.model_validate(item)
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                where = ".".join(str(part) for part in (index, *first["loc"]))
-                raise TranscriptError(f"{source}: invalid SessionMessage at {where}: {first['msg']}") from None
+        except MessageError as exc:
+            raise TranscriptError(f"{source}: invalid SessionMessage at {exc.location}: {exc.what}") from None
     if all(isinstance(i, dict) and i.get("type") in _KNOWN_RECORD_TYPES for i in doc):
         # A bare array of Claude Code records: the loglines export without its wrapper.
         return parse_records(doc).messages
@@ -557,26 +620,27 @@ def _load_jsonl(lines: list[str], source: str) -> list[SessionMessage]:
     return parsed.messages
 
 
-def read_messages(path: str | Path) -> list[SessionMessage]:
+def read_messages(path: str | Path, source: str | None = None) -> list[SessionMessage]:
     """Read a conversation file (UTF-8) in any format ``load_messages`` accepts.
 
     A JSONL transcript is read line by line, keeping no text or record once its message is
     built (a long session's file, lines and records would otherwise all be alive at once);
     every other shape, and a transcript with a compact boundary or sidechain records, is read
-    whole.
+    whole. ``source`` names the file in errors (its name by default).
     """
     file = Path(path)
-    streamed = _read_streamed(file)
+    name = file.name if source is None else source
+    streamed = _read_streamed(file, name)
     if streamed is not None:
         return streamed
     try:
         text = file.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise TranscriptError(f"{file.name}: not UTF-8 text (byte {exc.start})") from None
-    return load_messages(text, source=file.name)
+        raise TranscriptError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+    return load_messages(text, source=name)
 
 
-def _read_streamed(file: Path) -> list[SessionMessage] | None:
+def _read_streamed(file: Path, name: str | None = None) -> list[SessionMessage] | None:
     """The messages of a JSONL transcript read one line at a time, or ``None`` to read it whole."""
     try:
         with file.open(encoding="utf-8", newline="\n") as handle:
@@ -588,7 +652,16 @@ def _read_streamed(file: Path) -> list[SessionMessage] | None:
             if not isinstance(head, dict) or head.get("type") not in _KNOWN_RECORD_TYPES:
                 return None
             handle.seek(0)
-            parsed = _streamed_records(_json_lines(handle, file.name))
+            source = file.name if name is None else name
+            parsed = _streamed_records(_json_lines(handle, source))
+            if parsed is None:
+                # Boundaries or sidechains: a first pass finds the live part, a second reads it.
+                handle.seek(0)
+                plan = _plan(_json_lines(handle, source))
+                if plan is None:
+                    return None
+                handle.seek(0)
+                parsed = _planned_records(_json_lines(handle, source), plan)
     except (OSError, UnicodeDecodeError, TranscriptError):
         return None  # the whole-file reader reports it, in its own words
     if parsed is None or not parsed.stats.recognised:

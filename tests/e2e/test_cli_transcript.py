@@ -18,7 +18,7 @@ import pytest
 
 from claude_harness import RUN_TIMEOUT, Claude, isolated_env
 from fake_anthropic import FINAL_TEXT
-from fast_jev_compaction.messages import SessionMessage
+from fast_jev_compaction.messages import SessionMessage, parse_messages
 from test_claude_plugin import INJECTED, items
 
 pytestmark = pytest.mark.e2e
@@ -59,7 +59,7 @@ def test_a_compacted_transcript_resumes_with_the_compacted_history(claude: Claud
     assert written.returncode == 0, written.stderr
     summary = json.loads(written.stdout)
     assert summary["truncate"] + summary["drop"] > 0  # something really changed
-    compacted = [SessionMessage.model_validate(m) for m in json.loads(compact().stdout)]
+    compacted = parse_messages(json.loads(compact().stdout))
 
     follow = claude.run("what now?", resume=resumed_id)
     assert follow.returncode == 0, follow.stderr[-2000:]

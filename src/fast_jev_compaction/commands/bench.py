@@ -204,12 +204,14 @@ def run(args: argparse.Namespace) -> int:
         for number, path in enumerate(files, 1):
             progress.update(f"bench: {number}/{len(files)} {path.name}")
             try:
-                rows.append(measure(path, args.repeat))
+                rows.append({**measure(path, args.repeat), **spawned_memory(path)})
             except (CompactionError, OSError, ValueError, RecursionError, MemoryError) as exc:
                 # One transcript that cannot be measured costs its own row, not everyone's.
                 skipped.append({"file": str(path), "reason": explain(exc)})
+        progress.update("bench: hook start")
+        start = hook_start_row(args.repeat)
     if args.json:
-        print(json.dumps({"results": rows, "skipped": skipped}, indent=1))
+        print(json.dumps({"results": rows, "skipped": skipped, "hook_start": start}, indent=1))
         return 0
     for row in rows:
         print(
@@ -236,6 +238,8 @@ def run(args: argparse.Namespace) -> int:
                 f"{large['core_ms'] / small['core_ms']:.1f}x the core time and "
                 f"{large['median_ms'] / small['median_ms']:.1f}x the time with the embedded judge"
             )
+    for line in spawned_lines(rows, start):
+        print(line)
     for item in skipped:
         print(f"skipped {item['file']}: {item['reason']}")
     return 0
@@ -254,3 +258,37 @@ def _jev_tokens(as_json: bool) -> int:
     else:
         print(render(reports), end="")
     return 0
+
+
+def spawned_memory(path: Path) -> dict[str, Any]:
+    """The CLI's and the hook's peak memory on ``path``, from spawned processes (``spawned.py``)."""
+    from .spawned import peak_memory
+
+    return peak_memory(path)
+
+
+def hook_start_row(repeat: int) -> dict[str, Any] | None:
+    """CPU of the spawned hook on a 30-message event; several runs, as a child's CPU varies."""
+    from .spawned import hook_start
+
+    return hook_start(max(5, 3 * repeat))
+
+
+def spawned_lines(rows: list[dict[str, Any]], start: dict[str, Any] | None) -> list[str]:
+    """Peak memory per transcript (spawned CLI and hook, and tracemalloc's in process) and the hook's start."""
+    lines = []
+    for row in rows:
+        hook = f", hook {row['hook_over_size']:.1f}x" if "hook_over_size" in row else ""
+        lines.append(
+            f"peak memory over the transcript's size: fast-jev compact {row['cli_over_size']:.1f}x{hook} "
+            f"(RSS over a 30-message run), in process {row['peak_over_size']:.1f}x (tracemalloc)  {row['file']}"
+        )
+    if start is None:
+        lines.append("hook start: not measured (hooks/fast_jev_hook.py is not beside the package)")
+    else:
+        lines.append(
+            f"hook start: {start['cpu_ms']:.1f} ms of CPU for a {start['messages']}-message event "
+            f"(median of {start['runs']} spawned runs, {start['cpu_ms_min']:.1f}-{start['cpu_ms_max']:.1f})"
+            + (f"; {start['failed']} runs failed" if start["failed"] else "")
+        )
+    return lines

@@ -11,7 +11,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..errors import EXIT_BAD_INPUT, EXIT_OK, exit_code, explain
 from ..options import DEFAULT_LOG, OPTIONS, Option, OptionValueError
@@ -97,15 +97,26 @@ def _same_file(a: str, b: str) -> bool:
         return Path(a).resolve() == Path(b).resolve()
 
 
-def _payload(result: Any, fmt: str, out: str) -> str:
+def _payload(result: Any, fmt: str, out: str) -> Iterator[str]:
+    """The output in pieces, one message at a time: the whole text is never built."""
     if fmt == "transcript":
         from ..session_file import transcript_lines
 
-        return transcript_lines(result.messages, session_id_for(out))
-    wire = [m.to_wire() for m in result.messages]
+        yield from transcript_lines(result.messages, session_id_for(out))
+        return
     if fmt == "jsonl":
-        return "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in wire)
-    return json.dumps(wire, ensure_ascii=False, indent=1) + "\n"
+        for message in result.messages:
+            yield json.dumps(message.to_wire(), ensure_ascii=False) + "\n"
+        return
+    # Byte for byte what json.dumps(list, indent=1) writes: each item one level deeper (JSON
+    # strings hold no raw line break, so indenting every line is safe).
+    if not result.messages:
+        yield "[]\n"
+        return
+    for index, message in enumerate(result.messages):
+        item = json.dumps(message.to_wire(), ensure_ascii=False, indent=1).replace("\n", "\n ")
+        yield ("[\n " if index == 0 else ",\n ") + item
+    yield "\n]\n"
 
 
 def session_id_for(out: str) -> str | None:
@@ -167,20 +178,15 @@ def run(args: argparse.Namespace) -> int:
     from ..options import resolve_options
     from ..progress import CountingAsker, Progress
     from ..stats import summarize
-    from ..transcript import load_messages
+    from ..transcript import load_messages, read_messages
 
     if args.out and args.file != "-" and _same_file(args.out, args.file):
         return _fail(f"refusing to write onto the input {args.file}; give --out another file", EXIT_BAD_INPUT)
     try:
-        if args.file == "-":
-            text, source = sys.stdin.read(), "<stdin>"
-        else:
-            with open(args.file, encoding="utf-8") as handle:
-                text, source = handle.read(), args.file
+        # A file is read line by line (read_messages); stdin whole, its format known only then.
+        messages = load_messages(sys.stdin.read(), "<stdin>") if args.file == "-" else read_messages(args.file, args.file)
     except (OSError, UnicodeDecodeError) as exc:
         return _fail(f"cannot read {args.file}: {exc}", EXIT_BAD_INPUT)
-    try:
-        messages = load_messages(text, source)
     except CompactionError as exc:
         return _fail(explain(exc), exit_code(exc))
     options = resolve_options(
@@ -231,11 +237,11 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         try:
             with open(args.out, "w", encoding="utf-8") as handle:
-                handle.write(payload)
+                handle.writelines(payload)
         except OSError as exc:
             return _fail(f"cannot write {args.out}: {exc}", EXIT_BAD_INPUT)
     else:
-        sys.stdout.write(payload)
+        sys.stdout.writelines(payload)
         sys.stdout.flush()
     summary_stream = sys.stdout if args.out else sys.stderr
     if args.json:

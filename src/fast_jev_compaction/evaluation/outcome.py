@@ -10,7 +10,7 @@ the compacted context (a digest, a quote, a re-read); otherwise it is *gone*. A 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
@@ -179,7 +179,7 @@ def rewritten(
         ]
         if not message.text.strip() and not uses and not results:
             continue
-        out.append(message.model_copy(update={"toolUses": uses, "toolResults": results or None}))
+        out.append(replace(message, toolUses=uses, toolResults=results or None))
     return out
 
 

@@ -16,12 +16,10 @@ def fallback_category(exc: BaseException) -> str:
     own = getattr(exc, "fallback_reason", None)
     if isinstance(own, str) and own in FALLBACK_REASONS:
         return own
-    from pydantic import ValidationError
-
     from ..errors import FittingError, JevError, PairingError  # local: only needed on failure
     from ..judge.state import JudgeInputError
 
-    if isinstance(exc, (StdinError, UnicodeDecodeError, json.JSONDecodeError, ValidationError, PairingError)):
+    if isinstance(exc, (StdinError, UnicodeDecodeError, json.JSONDecodeError, PairingError)):
         return "bad-input"
     if isinstance(exc, (JevError, JudgeInputError)):
         return "judge-error"

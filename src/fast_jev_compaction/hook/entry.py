@@ -16,20 +16,19 @@ import os
 import sys
 import threading
 import time
-import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TextIO
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TextIO
 
 from ..markers import LEAD_NOTE
-from ..messages import SessionMessage
+from ..messages import MessageError, SessionMessage
 from ..private_files import make_private_dirs, open_private_append, user_temp_dir
 from ..redaction import redact_text
 from ..textutil import escape_unwritable, js_json
 from .archive import ARCHIVE_DIR, saved_or_unpointed
 from .config import HookConfig, resolve_hook_config
 from .deadline import Deadline, DeadlineError
-from .event import HookEvent, read_event
+from .event import HookEvent, parse_event
 from .gate import after_pass, before_pass, window_of
 from .meta import read_hung_texts, transcript_file
 from .outcome import Answer, Outcome
@@ -118,6 +117,8 @@ class HookLog:
 
     def error(self, message: str, exc: BaseException | None = None) -> None:
         if exc is not None:
+            import traceback  # only once something failed
+
             detail = "".join(traceback.format_exception(exc)).rstrip()
             message = f"{message}\n    " + detail.replace("\n", "\n    ")
         self.write("ERROR", message)
@@ -142,8 +143,6 @@ def skip_answer(reason: str, log: Sequence[str] = ()) -> Answer:
 
 def friendly_reason(exc: BaseException) -> str:
     """A short, actionable line for the toast; the traceback goes to hook.log."""
-    from pydantic import ValidationError
-
     from ..errors import CompactionError, explain  # local: only needed once something went wrong
 
     if isinstance(exc, DeadlineError):
@@ -156,11 +155,8 @@ def friendly_reason(exc: BaseException) -> str:
         return "the hook input is not UTF-8 text"
     if isinstance(exc, json.JSONDecodeError):
         return f"the hook input is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-    if isinstance(exc, ValidationError):
-        errors = exc.errors()
-        where = ".".join(str(p) for p in errors[0].get("loc", ())) if errors else "?"
-        what = errors[0].get("msg", "invalid") if errors else "invalid"
-        return f"the hook input is not a session.compact event ({where}: {what})"
+    if isinstance(exc, MessageError):
+        return f"the hook input is not a session.compact event ({exc.location}: {exc.what})"
     if isinstance(exc, CompactionError):
         return explain(exc, "plugin")[:300]
     text = str(exc).strip() or type(exc).__name__
@@ -265,10 +261,13 @@ def _without_bulk(block: dict[str, Any]) -> dict[str, Any]:
 
 def wire_messages(out: Sequence[SessionMessage], *, compact: bool = False) -> list[dict[str, Any]]:
     """The replace answer's messages; ``compact`` refers to kept prompts by handle, drops bulk."""
-    wired: list[dict[str, Any]] = []
+    return list(_wired(out, compact))
+
+
+def _wired(out: Sequence[SessionMessage], compact: bool) -> Iterator[dict[str, Any]]:
     for message in out:
         if keeps_handle(message):
-            wired.append({"handle": message.handle} if compact else message.to_wire())
+            yield {"handle": message.handle} if compact else message.to_wire()
             continue
         data = message.to_wire()
         data.pop("handle", None)
@@ -276,8 +275,7 @@ def wire_messages(out: Sequence[SessionMessage], *, compact: bool = False) -> li
             data["toolUses"] = [_without_bulk(b) for b in data.get("toolUses", [])]
             if "toolResults" in data:
                 data["toolResults"] = [_without_bulk(b) for b in data["toolResults"]]
-        wired.append(data)
-    return wired
+        yield data
 
 
 def run_compaction(
@@ -340,12 +338,13 @@ def run_compaction(
         # first user message of the request).
         out = [SessionMessage(role="user", text=LEAD_NOTE), *out]
     toast = toast_text(result.stats, gate.reason)
-    answer: Answer = {"action": "replace", "messages": wire_messages(out), "toast": toast, "log": lines}
-    if _size(answer) > STDOUT_SOFT_LIMIT:
-        answer["messages"] = wire_messages(out, compact=True)
-        if _size(answer) > STDOUT_SOFT_LIMIT:
-            reason = f"the pruned history is too large to hand back ({_size(answer) // 1024} KiB): {summary}"
-            return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, "budget")
+    answer: Answer = {"action": "replace", "messages": [], "toast": toast, "log": lines}
+    # Sized one message at a time: a history too large to send is never built as one text.
+    compact = _size(answer, _wired(out, False)) > STDOUT_SOFT_LIMIT
+    if compact and (size := _size(answer, _wired(out, True))) > STDOUT_SOFT_LIMIT:
+        reason = f"the pruned history is too large to hand back ({size // 1024} KiB): {summary}"
+        return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, "budget")
+    answer["messages"] = wire_messages(out, compact=compact)
     problems = turn_problems(answer["messages"], messages)
     if problems:
         log.error("tool results out of place: " + "; ".join(problems[:20]))
@@ -384,8 +383,12 @@ def _hung_texts(event: HookEvent, messages: list[SessionMessage], log: HookLog) 
         return {}
 
 
-def _size(answer: Answer) -> int:
-    return len(answer_text(answer).encode("utf-8"))
+def _size(answer: Answer, messages: Iterable[dict[str, Any]]) -> int:
+    """Bytes of ``answer_text`` of the answer with these messages, serialised one at a time."""
+    total = len(answer_text({**answer, "messages": []}).encode("utf-8"))
+    for count, message in enumerate(messages):
+        total += len(js_json(message).encode("utf-8")) + (1 if count else 0)  # the comma between two
+    return total
 
 
 # --------------------------------------------------------------------------- decision log
@@ -507,22 +510,25 @@ def handle(
     tally = Tally()
     try:
         raw = raw_reader()
-        if not raw.strip():
+        if not raw or raw.isspace():
             raise EmptyInputError()
-        document = json.loads(raw)
-        # The deadline and the data folder are known before validating, the slow part of
-        # reading a large event, so a last resort during it still logs and records.
-        fields = document if isinstance(document, dict) else {}
-        plugin_data = fields.get("pluginData")
-        log_holder[0] = HookLog(data_dir(plugin_data if isinstance(plugin_data, str) else None, env))
-        options = fields.get("options")
-        deadline = Deadline(resolve_hook_config(options if isinstance(options, dict) else None).timeout_seconds, started)
-        if guard is not None:
-            guard.deadline = deadline
-        event = read_event(document)
+        deadlines: list[Deadline] = []
+
+        def header(fields: dict[str, Any]) -> None:
+            # The deadline and the data folder are known before the messages, the slow part of
+            # reading a large event, so a last resort during it still logs and records.
+            plugin_data = fields.get("pluginData")
+            log_holder[0] = HookLog(data_dir(plugin_data if isinstance(plugin_data, str) else None, env))
+            options = fields.get("options")
+            deadlines.append(Deadline(resolve_hook_config(options if isinstance(options, dict) else None).timeout_seconds, started))
+            if guard is not None:
+                guard.deadline = deadlines[0]
+
+        event = parse_event(raw, header)
+        del raw  # the text is read: the compaction's memory is the messages' own
         if guard is not None:
             guard.event = event
-        outcome = run_compaction(event, log_holder[0], tally, deadline)
+        outcome = run_compaction(event, log_holder[0], tally, deadlines[0] if deadlines else None)
     except Exception as exc:
         from .category import fallback_category
 

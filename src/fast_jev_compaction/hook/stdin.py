@@ -47,7 +47,8 @@ def read_stdin(
     Raises :class:`StdinIdleError` when the writer stalls mid-document and
     :class:`StdinTooLargeError` past ``max_bytes``.
     """
-    chunks: list[bytes] = []
+    # One growing buffer, decoded in place: a large event is in memory once as bytes, once as text.
+    data = bytearray()
     received = 0
     while True:
         # The idle clock restarts whenever bytes arrive: a slow but steady writer is fine.
@@ -73,8 +74,7 @@ def read_stdin(
         received += len(chunk)
         if received > max_bytes:
             raise StdinTooLargeError(max_bytes)
-        chunks.append(chunk)
-    data = b"".join(chunks)
+        data += chunk
     if data.startswith(_BOM):
-        data = data[len(_BOM) :]
+        del data[: len(_BOM)]
     return data.decode("utf-8", errors="strict")

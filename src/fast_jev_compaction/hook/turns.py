@@ -61,10 +61,10 @@ def _merged(role: str, sources: Sequence[SessionMessage], uses: list[ToolUse], r
         return None
     extras: dict[str, Any] = {}
     for source in sources:
-        for key, value in (source.model_extra or {}).items():
+        for key, value in source.extra.items():
             if key not in _RECORD_IDS:
                 extras.setdefault(key, value)
-    return SessionMessage(role=role, text=text, toolUses=uses, toolResults=results or None, **extras)  # type: ignore[arg-type]
+    return SessionMessage(role=role, text=text, toolUses=uses, toolResults=results or None, extra=extras)  # type: ignore[arg-type]
 
 
 def joined(texts: Sequence[str]) -> str:

@@ -1,0 +1,139 @@
+"""What a spawned process costs: the hook's start (CPU) and the peak memory of the CLI and the hook.
+
+``fast-jev bench`` reports these beside its in-process numbers. Each figure comes from a real
+child process, read with ``os.wait4`` (that child's own CPU time and peak resident size), so it
+counts what a user's machine pays: the interpreter, the imports, the work and the teardown.
+Peak memory is given over a baseline, the same command on a 30-message transcript, so that it
+measures what the transcript costs and not the interpreter and its imports.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+# The hook as the plugin runs it; present in a checkout (the package sits in src/ beside hooks/).
+HOOK_SCRIPT = Path(__file__).resolve().parents[3] / "hooks" / "fast_jev_hook.py"
+HOOK_EVENT_MESSAGES = 30
+# The hook is told to answer with the pruned history whatever the reduction, so the whole path
+# (compaction, regrouping, the answer, the decision log) is what is measured; the embedded judge
+# whatever keys the environment holds.
+HOOK_OPTIONS = {"judge": "local", "minReductionRatio": 0}
+
+
+@dataclass(frozen=True)
+class Child:
+    """One finished child process: its exit code, CPU seconds (user + system) and peak RSS in bytes."""
+
+    code: int
+    cpu_s: float
+    peak_bytes: int
+
+
+# Started from a small interpreter, not from the bench: a child's peak RSS counts the memory it
+# shared with its parent until exec, and the bench's own can be a gigabyte.
+_LAUNCHER = """
+import json, os, subprocess, sys
+command, stdin = json.loads(sys.argv[1]), sys.argv[2] or os.devnull
+with open(stdin, "rb") as source:
+    process = subprocess.Popen(command, stdin=source, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # wait4 reaps it and gives this child's usage alone (RUSAGE_CHILDREN would mix them all).
+    _, status, usage = os.wait4(process.pid, 0)
+print(json.dumps([os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime, usage.ru_maxrss]))
+"""
+
+
+def run_child(command: Sequence[str], stdin: Path | None = None) -> Child:
+    """Run ``command`` to the end, its output discarded, and read its own resource usage."""
+    launched = subprocess.run(
+        [sys.executable, "-I", "-c", _LAUNCHER, json.dumps(list(command)), str(stdin or "")],
+        capture_output=True, text=True, check=True,
+    )
+    code, cpu_s, maxrss = json.loads(launched.stdout)
+    # ru_maxrss is in KiB on Linux, in bytes on macOS.
+    return Child(code, cpu_s, maxrss * (1 if sys.platform == "darwin" else 1024))
+
+
+def hook_event(messages: list[Any], data_dir: Path) -> dict[str, Any]:
+    return {
+        "event": "session.compact", "trigger": "manual", "sessionId": "bench", "pluginData": str(data_dir),
+        "cwd": str(data_dir), "options": HOOK_OPTIONS, "messages": [m.to_wire() for m in messages],
+    }
+
+
+def _write_event(messages: list[Any], folder: Path, name: str, **options: Any) -> Path:
+    path = folder / name
+    event = hook_event(messages, folder / f"{name}-data")
+    event["options"] = {**HOOK_OPTIONS, **options}
+    with path.open("w", encoding="utf-8") as out:
+        json.dump(event, out, ensure_ascii=False)
+    return path
+
+
+def _small_messages() -> list[Any]:
+    from ..synthetic import transcript_lines
+    from ..transcript import parse_transcript
+
+    return parse_transcript(list(transcript_lines(HOOK_EVENT_MESSAGES)))
+
+
+def hook_command() -> list[str] | None:
+    """How the plugin's mod starts the hook; None outside a checkout (no hooks/ to run)."""
+    return [sys.executable, "-I", str(HOOK_SCRIPT)] if HOOK_SCRIPT.is_file() else None
+
+
+def hook_start(runs: int) -> dict[str, Any] | None:
+    """CPU of a spawned hook answering a generated 30-message event, median and range of ``runs``."""
+    command = hook_command()
+    if command is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="fast-jev-bench-hook-") as folder:
+        event = _write_event(_small_messages(), Path(folder), "event.json")
+        children = [run_child(command, event) for _ in range(max(1, runs))]
+    cpu_ms = sorted(child.cpu_s * 1000 for child in children)
+    return {
+        "messages": HOOK_EVENT_MESSAGES,
+        "runs": len(children),
+        "cpu_ms": round(statistics.median(cpu_ms), 1),
+        "cpu_ms_min": round(cpu_ms[0], 1),
+        "cpu_ms_max": round(cpu_ms[-1], 1),
+        "failed": sum(child.code != 0 for child in children),
+    }
+
+
+def peak_memory(path: Path) -> dict[str, Any]:
+    """Peak RSS over the baseline, for ``fast-jev compact`` on ``path`` and the hook on its event,
+    as multiples of the transcript's size."""
+    from ..transcript import read_messages
+
+    size = path.stat().st_size
+    cli = [sys.executable, "-I", "-m", "fast_jev_compaction.cli", "compact"]
+    with tempfile.TemporaryDirectory(prefix="fast-jev-bench-rss-") as name:
+        folder = Path(name)
+        small = folder / "small.jsonl"
+        from ..synthetic import transcript_lines
+
+        small.write_text("".join(line + "\n" for line in transcript_lines(HOOK_EVENT_MESSAGES)), encoding="utf-8")
+        out = str(folder / "out.json")
+        base = run_child([*cli, str(small), "--out", out, "--no-archive"])
+        child = run_child([*cli, str(path), "--out", out, "--no-archive"])
+        row: dict[str, Any] = {"cli_over_size": _over(child, base, size), "cli_code": child.code}
+        command = hook_command()
+        if command is not None:
+            hook_base = run_child(command, _write_event(_small_messages(), folder, "small.json"))
+            # All the time the hook may take (the option's bound): a large event's peak is then the
+            # compaction's, not a deadline's fallback.
+            event = _write_event(read_messages(path), folder, "event.json", timeoutSeconds=600)
+            hook = run_child(command, event)
+            row.update(hook_over_size=_over(hook, hook_base, size), hook_event_bytes=event.stat().st_size)
+    return row
+
+
+def _over(child: Child, base: Child, size: int) -> float:
+    return round(max(0, child.peak_bytes - base.peak_bytes) / size, 2) if size else 0.0

@@ -182,21 +182,34 @@ def call_features(
     prompt_set = set(prompt_positions)
     latest_prompt = prompt_text(messages[prompt_positions[-1]]) if prompt_positions else ""
     goal_terms, prompt_terms = terms(goal), terms(latest_prompt)
-    # term -> the last assistant message using it; file name -> the last prompt or reply naming it
+    # term -> the last assistant message using it
     last_said: dict[str, int] = {}
     for position, message in enumerate(messages):
         if message.role == "assistant":
             for term in terms(message.text):
                 last_said[term] = position
-    spoken = [
-        m.text.lower() if m.role == "assistant" or position in prompt_set else "" for position, m in enumerate(messages)
-    ]
+    # file name -> the last prompt or reply naming it, for the names of the calls asked about,
+    # found in one walk back (each text lower-cased there, not kept: a copy of every reply)
+    wanted_names = {
+        name
+        for call, target in zip(calls, targets)
+        if (wanted is None or call.tool_use_id in wanted)
+        and target.path
+        and len(name := basename(target.path).lower()) >= 4
+    }
     last_named: dict[str, int] = {}
+    for position in range(last, -1, -1):
+        if not wanted_names:
+            break
+        message = messages[position]
+        if message.role == "assistant" or position in prompt_set:
+            text = message.text.lower()
+            found = [name for name in wanted_names if name in text]
+            last_named.update(dict.fromkeys(found, position))
+            wanted_names.difference_update(found)
 
     def named_at(name: str) -> int:
-        if name not in last_named:
-            last_named[name] = next((p for p in range(last, -1, -1) if name in spoken[p]), -1)
-        return last_named[name]
+        return last_named.get(name, -1)
 
     # what happened to each target afterwards, by key -> the last call (position in ``calls``)
     last_read: dict[tuple[str, str], int] = {}

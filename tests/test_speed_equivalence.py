@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -19,7 +20,8 @@ from fast_jev_compaction.fitting import INPUT_STAGES, _Budget, _floor_tokens, en
 from fast_jev_compaction.goal import goal_from_messages
 from fast_jev_compaction.history import RenderMemo, _is_term, _top_terms, history_entries
 from fast_jev_compaction.judge.features import error_lines, terms
-from fast_jev_compaction.judge.reuse import build_reuse_index, long_ids, normalized_words, shingles, snippets
+from fast_jev_compaction.judge.reuse import build_reuse_index, channel_texts, long_ids, normalized_words, shingles, snippets
+from fast_jev_compaction.messages import SessionMessage
 from fast_jev_compaction.pairing import is_pinned, pair_tool_calls
 from fast_jev_compaction.synthetic import transcript_lines
 from fast_jev_compaction.textutil import plain_json
@@ -109,19 +111,74 @@ def test_shingles_are_the_joined_windows(words: list[str]) -> None:
     assert shingles(" ".join(words)) == _windows_reference(" ".join(words))
 
 
+def _plain_reuses(messages: list[SessionMessage]) -> Callable[[str, int], dict[str, int]]:
+    """The reuse index as plain text: every snippet a string key with all its positions."""
+    occurrences: dict[str, list[int]] = {}
+    first_seen: dict[str, int] = {}
+    for position, message in enumerate(messages):
+        for snippet in set().union(*map(snippets, channel_texts(message))):
+            occurrences.setdefault(snippet, []).append(position)
+            first_seen.setdefault(snippet, position)
+        if message.role == "user" and message.text:
+            for snippet in snippets(message.text):
+                first_seen.setdefault(snippet, position)
+
+    def reuses(output: str, result_index: int) -> dict[str, int]:
+        return {
+            s: occurrences[s][-1]
+            for s in snippets(output)
+            if first_seen.get(s, len(messages)) > result_index and occurrences.get(s)
+        }
+
+    return reuses
+
+
 def test_reuses_finds_what_a_full_scan_finds() -> None:
-    """The index only builds an output's windows where an indexed shingle starts."""
+    """The hashed index, which builds an output's windows only where an indexed shingle starts,
+    finds what a plain string-keyed scan of every snippet finds."""
     messages = parse_transcript(list(transcript_lines(400)))
+    # the generated session never quotes an output: later replies quote some, a prompt one
+    outputs = [r.text for m in messages for r in m.toolResults or () if len(r.text) > 200]
+    messages += [SessionMessage(role="assistant", text=text[50:400]) for text in outputs[::7]]
+    messages.append(SessionMessage(role="user", text=outputs[3][:300]))
     index = build_reuse_index(messages)
-    for message in messages:
+    plain = _plain_reuses(messages)
+    found = 0
+    for position, message in enumerate(messages):
         for result in message.toolResults or ():
-            position = messages.index(message)
-            full = {
-                s: index.occurrences[s]
-                for s in snippets(result.text)
-                if index.first_seen.get(s, index.size) > position and index.occurrences.get(s)
-            }
-            assert index.reuses(result.text, position) == full
+            assert index.reuses(result.text, position) == plain(result.text, position)
+            found += bool(plain(result.text, position))
+    assert found
+
+
+_PHRASES = [
+    "the parser reads every header before the body",
+    "error: connection refused on port 8080 retrying",
+    "src/fast_jev_compaction/judge/reuse_index_file.py",
+    "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6",
+    "please keep the parser reads every header before",
+    "ok",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["user", "assistant"]), st.lists(st.sampled_from(_PHRASES), max_size=4)),
+        min_size=1,
+        max_size=12,
+    ),
+    st.lists(st.sampled_from(_PHRASES), min_size=1, max_size=6),
+    st.integers(min_value=0, max_value=12),
+)
+def test_hashed_reuses_match_the_plain_index(
+    turns: list[tuple[str, list[str]]], output_phrases: list[str], result_index: int
+) -> None:
+    """On drawn conversations (user text shadowing assistant text, ids, repeated shingles) the
+    hashed index gives the plain index's matches and last positions."""
+    messages = [SessionMessage(role=role, text=" ".join(phrases)) for role, phrases in turns]
+    output = " ".join(output_phrases)
+    assert build_reuse_index(messages).reuses(output, result_index) == _plain_reuses(messages)(output, result_index)
 
 
 # -- digest terms --------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from array import array
 from dataclasses import dataclass, field, replace
 from typing import Any, Coroutine, Sequence, TypeVar
 
@@ -21,7 +22,7 @@ from .policy import Scored, budget_decisions, could_cut, threshold_decisions
 from .questions import REQUEST_OVERHEAD_TOKENS, batch_questions, question_tokens
 from .rebuild import apply_decisions, freed_chars
 from .rules import Verdict, call_facts, settle
-from .stats import CompactStats, message_chars
+from .stats import CompactStats, message_chars, rebuilt_chars
 from .windows import WINDOWED, Request, plan_requests
 
 T = TypeVar("T")
@@ -59,11 +60,12 @@ async def compact(
     validate_threshold(opts.keep_threshold)
     pairing = pair_tool_calls(messages, opts.preserve_recent_messages)
     results: dict[str, ToolResult] = {r.tool_use_id: r for m in messages for r in m.toolResults or ()}
-    # By identity: the rebuild returns untouched messages as the same objects, counted once.
-    sizes = {id(m): message_chars(m) for m in messages}
+    # By position (8 bytes a message): the rebuild returns untouched messages as the same objects,
+    # counted once (``rebuilt_chars``).
+    sizes = array("q", map(message_chars, messages))
     stats = CompactStats(
         messages_before=len(messages),
-        chars_before=sum(sizes[id(m)] for m in messages),
+        chars_before=sum(sizes),
         calls=len(pairing.calls),
     )
     verdicts = (
@@ -129,11 +131,15 @@ async def compact(
             elif path is not None:
                 archive[path] = results[call.tool_use_id].text
         decisions.append(decision)
+    rule_names = {v.rule for v in verdicts.values()}
+    # What only the decisions needed goes before the rebuild, a compaction's peak of memory.
+    freed_memo.clear()
+    del by_id, verdicts, answers, scored, judged
     out = apply_decisions(messages, decisions, pairing.calls, shape)
 
     stats.messages_after = len(out)
-    stats.chars_after = sum(sizes[id(m)] if id(m) in sizes else message_chars(m) for m in out)
-    rule_names = {v.rule for v in verdicts.values()}
+    touched = {at for call, d in zip(pairing.calls, decisions) if d.action != KEEP for at in (call.call_index, call.result_index)}
+    stats.chars_after = rebuilt_chars(messages, sizes, out, touched)
     for decision in decisions:
         if decision.reason == PINNED:
             stats.pinned += 1

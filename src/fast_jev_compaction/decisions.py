@@ -46,7 +46,7 @@ def action_name(value: str) -> str:
     return LEGACY_ACTIONS.get(value, value)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CallDecision:
     id: str
     tool_use_id: str

@@ -9,7 +9,8 @@ from .errors import PairingError
 from .messages import SessionMessage
 
 
-@dataclass(frozen=True)
+# Slotted: a session of 200k messages has some 100k calls, each alive for the whole compaction.
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """A completed call: its tool_use and its tool_result are both in the transcript."""
 

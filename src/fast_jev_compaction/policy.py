@@ -111,7 +111,7 @@ def _may_be_cheap(call: ToolCall, messages_total: int) -> bool:
     return MIN_DROP_CHARS <= call.result_chars <= CHEAP_MAX_CHARS and not is_recent(call, messages_total)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Scored:
     call: ToolCall
     keep_call: float

@@ -84,7 +84,7 @@ RULES: Final[tuple[Rule, ...]] = (
 RULE_NAMES: Final = tuple(rule.name for rule in RULES)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Verdict:
     rule: str
     action: Action

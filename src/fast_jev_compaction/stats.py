@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Sequence
+from typing import Container, Sequence
 
 from .decisions import BUDGET, PINNED, THRESHOLD, CallDecision
 from .messages import SessionMessage
@@ -26,6 +26,28 @@ def message_chars(message: SessionMessage) -> int:
     """Text, tool inputs and result texts; the ToolUse copy of a result is not counted twice."""
     size = len(message.text) + sum(input_chars(use.input) for use in message.toolUses)
     return size + sum(len(result.text) for result in message.toolResults or ())
+
+
+def rebuilt_chars(
+    messages: Sequence[SessionMessage], sizes: Sequence[int], out: Sequence[SessionMessage], touched: Container[int]
+) -> int:
+    """The characters of ``out``, the rebuild of ``messages`` (whose sizes by position are
+    ``sizes``), where only the positions in ``touched`` may have changed or gone.
+
+    The rebuild keeps the order and returns an untouched message as the same object: a walk of
+    both lists counts it from ``sizes`` (no dict of every message) and measures only the others.
+    """
+    total = 0
+    position, count = 0, len(messages)
+    for message in out:
+        while position < count and messages[position] is not message and position in touched:
+            position += 1
+        if position < count and messages[position] is message:
+            total += sizes[position]
+            position += 1
+        else:
+            total += message_chars(message)
+    return total
 
 
 @dataclass

@@ -22,17 +22,17 @@ class OutputLabel:
     tool_use_id: str
     result_index: int
     result_chars: int
-    # distinctive snippet -> the later message indices that repeat it (ascending)
-    reuses: dict[str, list[int]]
+    # distinctive snippet -> the last later message that repeats it
+    reuses: dict[str, int]
     # the message holding the first later call that reproduces this output, if any
     reproduced_at: int | None
 
     def snippets_after(self, fire: int) -> set[str]:
         """The snippets repeated at or after message ``fire``."""
-        return {snippet for snippet, at in self.reuses.items() if at[-1] >= fire}
+        return {snippet for snippet, at in self.reuses.items() if at >= fire}
 
     def needed_after(self, fire: int) -> bool:
-        return any(at[-1] >= fire for at in self.reuses.values())
+        return any(at >= fire for at in self.reuses.values())
 
     @property
     def reproducible(self) -> bool:

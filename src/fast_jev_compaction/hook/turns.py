@@ -27,7 +27,8 @@ from ..messages import SessionMessage, ToolResult, ToolUse
 _RECORD_IDS = frozenset({"uuid", "handle"})
 
 
-@dataclass
+# Slotted: a long session has a turn for every other message.
+@dataclass(slots=True)
 class _Turn:
     """Consecutive assistant fragments of one response, and the results of their calls."""
 
@@ -101,7 +102,8 @@ def carried_by(original: Sequence[SessionMessage], hung: Mapping[str, str]) -> C
 
     A message rebuilt by the decisions has lost its handle; its tool blocks name the source.
     """
-    by_block = {block_id: m.handle for m in original for block_id in _block_ids(m)}
+    # Only a source with hung text matters (the others carry ""): the map skips the rest.
+    by_block = {block_id: m.handle for m in original if m.handle in hung for block_id in _block_ids(m)}
 
     def carried(message: SessionMessage) -> str:
         if keeps_handle(message):

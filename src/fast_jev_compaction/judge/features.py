@@ -67,14 +67,17 @@ _STOP_TERMS = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CallTarget:
     """What a call worked on, as far as "the same target" goes."""
 
     kind: str
     path: str = ""  # file target of a read or an edit
     range: str = ""  # offset:limit of a partial read
-    rerun: str = ""  # identical key on a later call = an identical re-run
+    # identical key on a later call = an identical re-run: the hash of the tool and its input as
+    # JSON, not the JSON itself (a copy of every input, a Write's whole content); two different
+    # inputs sharing a 64-bit hash within one process is astronomically unlikely
+    rerun: int = 0
     head: str = ""  # test/build command head: a later run of the same suite replaces this one
 
 
@@ -96,7 +99,7 @@ def call_target(call: ToolCall) -> CallTarget:
         kind=kind,
         path=path if kind in ("read", "edit") else "",
         range=span,
-        rerun=f"{call.tool}:{js_json({k: v for k, v in call.input.items() if k not in _INCIDENTAL_INPUTS})}",
+        rerun=hash(f"{call.tool}:{js_json({k: v for k, v in call.input.items() if k not in _INCIDENTAL_INPUTS})}"),
         head=head,
     )
 
@@ -142,7 +145,7 @@ def _superseded(
     target: CallTarget,
     n: int,
     last_read: Mapping[tuple[str, str], int],
-    last_rerun: Mapping[str, int],
+    last_rerun: Mapping[int, int],
     last_head: Mapping[str, int],
 ) -> bool:
     """Whether a later call replaces call ``n`` (:func:`replaces`, looked up instead of scanned)."""
@@ -179,25 +182,38 @@ def call_features(
     prompt_set = set(prompt_positions)
     latest_prompt = prompt_text(messages[prompt_positions[-1]]) if prompt_positions else ""
     goal_terms, prompt_terms = terms(goal), terms(latest_prompt)
-    # term -> the last assistant message using it; file name -> the last prompt or reply naming it
+    # term -> the last assistant message using it
     last_said: dict[str, int] = {}
     for position, message in enumerate(messages):
         if message.role == "assistant":
             for term in terms(message.text):
                 last_said[term] = position
-    spoken = [
-        m.text.lower() if m.role == "assistant" or position in prompt_set else "" for position, m in enumerate(messages)
-    ]
+    # file name -> the last prompt or reply naming it, for the names of the calls asked about,
+    # found in one walk back (each text lower-cased there, not kept: a copy of every reply)
+    wanted_names = {
+        name
+        for call, target in zip(calls, targets)
+        if (wanted is None or call.tool_use_id in wanted)
+        and target.path
+        and len(name := basename(target.path).lower()) >= 4
+    }
     last_named: dict[str, int] = {}
+    for position in range(last, -1, -1):
+        if not wanted_names:
+            break
+        message = messages[position]
+        if message.role == "assistant" or position in prompt_set:
+            text = message.text.lower()
+            found = [name for name in wanted_names if name in text]
+            last_named.update(dict.fromkeys(found, position))
+            wanted_names.difference_update(found)
 
     def named_at(name: str) -> int:
-        if name not in last_named:
-            last_named[name] = next((p for p in range(last, -1, -1) if name in spoken[p]), -1)
-        return last_named[name]
+        return last_named.get(name, -1)
 
     # what happened to each target afterwards, by key -> the last call (position in ``calls``)
     last_read: dict[tuple[str, str], int] = {}
-    last_rerun: dict[str, int] = {}
+    last_rerun: dict[int, int] = {}
     last_head: dict[str, int] = {}
     by_path: dict[str, list[int]] = {}
     for n, target in enumerate(targets):
@@ -244,7 +260,7 @@ def call_features(
         if reused:
             values["reused"] = 1.0
             values["reused_log"] = math.log1p(len(reused))
-            latest = max(positions[-1] for positions in reused.values())
+            latest = max(reused.values())
             values["reuse_recency"] = 0.5 ** ((last - latest) / _HALF_LIFE_MESSAGES)
         output_terms = terms(text)
         said_later = {t for t in output_terms if last_said.get(t, -1) > call.result_index}

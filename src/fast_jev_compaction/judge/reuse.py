@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from itertools import accumulate, compress
-from typing import Any, Container, Iterable, Iterator, Sequence
+from typing import Any, Container, Iterator, Sequence
 
 from ..messages import SessionMessage
 
@@ -134,48 +134,71 @@ def channel_texts(message: SessionMessage) -> list[str]:
 class ReuseIndex:
     """For one conversation: where every snippet appears in the reuse channels, and since when.
 
-    ``first_seen`` also counts user text, so a snippet the user typed is never credited to an
-    output that repeats it.
+    A snippet is kept as its 64-bit hash (Python's ``hash`` of the string, stable within the
+    process that builds and reads the index), not as text: the index holds a few integers per
+    snippet instead of the snippet, its list of positions and two string-keyed entries. Two
+    different snippets with the same hash would merge; with 64 bits and the few million snippets
+    of the largest session that is astronomically unlikely (about 1e-6 of a chance that any two
+    snippets of such a session collide at all, and such a pair must also be an output's snippet
+    and a later repeat to change a feature).
+
+    ``first`` also counts user text, so a snippet the user typed is never credited to an output
+    that repeats it; a snippet only the user typed is not kept (only a snippet in a reuse channel
+    can be reused).
     """
 
-    occurrences: dict[str, list[int]] = field(default_factory=dict)
-    first_seen: dict[str, int] = field(default_factory=dict)
     size: int = 0  # messages indexed
-    _head_words: tuple[int, set[str]] | None = field(default=None, init=False, repr=False, compare=False)
+    # snippet hash -> the first message showing it (reuse channel or user text)
+    first: dict[int, int] = field(default_factory=dict)
+    # snippet hash -> the last message repeating it in a reuse channel
+    last: dict[int, int] = field(default_factory=dict)
+    # the first words of the indexed shingles: an output's windows are built only where one starts
+    heads: set[str] = field(default_factory=set)
 
-    def reuses(self, output: str, result_index: int) -> dict[str, list[int]]:
-        """The output's distinctive snippets that come back, each with the later messages repeating it."""
-        found: dict[str, list[int]] = {}
-        # Only a snippet that occurs somewhere counts: the output's windows are built only where
-        # an indexed shingle could start.
-        for snippet in _windows(normalized_words(output), self._heads()) | long_ids(output):
-            if self.first_seen.get(snippet, self.size) <= result_index:
+    def add_channel(self, position: int, found: set[str]) -> None:
+        """``found``: the snippets of message ``position``'s reuse channels."""
+        first, last, heads = self.first, self.last, self.heads
+        for snippet in found:
+            key = hash(snippet)
+            first.setdefault(key, position)
+            if last.get(key, -1) < position:
+                last[key] = position
+            space = snippet.find(" ")
+            if space > 0:
+                heads.add(snippet[:space])
+
+    def add_user(self, position: int, found: set[str]) -> None:
+        """``found``: the snippets of a user text at ``position``, after every channel is in."""
+        first = self.first
+        for snippet in found:
+            key = hash(snippet)
+            seen = first.get(key)
+            if seen is not None and position < seen:
+                first[key] = position
+
+    def reuses(self, output: str, result_index: int) -> dict[str, int]:
+        """The output's distinctive snippets that come back, each with the last later message
+        repeating it."""
+        found: dict[str, int] = {}
+        first, last, size = self.first, self.last, self.size
+        for snippet in _windows(normalized_words(output), self.heads) | long_ids(output):
+            key = hash(snippet)
+            if first.get(key, size) <= result_index:
                 continue
-            later = self.occurrences.get(snippet)
-            if later:
-                found[snippet] = later
+            latest = last.get(key)
+            if latest is not None:
+                found[snippet] = latest
         return found
-
-    def _heads(self) -> set[str]:
-        """The first words of the indexed shingles; taken anew when the index has grown (keys
-        are only ever added)."""
-        if self._head_words is None or self._head_words[0] != len(self.occurrences):
-            heads = {snippet[: snippet.find(" ")] for snippet in self.occurrences if " " in snippet}
-            self._head_words = (len(self.occurrences), heads)
-        return self._head_words[1]
 
 
 def build_reuse_index(messages: Sequence[SessionMessage]) -> ReuseIndex:
     index = ReuseIndex(size=len(messages))
     for position, message in enumerate(messages):
-        texts: Iterable[str] = channel_texts(message)
-        seen_here: set[str] = set()
-        for text in texts:
-            seen_here |= snippets(text)
-        for snippet in seen_here:
-            index.occurrences.setdefault(snippet, []).append(position)
-            index.first_seen.setdefault(snippet, position)
+        found: set[str] = set()
+        for text in channel_texts(message):
+            found |= snippets(text)
+        index.add_channel(position, found)
+    for position, message in enumerate(messages):
         if message.role == "user" and message.text:
-            for snippet in snippets(message.text):
-                index.first_seen.setdefault(snippet, position)
+            index.add_user(position, snippets(message.text))
     return index

@@ -54,27 +54,24 @@ def _reuse_index(view: StateView) -> ReuseIndex:
         texts = ([entry.text] if entry.role == "assistant" and entry.text else []) + inputs.get(entry.pos, [])
         for text in texts:
             seen |= snippets(text)
-        for snippet in seen:
-            index.occurrences.setdefault(snippet, []).append(entry.msg_index)
-            index.first_seen.setdefault(snippet, entry.msg_index)
+        index.add_channel(entry.msg_index, seen)
+    for entry in view.entries:
         if entry.role == "user" and entry.text:
-            for snippet in snippets(entry.text):
-                index.first_seen.setdefault(snippet, entry.msg_index)
-    for positions in index.occurrences.values():
-        positions.sort()
+            index.add_user(entry.msg_index, snippets(entry.text))
     return index
 
 
-def _reuses(index: ReuseIndex, lines: list[str], digest_terms: list[str], result_index: int) -> dict[str, list[int]]:
+def _reuses(index: ReuseIndex, lines: list[str], digest_terms: list[str], result_index: int) -> dict[str, int]:
     """:meth:`ReuseIndex.reuses` over what a digest has: shingles of its lines, ids of its lines and terms."""
-    found: dict[str, list[int]] = {}
+    found: dict[str, int] = {}
     candidates = shingles("\n".join(lines)) | long_ids("\n".join([*lines, *digest_terms]))
     for snippet in candidates:
-        if index.first_seen.get(snippet, index.size) <= result_index:
+        key = hash(snippet)
+        if index.first.get(key, index.size) <= result_index:
             continue
-        later = index.occurrences.get(snippet)
-        if later:
-            found[snippet] = later
+        latest = index.last.get(key)
+        if latest is not None:
+            found[snippet] = latest
     return found
 
 
@@ -139,7 +136,7 @@ def state_features(view: StateView) -> dict[str, dict[str, float]]:
         if reused:
             values["reused"] = 1.0
             values["reused_log"] = math.log1p(len(reused))
-            latest = max(positions[-1] for positions in reused.values())
+            latest = max(reused.values())
             values["reuse_recency"] = 0.5 ** (max(0, last - latest) / _HALF_LIFE_MESSAGES)
         body = "\n".join(lines)
         output_terms = terms("\n".join([body, *digest_terms]))

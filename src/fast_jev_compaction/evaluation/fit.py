@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from ..goal import goal_from_messages
 from ..judge.features import FEATURE_NAMES, call_features, feature_vector
@@ -18,7 +18,7 @@ from ..judge.model import JudgeModel
 from ..judge.reuse import build_reuse_index
 from ..messages import SessionMessage
 from ..options import CompactOptions
-from ..pairing import pair_tool_calls
+from ..pairing import Pairing, pair_tool_calls
 from .firepoints import fire_index
 from .labels import OutputLabel, label_outputs
 from .metrics import auc
@@ -40,13 +40,24 @@ class Row:
     since: int  # messages between the result and the fire point
 
 
+# ``{tool_use_id: features}`` of a prefix's candidates, given the prefix, its pairing and its goal.
+FeatureSource = Callable[[Sequence[SessionMessage], Pairing, str], Mapping[str, Mapping[str, float]]]
+
+
+def message_features(messages: Sequence[SessionMessage], pairing: Pairing, goal: str) -> Mapping[str, Mapping[str, float]]:
+    """The features the in-process judge computes from the messages themselves."""
+    return call_features(messages, pairing, goal, build_reuse_index(messages))
+
+
 def session_rows(
     messages: Sequence[SessionMessage],
     group: str,
     fractions: Iterable[float],
     labels: Mapping[str, OutputLabel] | None = None,
+    features_of: FeatureSource = message_features,
 ) -> list[Row]:
-    """The rows of one session: its unpinned calls at each fire point, features from the prefix."""
+    """The rows of one session: its unpinned calls at each fire point, features from the prefix
+    (read from the messages, or as ``features_of`` reads them)."""
     if len(messages) < 2:
         return []
     labels = labels if labels is not None else label_outputs(messages)
@@ -58,7 +69,7 @@ def session_rows(
         pairing = pair_tool_calls(head, preserve)
         if not pairing.candidates:
             continue
-        features = call_features(head, pairing, goal_from_messages(head), build_reuse_index(head))
+        features = features_of(head, pairing, goal_from_messages(head))
         for call in pairing.candidates:
             rows.append(
                 Row(

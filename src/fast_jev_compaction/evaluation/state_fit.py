@@ -5,18 +5,15 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
-from ..goal import goal_from_messages
-from ..judge.features import feature_vector
 from ..judge.state import read_state
 from ..judge.state_features import state_features
 from ..messages import SessionMessage
 from ..options import CompactOptions
-from ..pairing import Pairing, pair_tool_calls
+from ..pairing import Pairing
 from ..questions import question_tokens
 from ..windows import plan_requests
-from .firepoints import fire_index
-from .fit import Row
-from .labels import OutputLabel, label_outputs
+from .fit import Row, session_rows
+from .labels import OutputLabel
 
 
 def state_values(
@@ -52,21 +49,4 @@ def state_rows(
     labels: Mapping[str, OutputLabel] | None = None,
 ) -> list[Row]:
     """:func:`.fit.session_rows` with the features read from the states."""
-    if len(messages) < 2:
-        return []
-    labels = labels if labels is not None else label_outputs(messages)
-    preserve = CompactOptions().preserve_recent_messages
-    rows: list[Row] = []
-    for fraction in fractions:
-        fire = fire_index(len(messages), fraction)
-        head = list(messages[:fire])
-        pairing = pair_tool_calls(head, preserve)
-        if not pairing.candidates:
-            continue
-        values = state_values(head, pairing, goal_from_messages(head))
-        for call in pairing.candidates:
-            rows.append(
-                Row(group, fraction, call.tool_use_id, tuple(feature_vector(values[call.tool_use_id])),
-                    labels[call.tool_use_id].needed_after(fire), call.result_chars, fire - 1 - call.result_index)
-            )
-    return rows
+    return session_rows(messages, group, fractions, labels, features_of=state_values)

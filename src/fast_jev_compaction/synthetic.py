@@ -44,35 +44,49 @@ def _tool(rng: random.Random, turn: int) -> tuple[str, dict[str, object], str]:
     return "Edit", {"file_path": path, "old_string": old, "new_string": _prose(rng, 5)}, f"The file {path} has been updated."
 
 
+class _Chain:
+    """A session's JSONL records, each the parent of the next; counts them and their bytes."""
+
+    def __init__(self, prefix: str, session: str) -> None:
+        self.prefix, self.session = prefix, session
+        self.parent: str | None = None
+        self.count = 0
+        self.written = 0
+
+    def record(self, kind: str, message: dict[str, object]) -> str:
+        uuid = f"{self.prefix}{self.count:08d}"
+        line = json.dumps({"type": kind, "uuid": uuid, "parentUuid": self.parent, "sessionId": self.session, "message": message})
+        self.parent, self.count, self.written = uuid, self.count + 1, self.written + len(line) + 1
+        return line
+
+    def call(
+        self, rng: random.Random, words: tuple[int, int], ids: tuple[str, str], tool: str, tool_input: object, output: str
+    ) -> Iterator[str]:
+        """An assistant turn (a short text, one tool call) and the user record with its result;
+        ``ids`` are the message id and the tool_use id."""
+        message_id, tool_id = ids
+        content = [
+            {"type": "text", "text": _prose(rng, rng.randrange(*words))},
+            {"type": "tool_use", "id": tool_id, "name": tool, "input": tool_input},
+        ]
+        yield self.record("assistant", {"role": "assistant", "id": message_id, "content": content})
+        yield self.record("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": output}]})
+
+
 def transcript_lines(messages: int, seed: int = 7) -> Iterator[str]:
     """About ``messages`` JSONL records: user prompts, assistant turns with one tool call each, results."""
     rng = random.Random(seed)
-    parent: str | None = None
-    count = 0
+    chain = _Chain("u", "synthetic")
+    record = chain.record
     turn = 0
-
-    def record(kind: str, message: dict[str, object]) -> str:
-        nonlocal parent, count
-        uuid = f"u{count:08d}"
-        line = json.dumps({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "synthetic", "message": message})
-        parent = uuid
-        count += 1
-        return line
-
     yield record("user", {"role": "user", "content": f"Please {_prose(rng, 12)}."})
-    while count < messages:
+    while chain.count < messages:
         turn += 1
         if turn % 25 == 0:
             yield record("user", {"role": "user", "content": f"Now {_prose(rng, 15)}."})
             continue
         tool, tool_input, output = _tool(rng, turn)
-        tool_id = f"toolu_{turn:08d}"
-        content = [
-            {"type": "text", "text": _prose(rng, rng.randrange(2, 10))},
-            {"type": "tool_use", "id": tool_id, "name": tool, "input": tool_input},
-        ]
-        yield record("assistant", {"role": "assistant", "id": f"msg_{turn}", "content": content})
-        yield record("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": output}]})
+        yield from chain.call(rng, (2, 10), (f"msg_{turn}", f"toolu_{turn:08d}"), tool, tool_input, output)
     yield record("assistant", {"role": "assistant", "id": "msg_last", "content": [{"type": "text", "text": "Done."}]})
 
 
@@ -99,21 +113,13 @@ def work_session_lines(target_bytes: int, seed: int = 11) -> Iterator[str]:
     outputs from a few hundred characters to tens of thousands (log-uniform), a user prompt now
     and then. About 2.8 kB of transcript per call, so 800 kB (~200k tokens) hold ~280 calls."""
     rng = random.Random(seed)
-    parent: str | None = None
-    count = 0
-    written = 0
-
-    def record(kind: str, message: dict[str, object]) -> str:
-        nonlocal parent, count, written
-        uuid = f"w{count:08d}"
-        line = json.dumps({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "work", "message": message})
-        parent, count, written = uuid, count + 1, written + len(line) + 1
-        return line
+    chain = _Chain("w", "work")
+    record = chain.record
 
     yield record("user", {"role": "user", "content": f"Please {_prose(rng, 14)} in src/pkg_3 and keep the tests green."})
     turn = 0
     files: list[str] = []
-    while written < target_bytes:
+    while chain.written < target_bytes:
         turn += 1
         if turn % 20 == 0:
             mentioned = rng.choice(files) if files else "src"
@@ -138,11 +144,5 @@ def work_session_lines(target_bytes: int, seed: int = 11) -> Iterator[str]:
             path = rng.choice(files) if files else "src/main.py"
             tool, tool_input = "Edit", {"file_path": path, "old_string": _prose(rng, 6), "new_string": _prose(rng, 6)}
             output = f"The file {path} has been updated."
-        tool_id = f"toolu_w{turn:06d}"
-        content = [
-            {"type": "text", "text": _prose(rng, rng.randrange(4, 20))},
-            {"type": "tool_use", "id": tool_id, "name": tool, "input": tool_input},
-        ]
-        yield record("assistant", {"role": "assistant", "id": f"msg_w{turn}", "content": content})
-        yield record("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": output}]})
+        yield from chain.call(rng, (4, 20), (f"msg_w{turn}", f"toolu_w{turn:06d}"), tool, tool_input, output)
     yield record("assistant", {"role": "assistant", "id": "msg_w_last", "content": [{"type": "text", "text": "Done."}]})

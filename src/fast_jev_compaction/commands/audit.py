@@ -21,6 +21,7 @@ from ..audit.store import DecisionLog, DecisionLogBusy, DecisionLogError, Totals
 from ..errors import EXIT_BAD_INPUT as EXIT_USAGE
 from ..errors import EXIT_FAILED as EXIT_BUSY
 from ..errors import EXIT_OK
+from .arguments import whole_number
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -37,14 +38,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 DEFAULT_COUNT = 3
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 (everything) or more, got {value}")
-    return value
+_count = whole_number(0, "0 (everything) or more")
 
 
 def add_parser(subparsers: Any) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..options import JEV_DEFAULT_MODEL, CompactOptions
+from .arguments import whole_number
 
 
 def add_parser(subparsers: Any) -> None:
@@ -30,14 +31,7 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(run=run)
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
-    return value
+_positive = whole_number(1)
 
 
 def _files(paths: list[str]) -> tuple[list[Path], list[str]]:

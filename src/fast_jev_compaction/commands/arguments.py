@@ -1,0 +1,22 @@
+"""Argument types the sub-commands share (argparse ``type=`` callables)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Callable
+
+
+def whole_number(minimum: int, bound: str | None = None) -> Callable[[str], int]:
+    """A whole number of at least ``minimum``; ``bound`` says the limit in the error's words."""
+    least = bound or f"at least {minimum}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {least}, got {value}")
+        return value
+
+    return parse

@@ -16,7 +16,6 @@ import os
 import stat
 from pathlib import Path
 
-PRIVATE_UMASK = 0o077
 FOLDER_MODE = 0o700
 FILE_MODE = 0o600
 TEMP_PREFIX = "fast-jev-compaction"

@@ -16,7 +16,6 @@ from ..messages import SessionMessage
 from ..options import OPTION, CompactOptions, read_plugin_options, resolve_options
 
 Judge = Literal["auto", "local", "jev"]
-JUDGES: tuple[str, ...] = OPTION["judge"].choices
 
 
 def _d(name: str) -> Any:

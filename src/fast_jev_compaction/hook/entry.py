@@ -36,12 +36,10 @@ from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_std
 from .tally import Tally
 from .turns import carried_by, keeps_handle, regroup, turn_problems
 
-PLUGIN = "fast-jev-compaction"
 HOOK_LOG = "hook.log"
 DECISIONS_DB = "decisions.sqlite"
 # $.process.run caps stdout at 4 MiB; past this an answer refers to untouched messages by handle.
 STDOUT_SOFT_LIMIT = 3 * 1024 * 1024
-LOG_LINE_CHARS = 4096
 GOAL_LOG_CHARS = 300
 
 

@@ -16,8 +16,6 @@ from typing import Any, Callable, Mapping
 
 from ..messages import Calls, MessageError, SessionMessage, message_from_wire
 
-TRIGGERS = ("manual", "auto", "plugin", "precompute")
-
 _FIELDS = ("event", "trigger", "instructions", "agentId", "sessionId", "pluginRoot", "pluginData", "cwd", "options", "context")
 _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()

@@ -31,8 +31,6 @@ from ..stats import CompactStats, percent
 # Characters per token of a Claude Code conversation (code, logs and JSON): an estimate, used
 # only to turn the characters a pass frees into points of the window.
 CHARS_PER_TOKEN = 3.5
-DEFAULT_TARGET_PERCENT = 40.0
-DEFAULT_MIN_FREED_PERCENT = 5.0
 
 
 @dataclass(frozen=True)

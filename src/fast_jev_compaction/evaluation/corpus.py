@@ -23,12 +23,18 @@ def default_corpus() -> Path:
 
 def transcript_files(paths: Iterable[str | Path]) -> list[Path]:
     """Every ``*.jsonl`` under the folders given, and the files given, sorted and once each."""
-    found: dict[Path, None] = {}
+    return list(_found_under(paths))
+
+
+def _found_under(paths: Iterable[str | Path]) -> dict[Path, Path]:
+    """Every transcript file (as :func:`transcript_files`) -> the folder given that holds it, or
+    its own folder when the file itself was given."""
+    found: dict[Path, Path] = {}
     for raw in paths:
         path = Path(raw)
         for item in sorted(path.rglob("*.jsonl")) if path.is_dir() else [path]:
-            found.setdefault(item, None)
-    return list(found)
+            found.setdefault(item, path if path.is_dir() else path.parent)
+    return found
 
 
 def session_group(path: Path) -> str:
@@ -36,6 +42,19 @@ def session_group(path: Path) -> str:
     if path.parent.name == "subagents":
         return str(path.parent.parent)
     return str(path.with_suffix(""))
+
+
+def session_origin(group: str, root: Path) -> tuple[str, str]:
+    """Where a session comes from, under the folder it was found in: its *source* (the first folder
+    below it: one published collection in the corpus) and its *project* (the folder holding the
+    session file, as Claude Code keeps one folder of sessions per project)."""
+    holder = Path(group).parent
+    try:
+        parts = holder.relative_to(root).parts
+    except ValueError:
+        parts = ()
+    project = "/".join(parts) if parts else root.name
+    return (parts[0] if parts else root.name), project
 
 
 # The two halves of a set of sessions: defaults are chosen on "tune" and checked on "check".
@@ -53,6 +72,8 @@ class Session:
     path: Path
     group: str
     messages: list[SessionMessage]
+    source: str = ""  # session_origin
+    project: str = ""
 
 
 @dataclass(frozen=True)
@@ -65,7 +86,7 @@ def load_sessions(paths: Iterable[str | Path]) -> tuple[list[Session], list[Skip
     """The readable sessions with at least one completed tool call, and why the others were left out."""
     sessions: list[Session] = []
     skipped: list[Skipped] = []
-    for path in transcript_files(paths):
+    for path, root in _found_under(paths).items():
         try:
             messages = read_messages(path)
             calls = pair_tool_calls(messages, 0).calls
@@ -75,5 +96,6 @@ def load_sessions(paths: Iterable[str | Path]) -> tuple[list[Session], list[Skip
         if len(messages) < 2 or not calls:
             skipped.append(Skipped(path, "no completed tool call"))
             continue
-        sessions.append(Session(path, session_group(path), messages))
+        group = session_group(path)
+        sessions.append(Session(path, group, messages, *session_origin(group, root)))
     return sessions, skipped

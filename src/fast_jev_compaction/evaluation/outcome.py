@@ -108,8 +108,10 @@ def measure(
     context: Context,
     result_chars_before: int,
     archive: Mapping[str, str] | None = None,
+    gone: list[str] | None = None,
 ) -> Outcome:
-    """The outcome of one compacted prefix; ``originals`` maps tool_use_id -> the uncut result."""
+    """The outcome of one compacted prefix; ``originals`` maps tool_use_id -> the uncut result.
+    The tool_use_ids of the gone outputs are appended to ``gone`` when it is given."""
     unpinned = [call.tool_use_id for call in calls if not call.pinned]
     outcome = Outcome(
         present=len(calls),
@@ -135,6 +137,8 @@ def measure(
             outcome.in_context += 1
             continue
         outcome.gone += 1
+        if gone is not None:
+            gone.append(call.tool_use_id)
         outcome.gone_partly += 1 if wanted & context.snippets else 0
         outcome.gone_reproducible += 1 if label.reproducible else 0
         if archived is None:

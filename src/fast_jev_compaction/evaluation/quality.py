@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 
 from ..archive import write_archive
 from ..compaction import CompactResult, compact_sync
+from ..decisions import KEEP
 from ..goal import goal_from_messages
 from ..judge.features import call_features, feature_vector
 from ..judge.local import LocalJudge
@@ -21,7 +22,7 @@ from ..judge.model import JudgeModel
 from ..judge.reuse import build_reuse_index
 from ..messages import SessionMessage
 from ..options import CompactOptions
-from ..pairing import Pairing, ToolCall, pair_tool_calls
+from ..pairing import Pairing, ToolCall, is_recent, pair_tool_calls
 from .corpus import Session, session_split
 from .firepoints import EVAL_FIRE_POINTS, fire_index
 from .fit import Row, fit_logistic, leave_one_session_out
@@ -30,6 +31,7 @@ from .frontier import cut_by_policy
 from .labels import OutputLabel, label_outputs
 from .metrics import auc
 from .outcome import BASELINES, Context, Outcome, Scores, measure, original_results, result_chars
+from .robustness import CutOutput
 from .through_jev import HELD_OUT_MESSAGES, HELD_OUT_STATE, JevFigures, add_point
 from .through_jev import Point as JevPoint
 
@@ -78,6 +80,9 @@ class Evaluation:
     frontier: dict[str, Outcome] = field(default_factory=dict)  # rank-and-cut policy -> totals
     frontier_ranker: str = ""  # which judge scores ranked the frontier's "judge" policies
     jev: JevFigures | None = None  # the same compactions through a Jev endpoint (through_jev.py)
+    by_session: dict[str, Outcome] = field(default_factory=dict)  # group -> the pipeline's totals
+    origins: dict[str, tuple[str, str]] = field(default_factory=dict)  # group -> (source, project)
+    cut: list[CutOutput] = field(default_factory=list)  # every output the pipeline cut (robustness.py)
 
     def aucs(self) -> dict[str, float | None]:
         return {name: auc(values, self.scores.labels) for name, values in self.scores.by_ranker.items()}
@@ -109,6 +114,8 @@ def evaluate(
             progress(f"eval: session {number + 1}/{len(sessions)}")
         messages = session.messages
         labels = label_outputs(messages)
+        report.origins[session.group] = (session.source, session.project)
+        per_session = report.by_session.setdefault(session.group, Outcome())
         for fraction in fractions:
             fire = fire_index(len(messages), fraction)
             head = list(messages[:fire])
@@ -121,19 +128,22 @@ def evaluate(
             contexts.update({name: rule(head, pairing) for name, rule in BASELINES.items()})
             per_fraction = report.by_fraction.setdefault(f"{fraction:.1f}", {p: Outcome() for p in policies})
             measured: dict[str, Outcome] = {}
+            gone: list[str] = []
             per_split = report.by_split.setdefault(session_split(session.group), {p: Outcome() for p in policies})
             for policy, kept in contexts.items():
-                outcome = measured[policy] = measure(pairing.calls, originals, labels, fire, Context.of(kept), before, archived)
+                outcome = measured[policy] = measure(pairing.calls, originals, labels, fire, Context.of(kept), before,
+                                                     archived, gone if policy == PIPELINE else None)
                 report.outcomes[policy].add(outcome)
                 per_fraction[policy].add(outcome)
                 per_split[policy].add(outcome)
                 if policy == PIPELINE:
+                    per_session.add(outcome)
                     report.points += 1
                     report.lossless_points += 1 if outcome.gone == 0 else 0
 
             if frontier:
                 points.append(_Point(session.group, fraction, fire, head, pairing, originals, labels, before))
-            judged = {d.tool_use_id: d.keep_result for d in result.decisions}
+            decided = {d.tool_use_id: d for d in result.decisions}
             goal = goal_from_messages(head)
             features = call_features(head, pairing, goal, build_reuse_index(head))
             if report.jev is not None:
@@ -144,6 +154,13 @@ def evaluate(
                 values = features[call.tool_use_id]
                 needed = labels[call.tool_use_id].needed_after(fire)
                 since = fire - 1 - call.result_index
+                decision = decided.get(call.tool_use_id)
+                if decision is not None and decision.action != KEEP:
+                    report.cut.append(CutOutput(
+                        session.group, fraction, call.tool, call.result_chars, since, decision.reason, needed,
+                        call.tool_use_id in gone, values["edited_unread"] > 0, values["target_mentioned_later"] > 0,
+                        is_recent(call, fire), call.is_error,
+                    ))
                 report.rows.append(
                     Row(session.group, fraction, call.tool_use_id, tuple(feature_vector(values)), needed,
                         call.result_chars, since)
@@ -152,7 +169,7 @@ def evaluate(
                     needed,
                     {
                         SHIPPED: model.keep_result(values),
-                        "embedded judge": judged.get(call.tool_use_id, 1.0),
+                        "embedded judge": decision.keep_result if decision is not None else 1.0,
                         "size": float(call.result_chars),
                         "recency": -float(since),
                     },

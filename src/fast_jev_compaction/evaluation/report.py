@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any, Mapping
 
 from ..stats import percent
@@ -11,6 +12,19 @@ from .fit import FitReport
 from .metrics import auc, ratio
 from .outcome import Outcome, Scores
 from .quality import HELD_OUT, PIPELINE, RANKERS, Evaluation
+from .robustness import (
+    FOLDS,
+    LEVEL,
+    RESAMPLES,
+    CutOutput,
+    Fold,
+    Interval,
+    bootstrap,
+    folds,
+    gone_share,
+    removed_share,
+    signal_rows,
+)
 from .through_jev import JevFigures
 
 REGENERATE = "fast-jev eval --markdown docs/quality.md"
@@ -77,6 +91,7 @@ def to_json(evaluation: Evaluation, fit: Mapping[str, Any]) -> dict[str, Any]:
             "reused": sum(evaluation.scores.labels),
             "auc": evaluation.aucs(),
         },
+        "robustness": _robustness_json(evaluation),
         "fit": dict(fit),
         "jev": _jev_json(evaluation.jev) if evaluation.jev is not None else None,
         "frontier": {
@@ -85,6 +100,20 @@ def to_json(evaluation: Evaluation, fit: Mapping[str, Any]) -> dict[str, Any]:
         }
         if evaluation.frontier
         else None,
+    }
+
+
+def _robustness_json(evaluation: Evaluation) -> dict[str, Any]:
+    gone, removed = bootstrap(evaluation.by_session)
+    return {
+        "folds": [
+            {"scheme": f.scheme, "name": f.name, "sessions": f.sessions, **outcome_figures(f.outcome)}
+            for f in folds(evaluation.by_session, evaluation.origins)
+        ],
+        "bootstrap": {"resamples": RESAMPLES, "level": LEVEL, "gone_share": asdict(gone),
+                      "unpinned_removed_share": asdict(removed)},
+        "signals": [asdict(row) for row in signal_rows(evaluation.cut)],
+        "lost": [asdict(c) for c in evaluation.cut if c.gone],
     }
 
 
@@ -171,6 +200,7 @@ def text_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
         return "No session with a completed tool call: nothing to evaluate."
     lines = [_summary(evaluation), ""]
     lines += _table(_OUTCOME_HEAD, _outcome_rows(evaluation.outcomes))
+    lines += ["", robustness_line(evaluation)]
     lines += ["", f"Ranking of the {len(evaluation.scores.labels)} unpinned calls present at the fire points "
               f"({sum(evaluation.scores.labels)} reused afterwards), AUC:"]
     lines += _table(["ranker", "AUC"], _ranking_rows(evaluation))
@@ -209,6 +239,95 @@ def _split_rows(evaluation: Evaluation) -> list[list[str]]:
     return rows
 
 
+def _interval(interval: Interval) -> str:
+    return f"{_pct(interval.low)} to {_pct(interval.high)}"
+
+
+def _fold_row(fold: Fold) -> list[str]:
+    return [
+        fold.scheme,
+        fold.name.rsplit("/", 1)[-1],
+        str(fold.sessions),
+        str(fold.outcome.reused),
+        str(fold.outcome.gone),
+        _pct(gone_share(fold.outcome)),
+        _pct(removed_share(fold.outcome)),
+    ]
+
+
+def _signs(cut: CutOutput) -> list[str]:
+    return [name for name, on in (("edited since", cut.edited_since), ("named since", cut.named_since),
+                                  ("recent", cut.recent), ("error", cut.error)) if on]
+
+
+def robustness_line(evaluation: Evaluation) -> str:
+    """The variance in one line, for the text report."""
+    shares = [s for f in folds(evaluation.by_session, evaluation.origins) if f.scheme == "fold"
+              and (s := gone_share(f.outcome)) is not None]
+    gone, _ = bootstrap(evaluation.by_session)
+    spread = f"{_pct(min(shares))} to {_pct(max(shares))}" if shares else _EMPTY
+    return (f"Across sessions: the pipeline's gone share runs from {spread} over {FOLDS} folds; "
+            f"central {int(LEVEL * 100)} % of a bootstrap over sessions {_interval(gone)} (--markdown shows every part).")
+
+
+def robustness_markdown(evaluation: Evaluation) -> list[str]:
+    """The pipeline's figures per source, project and fold, a bootstrap interval, and the signs
+    the cut and the lost outputs carry (evaluation/robustness.py)."""
+    every = folds(evaluation.by_session, evaluation.origins)
+    shown = [f for f in every if f.outcome.reused]
+    gone, removed = bootstrap(evaluation.by_session)
+    lines = [
+        "## Variance across sessions",
+        "",
+        f"The pipeline at its defaults over parts of the same sessions: each source (a published collection), "
+        f"each project (a folder of sessions) and {FOLDS} folds of sessions drawn by a hash of their file names; "
+        f"each row is what a leave-it-out would measure on the part held out. The policy's numbers were chosen "
+        f"on the *tune* half and the judge's weights fitted on all the sessions, so these are not blind tests. "
+        f"{len(every) - len(shown)} parts without a reused output are left out.",
+        "",
+    ]
+    lines += _md_table(["part", "name", "sessions", "reused outputs", "gone", "gone share", "of unpinned removed"],
+                       [_fold_row(f) for f in shown], labels=2)
+    lines += [
+        "",
+        f"Sessions drawn with replacement {RESAMPLES:,} times: the central {int(LEVEL * 100)} % of the gone "
+        f"share runs from {_interval(gone)}, of the unpinned removed share from {_interval(removed)}.",
+        "",
+        "The outputs the pipeline cut, by the signs each carried at the compaction (an output may carry "
+        "several). A sign worth protecting loses more of what it marks than the cut outputs do overall; "
+        "*share of cut chars*: the characters those outputs held before the cut.",
+        "",
+    ]
+    total_chars = sum(c.chars for c in evaluation.cut)
+    lines += _md_table(
+        ["sign", "cut outputs", "reused", "gone", "gone of cut", "share of cut chars"],
+        [
+            [r.name, str(r.cut), str(r.reused), str(r.gone), _pct(ratio(r.gone, r.cut)), _pct(ratio(r.chars, total_chars))]
+            for r in signal_rows(evaluation.cut)
+        ],
+    )
+    lost = [c for c in evaluation.cut if c.gone]
+    if lost:
+        lines += ["", "The gone outputs:", ""]
+        lines += _md_table(
+            ["session", "fire point", "tool", "decided by", "signs", "chars", "messages before the fire point"],
+            [
+                [
+                    Path(c.group).name[:13],
+                    f"{int(c.fraction * 100)} %",
+                    c.tool,
+                    c.reason,
+                    ", ".join(_signs(c)) or "none",
+                    f"{c.chars:,}",
+                    str(c.since),
+                ]
+                for c in lost
+            ],
+            labels=5,
+        )
+    return [*lines, ""]
+
+
 def _frontier_intro(evaluation: Evaluation) -> str:
     return (
         "Cut policies over the same prefixes: unpinned results cut to a digest when the judge's keep_result "
@@ -242,7 +361,8 @@ def markdown_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
     )
     lines += ["", _split_intro(), ""]
     lines += _md_table(["sessions", *_OUTCOME_HEAD], _split_rows(evaluation), labels=2)
-    lines += ["", "## Ranking", ""]
+    lines += robustness_markdown(evaluation)
+    lines += ["## Ranking", ""]
     lines += [
         f"AUC of each ranking of the {len(evaluation.scores.labels)} unpinned calls present at the fire points "
         f"({sum(evaluation.scores.labels)} reused afterwards). *Held out*: the judge's model refitted in this "

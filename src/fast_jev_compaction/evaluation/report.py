@@ -281,7 +281,7 @@ def robustness_markdown(evaluation: Evaluation) -> list[str]:
         "",
         f"The pipeline at its defaults over parts of the same sessions: each source (a published collection), "
         f"each project (a folder of sessions) and {FOLDS} folds of sessions drawn by a hash of their file names; "
-        f"each row is what a leave-it-out would measure on the part held out. The policy's numbers were chosen "
+        f"each row is what a leave-it-out would measure on the part held out (a session's subagents count with it). The policy's numbers were chosen "
         f"on the *tune* half and the judge's weights fitted on all the sessions, so these are not blind tests. "
         f"{len(every) - len(shown)} parts without a reused output are left out.",
         "",
@@ -361,7 +361,7 @@ def markdown_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
     )
     lines += ["", _split_intro(), ""]
     lines += _md_table(["sessions", *_OUTCOME_HEAD], _split_rows(evaluation), labels=2)
-    lines += robustness_markdown(evaluation)
+    lines += ["", *robustness_markdown(evaluation)]
     lines += ["## Ranking", ""]
     lines += [
         f"AUC of each ranking of the {len(evaluation.scores.labels)} unpinned calls present at the fire points "

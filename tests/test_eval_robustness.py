@@ -95,7 +95,7 @@ def test_identical_sessions_give_no_spread_and_none_gives_an_empty_interval() ->
 def test_signs_count_the_cut_outputs_that_carry_them() -> None:
     def cut(gone: bool, **signs: bool) -> CutOutput:
         flags = {"edited_since": False, "named_since": False, "recent": False, "error": False, **signs}
-        return CutOutput("g", 0.4, "Read", 1000, 3, "budget", gone, gone, **flags)
+        return CutOutput("g", 0.4, "t1", "Read", 1000, 3, "budget", gone, gone, **flags)
 
     rows = {r.name: r for r in signal_rows([cut(True, recent=True), cut(False, recent=True, named_since=True), cut(False)])}
     assert (rows["every cut output"].cut, rows["every cut output"].gone) == (3, 1)

@@ -157,8 +157,8 @@ def evaluate(
                 decision = decided.get(call.tool_use_id)
                 if decision is not None and decision.action != KEEP:
                     report.cut.append(CutOutput(
-                        session.group, fraction, call.tool, call.result_chars, since, decision.reason, needed,
-                        call.tool_use_id in gone, values["edited_unread"] > 0, values["target_mentioned_later"] > 0,
+                        session.group, fraction, call.tool_use_id, call.tool, call.result_chars, since,
+                        decision.reason, needed, call.tool_use_id in gone, values["edited_unread"] > 0, values["target_mentioned_later"] > 0,
                         is_recent(call, fire), call.is_error,
                     ))
                 report.rows.append(

@@ -308,7 +308,9 @@ def robustness_markdown(evaluation: Evaluation) -> list[str]:
     )
     lost = [c for c in evaluation.cut if c.gone]
     if lost:
-        lines += ["", "The gone outputs:", ""]
+        distinct = {(c.group, c.tool_use_id) for c in lost}
+        lines += ["", f"The gone outputs ({len(lost)} at the fire points: {len(distinct)} distinct outputs of "
+                  f"{len({c.group for c in lost})} of {len(evaluation.by_session)} sessions):", ""]
         lines += _md_table(
             ["session", "fire point", "tool", "decided by", "signs", "chars", "messages before the fire point"],
             [

@@ -52,6 +52,7 @@ class CutOutput:
 
     group: str
     fraction: float
+    tool_use_id: str
     tool: str
     chars: int
     since: int  # messages between the output and the fire point

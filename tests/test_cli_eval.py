@@ -257,3 +257,5 @@ def test_the_jev_section_is_written_into_the_page(sessions: list[str], tmp_path:
     assert "## Through Jev" in text and "### Windowed states" in text
     assert text.index("## Through Jev") < text.index("## Definitions")
     assert "fast-jev through Jev" in proc.stdout
+    # the variance section covers the compactions through Jev too
+    assert "Through Jev (one state, the same fire points): the gone share runs from" in text

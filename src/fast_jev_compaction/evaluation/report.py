@@ -112,9 +112,17 @@ def _robustness_json(evaluation: Evaluation) -> dict[str, Any]:
         ],
         "bootstrap": {"resamples": RESAMPLES, "level": LEVEL, "gone_share": asdict(gone),
                       "unpinned_removed_share": asdict(removed)},
+        "jev_one_state": _jev_bootstrap(evaluation),
         "signals": [asdict(row) for row in signal_rows(evaluation.cut)],
         "lost": [asdict(c) for c in evaluation.cut if c.gone],
     }
+
+
+def _jev_bootstrap(evaluation: Evaluation) -> dict[str, Any] | None:
+    if evaluation.jev is None:
+        return None
+    gone, removed = bootstrap(evaluation.jev.by_session)
+    return {"gone_share": asdict(gone), "unpinned_removed_share": asdict(removed)}
 
 
 def _outcome_rows(outcomes: Mapping[str, Outcome]) -> list[list[str]]:
@@ -260,14 +268,18 @@ def _signs(cut: CutOutput) -> list[str]:
                                   ("recent", cut.recent), ("error", cut.error)) if on]
 
 
+def _spread(by_session: Mapping[str, Outcome], origins: Mapping[str, tuple[str, str]]) -> str:
+    """The gone share over the hashed folds, lowest to highest, and its bootstrap interval."""
+    shares = [s for f in folds(by_session, origins) if f.scheme == "fold" and (s := gone_share(f.outcome)) is not None]
+    gone, _ = bootstrap(by_session)
+    spread = f"{_pct(min(shares))} to {_pct(max(shares))}" if shares else _EMPTY
+    return (f"the gone share runs from {spread} over {FOLDS} folds; the central {int(LEVEL * 100)} % of a "
+            f"bootstrap over sessions from {_interval(gone)}")
+
+
 def robustness_line(evaluation: Evaluation) -> str:
     """The variance in one line, for the text report."""
-    shares = [s for f in folds(evaluation.by_session, evaluation.origins) if f.scheme == "fold"
-              and (s := gone_share(f.outcome)) is not None]
-    gone, _ = bootstrap(evaluation.by_session)
-    spread = f"{_pct(min(shares))} to {_pct(max(shares))}" if shares else _EMPTY
-    return (f"Across sessions: the pipeline's gone share runs from {spread} over {FOLDS} folds; "
-            f"central {int(LEVEL * 100)} % of a bootstrap over sessions {_interval(gone)} (--markdown shows every part).")
+    return f"Across sessions: {_spread(evaluation.by_session, evaluation.origins)} (--markdown shows every part)."
 
 
 def robustness_markdown(evaluation: Evaluation) -> list[str]:
@@ -281,8 +293,9 @@ def robustness_markdown(evaluation: Evaluation) -> list[str]:
         "",
         f"The pipeline at its defaults over parts of the same sessions: each source (a published collection), "
         f"each project (a folder of sessions) and {FOLDS} folds of sessions drawn by a hash of their file names; "
-        f"each row is what a leave-it-out would measure on the part held out (a session's subagents count with it). The policy's numbers were chosen "
-        f"on the *tune* half and the judge's weights fitted on all the sessions, so these are not blind tests. "
+        "each row is what a leave-it-out would measure on the part held out (a session's subagents count with "
+        "it). The policy's numbers were chosen on the *tune* half and the judge's weights fitted on all the "
+        "sessions, so these are not blind tests. "
         f"{len(every) - len(shown)} parts without a reused output are left out.",
         "",
     ]
@@ -293,6 +306,15 @@ def robustness_markdown(evaluation: Evaluation) -> list[str]:
         f"Sessions drawn with replacement {RESAMPLES:,} times: the central {int(LEVEL * 100)} % of the gone "
         f"share runs from {_interval(gone)}, of the unpinned removed share from {_interval(removed)}.",
         "",
+    ]
+    if evaluation.jev is not None:
+        jev_removed = bootstrap(evaluation.jev.by_session)[1]
+        lines += [
+            f"Through Jev (one state, the same fire points): {_spread(evaluation.jev.by_session, evaluation.origins)}, "
+            f"of the unpinned removed share from {_interval(jev_removed)}.",
+            "",
+        ]
+    lines += [
         "The outputs the pipeline cut, by the signs each carried at the compaction (an output may carry "
         "several). A sign worth protecting loses more of what it marks than the cut outputs do overall; "
         "*share of cut chars*: the characters those outputs held before the cut.",

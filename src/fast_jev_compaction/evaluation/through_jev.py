@@ -86,6 +86,7 @@ class JevFigures:
         default_factory=lambda: {IN_PROCESS: Outcome(), ONE_STATE: Outcome(), WINDOWS: Outcome()}
     )
     windowed_scores: Scores = field(default_factory=Scores)
+    by_session: dict[str, Outcome] = field(default_factory=dict)  # group -> the one-state compactions' totals
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,7 @@ def add_point(figures: JevFigures, point: Point, message_model: JudgeModel, arch
     result, archived = compact_through(figures.url, point.head, archive / "one-state" if archive else None)
     one_state = _measure(point, result, archived)
     figures.outcomes[ONE_STATE].add(one_state)
+    figures.by_session.setdefault(point.group, Outcome()).add(one_state)
     figures.requests += result.stats.requests
     candidates = point.pairing.candidates
     if not candidates:

@@ -236,15 +236,16 @@ def test_fallback_below_the_minimum_reduction(data_dir: Path) -> None:
     assert len(decisions) == 5 and all(d.chars_freed == 0 for d in decisions)
 
 
-def test_conversation_without_tool_calls_falls_back_with_the_default_minimum(data_dir: Path) -> None:
+def test_conversation_without_tool_calls_skips_on_compact_and_falls_back_for_the_engine_without_figures(data_dir: Path) -> None:
     messages = [
         {"role": "user", "text": "hello", "toolUses": [], "handle": "a"},
         {"role": "assistant", "text": "hi there", "toolUses": [], "handle": "b"},
     ]
     answer, _ = run_hook(json.dumps(event(messages, data_dir)).encode(), data_dir)
+    assert answer == {"action": "skip", "reason": "nothing left to prune", "log": ["decisions: (none)"]}
+    answer, _ = run_hook(json.dumps(event(messages, data_dir, trigger="auto")).encode(), data_dir)
     assert answer["action"] == "fallback"
-    assert answer["reason"].startswith("below 25.0% minimum: 0.0% reduction; no tool calls;")
-    assert answer["log"] == ["decisions: (none)"]
+    assert answer["reason"].startswith("nothing left to prune and the engine's window is not known: 0.0% reduction; no tool calls;")
 
 
 def test_empty_message_list_is_skipped(data_dir: Path) -> None:
@@ -571,7 +572,7 @@ def test_config_defaults_match_upstream() -> None:
         config.max_concurrent_requests,
         config.model,
         config.judge,
-    ) == (0.5, 6, 60, 0.25, 25000, 30000, 250, 4, "jev-latest", "auto")
+    ) == (0.5, 6, 60, 0, 25000, 30000, 250, 4, "jev-latest", "auto")
 
 
 def test_config_wrong_types_fall_back_and_good_values_are_read() -> None:

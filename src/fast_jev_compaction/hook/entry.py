@@ -29,7 +29,7 @@ from .archive import ARCHIVE_DIR, saved_or_unpointed
 from .config import HookConfig, resolve_hook_config
 from .deadline import Deadline, DeadlineError
 from .event import HookEvent, parse_event
-from .gate import after_pass, before_pass, window_of
+from .gate import after_pass, before_pass, engine_limit_of, window_of
 from .meta import read_hung_texts, transcript_file
 from .outcome import Answer, Outcome
 from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_stdin
@@ -323,6 +323,8 @@ def run_compaction(
     gate = after_pass(
         result.stats, window, event.trigger, target_percent=config.target_percent,
         min_freed_percent=config.min_freed_percent, min_reduction_ratio=config.min_reduction_ratio,
+        # A subagent's transcript is not what the main conversation's figures measure.
+        engine=None if event.agentId else engine_limit_of(event.context),
     )
     if gate.verdict == "skip":
         return Outcome(skip_answer(gate.reason, lines), "skipped", f"{gate.reason}: {summary}", result, goal, judge)

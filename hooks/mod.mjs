@@ -129,6 +129,31 @@ function mapMessages(answered, input) {
   })
 }
 
+// The engine's own compactions (auto, precompute) fire at its autoCompactThreshold, in a
+// compaction window that may be smaller than the model's.
+const ENGINE_TRIGGERS = new Set(['auto', 'precompute'])
+
+// How full the window is: the Python side's gate speaks in points of it. The plain figures
+// (absent right after a compaction, until the engine has measured again) are the model's window;
+// for the engine's own compaction of the main conversation the usage breakdown adds what made it
+// fire: its estimate of the context with the output that crossed, its window and its threshold
+// (`summary` estimates locally and sends no request).
+async function contextOf($, e) {
+  const engine = ENGINE_TRIGGERS.has(e.trigger) && e.agentId === undefined
+  let context
+  try {
+    const usage = await $.session.usage(engine ? { breakdown: 'summary' } : undefined)
+    const plain = usage && usage.context
+    if (!plain || typeof plain !== 'object') return undefined
+    context = { tokens: plain.tokens, window: plain.window, percent: plain.percent }
+    const b = plain.breakdown
+    if (engine && b && typeof b === 'object' && b.isAutoCompactEnabled) {
+      context.compaction = { tokens: b.totalTokens, window: b.rawMaxTokens, threshold: b.autoCompactThreshold }
+    }
+  } catch {}
+  return context
+}
+
 async function askPython($, e, options, quiet) {
   const startedAt = Date.now()
   const env = await hookEnvOf($)
@@ -149,13 +174,7 @@ async function askPython($, e, options, quiet) {
   try {
     cwd = await $.session.cwd()
   } catch {}
-  // How full the window is: the Python side's gate speaks in points of it (absent right after a
-  // compaction, until the engine has measured again).
-  let context
-  try {
-    const usage = await $.session.usage()
-    if (usage && usage.context && typeof usage.context === 'object') context = usage.context
-  } catch {}
+  const context = await contextOf($, e)
   const document = {
     event: 'session.compact',
     trigger: e.trigger,
@@ -188,44 +207,56 @@ async function askPython($, e, options, quiet) {
   }
 }
 
+// One compaction through the Python side; whatever fails, next(e): the built-in summary.
+async function compactWith($, e, next, config) {
+  // precompute runs ahead of time, unseen: it logs but never toasts.
+  const quiet = e.trigger === 'precompute'
+  let result
+  try {
+    const answer = await askPython($, e, config, quiet)
+    for (const line of Array.isArray(answer.log) ? answer.log : []) if (typeof line === 'string') log($, line)
+    if (next.signal && next.signal.aborted) {
+      log($, 'compaction interrupted; nothing changed')
+      return { skip: INTERRUPTED }
+    }
+    if (answer.action === 'replace') {
+      result = { messages: mapMessages(answer.messages, e.messages) }
+      notify($, typeof answer.toast === 'string' ? answer.toast : 'kept the conversation verbatim, no summary', quiet)
+    } else if (answer.action === 'skip') {
+      result = { skip: typeof answer.reason === 'string' ? answer.reason : 'nothing to compact' }
+      log($, `compaction skipped (${result.skip})`)
+    } else if (!answer.toasted) {
+      const reason = typeof answer.reason === 'string' ? answer.reason : 'no reason given'
+      notify($, typeof answer.toast === 'string' ? answer.toast : `fallback to built-in summary (${reason})`, quiet)
+    }
+  } catch (error) {
+    result = undefined
+    notify($, `fallback to built-in summary (${reasonOf(error)})`, quiet)
+  }
+  if (result !== undefined) return result
+  // Outside the try: a failure of the built-in summary is the engine's own to report.
+  return next(e)
+}
+
 export const register = (on, options) => {
   const config = options && typeof options === 'object' ? options : {}
   const compactAtPercent = numberOption(config.compactAtPercent, DEFAULT_COMPACT_AT_PERCENT, v => v > 0 && v <= 100)
   let compacting = false
+  // Set when a compaction the trigger did not start (/compact, the engine's own) changed the
+  // history: the trigger may fire again above the threshold (the issue's hysteresis).
+  let changedByOthers = false
 
   on('session.compact', async ($, e, next) => {
-    // precompute runs ahead of time, unseen: it logs but never toasts.
-    const quiet = e.trigger === 'precompute'
-    let result
-    try {
-      const answer = await askPython($, e, config, quiet)
-      for (const line of Array.isArray(answer.log) ? answer.log : []) if (typeof line === 'string') log($, line)
-      if (next.signal && next.signal.aborted) {
-        log($, 'compaction interrupted; nothing changed')
-        return { skip: INTERRUPTED }
-      }
-      if (answer.action === 'replace') {
-        result = { messages: mapMessages(answer.messages, e.messages) }
-        notify($, typeof answer.toast === 'string' ? answer.toast : 'kept the conversation verbatim, no summary', quiet)
-      } else if (answer.action === 'skip') {
-        result = { skip: typeof answer.reason === 'string' ? answer.reason : 'nothing to compact' }
-        log($, `compaction skipped (${result.skip})`)
-      } else if (!answer.toasted) {
-        const reason = typeof answer.reason === 'string' ? answer.reason : 'no reason given'
-        notify($, typeof answer.toast === 'string' ? answer.toast : `fallback to built-in summary (${reason})`, quiet)
-      }
-    } catch (error) {
-      result = undefined
-      notify($, `fallback to built-in summary (${reasonOf(error)})`, quiet)
-    }
-    if (result !== undefined) return result
-    // Outside the try: a failure of the built-in summary is the engine's own to report.
-    return next(e)
+    // A precompute installs nothing; a subagent's compaction changes its own transcript only.
+    const counts = !(compacting && e.trigger === 'plugin') && e.trigger !== 'precompute' && e.agentId === undefined
+    const result = await compactWith($, e, next, config)
+    if (counts && result && Array.isArray(result.messages)) changedByOthers = true
+    return result
   }).catch(($, e, next) => next(e))
 
   // The 60 % trigger fires when usage crosses compactAtPercent upward, once per crossing. While
-  // usage stays above (a pass that skipped or could not reach its target), it fires again only
-  // after usage grew by REARM_POINTS: never on every turn.
+  // usage stays above (its own pass skipped or could not reach its target), it fires again only
+  // after usage grew by REARM_POINTS or another compaction changed the history: never on every turn.
   let firedAt
   on('turn.complete', async ($, e, next) => {
     // The guard is taken before the first await so two racing turns compact once.
@@ -234,7 +265,8 @@ export const register = (on, options) => {
     try {
       const usage = await $.session.usage()
       const percent = usage && usage.context ? usage.context.percent : undefined
-      if (typeof percent === 'number' && percent < compactAtPercent) firedAt = undefined
+      if (changedByOthers || (typeof percent === 'number' && percent < compactAtPercent)) firedAt = undefined
+      changedByOthers = false
       if (typeof percent === 'number' && percent >= compactAtPercent && (firedAt === undefined || percent >= firedAt + REARM_POINTS)) {
         firedAt = percent
         log($, `context at ${percent}% (threshold ${compactAtPercent}%): compacting`)

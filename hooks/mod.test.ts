@@ -85,7 +85,7 @@ test('replace: runs the entry with one JSON document and hands back the pruned h
   expect(sent.instructions).toBe('keep the numbers')
   expect(sent.pluginData).toBe('/plugin-data')
   expect(sent.options.compactAtPercent).toBe(60)
-  expect(sent.options.minReductionRatio).toBe(0.25)
+  expect(sent.options.minReductionRatio).toBe(0)
   expect(sent.messages).toEqual(MESSAGES)
 
   expect(result.messages?.length).toBe(4)
@@ -272,4 +272,71 @@ test('a refused compaction is logged and the turn still passes on', async ($, on
   expect(result.text).toBe('Done.')
   expect(seen.next).toBe(1)
   expect(seen.logs.some(line => line.startsWith('auto-compact skipped ('))).toBe(true)
+})
+
+// The figures the gate reads -------------------------------------------------------------------
+
+const BREAKDOWN = { totalTokens: 70300, rawMaxTokens: 100000, autoCompactThreshold: 67000, isAutoCompactEnabled: true, gridRows: [[]] }
+
+function figuresWorld(on: any, percents: (number | undefined)[] = [64]) {
+  const seen = { asked: [] as unknown[], sent: [] as any[], fired: 0, core: 0 }
+  mock.env(on, { FAST_JEV_PYTHON: '/usr/bin/python3' })
+  on('process.hookEnv', async () => ({ value: { CLAUDE_PLUGIN_DATA: '/plugin-data' } }))
+  on('session.usage', async (_: unknown, e: { breakdown?: string } | undefined) => {
+    seen.asked.push(e?.breakdown)
+    const percent = percents[Math.min(seen.asked.length - 1, percents.length - 1)]
+    const context: Record<string, unknown> = { tokens: 64000, window: 1000000, percent }
+    if (e?.breakdown) context.breakdown = BREAKDOWN
+    return { value: { startedAt: 0, context, rateLimits: [] } }
+  })
+  on('process.run', async (_: unknown, e: Run) => {
+    seen.sent.push(JSON.parse(e.init.stdin ?? '{}'))
+    return { value: { exitCode: 0, stdout: JSON.stringify(REPLACE), stderr: '', isStdoutTruncated: false, isStderrTruncated: false } }
+  })
+  on('ui.log', async (_: unknown, e: { text: string }) => {
+    if (e.text.endsWith('compacting')) seen.fired += 1
+    return { value: undefined }
+  })
+  on('ui.toast', async () => ({ value: undefined }))
+  on('session.compact', async () => {
+    seen.core += 1
+    return { skip: 'stand-in' }
+  })
+  on('turn.complete', async (_: unknown, e: { answer: string }) => ({ text: e.answer }))
+  return seen
+}
+
+test("the engine's own compaction sends its threshold and compaction window from the breakdown", async ($, on) => {
+  const seen = figuresWorld(on)
+  await $.session.compact({ trigger: 'auto', messages: MESSAGES })
+  expect(seen.asked).toEqual(['summary'])
+  expect(seen.sent[0].context).toEqual({
+    tokens: 64000, window: 1000000, percent: 64, compaction: { tokens: 70300, window: 100000, threshold: 67000 },
+  })
+})
+
+test('/compact and a subagent compaction send the plain figures and ask for no breakdown', async ($, on) => {
+  const seen = figuresWorld(on)
+  await $.session.compact({ trigger: 'manual', messages: MESSAGES })
+  await $.session.compact({ trigger: 'auto', agentId: 'agent-1', messages: MESSAGES })
+  expect(seen.asked).toEqual([undefined, undefined])
+  expect(seen.sent.map(doc => doc.context)).toEqual([
+    { tokens: 64000, window: 1000000, percent: 64 },
+    { tokens: 64000, window: 1000000, percent: 64 },
+  ])
+})
+
+// That the trigger's own pass does not re-arm it is seen in the real binary only (the engine
+// runs a mod's session.compact on its own $.session.compact() there, not under test):
+// tests/e2e/test_repeated_compaction.py, the trigger case.
+test('a compaction the trigger did not start re-arms it', async ($, on) => {
+  // 75: crossing; 76: still above, no re-fire; /compact replaces the history; 76: fires again;
+  // 77: nothing changed since, no re-fire.
+  const seen = figuresWorld(on, [75, 76, 64, 76, 77])
+  await $.turn.complete(TURN)
+  await $.turn.complete({ ...TURN, turnId: 't-2' })
+  await $.session.compact({ trigger: 'manual', messages: MESSAGES })
+  await $.turn.complete({ ...TURN, turnId: 't-3' })
+  await $.turn.complete({ ...TURN, turnId: 't-4' })
+  expect(seen.fired).toBe(2)
 })

@@ -6,13 +6,22 @@ Driven through the real hook entry (JSON on stdin) with the context the mod pass
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from fast_jev_compaction.hook.gate import CHARS_PER_TOKEN, Window, after_pass, before_pass, window_of
+from fast_jev_compaction.hook.gate import (
+    CHARS_PER_TOKEN,
+    EngineLimit,
+    Window,
+    after_pass,
+    before_pass,
+    engine_limit_of,
+    window_of,
+)
 from fast_jev_compaction.stats import CompactStats
-from test_hook_entry import compactions, event, run_hook, tool_heavy_conversation
+from test_hook_entry import _bash, compactions, event, run_hook, tool_heavy_conversation
 
 
 def stats(before: int, after: int) -> CompactStats:
@@ -43,40 +52,116 @@ def test_under_the_target_an_automatic_pass_skips_before_any_work():
     assert before_pass(None, "auto", 40) is None
 
 
-def test_a_pass_that_frees_nothing_under_the_target_skips_and_over_it_falls_back():
-    options = dict(target_percent=40, min_freed_percent=5, min_reduction_ratio=0.25)
-    assert after_pass(stats(1000, 1000), Window(100, 1000), "manual", **options).verdict == "skip"
-    over = after_pass(stats(1000, 1000), Window(700, 1000), "manual", **options)
-    assert (over.verdict, over.category) == ("fallback", "below-target")
+OPTIONS = dict(target_percent=40, min_freed_percent=5, min_reduction_ratio=0)
+
+
+def freed_tokens(tokens: float) -> CompactStats:
+    """A pass over 1,000,000 characters that frees this many tokens."""
+    return stats(1_000_000, 1_000_000 - round(tokens * CHARS_PER_TOKEN))
+
+
+def test_compact_replaces_whatever_it_frees_and_skips_when_it_frees_nothing():
+    """/compact: the person asked for a compaction, not for the summary."""
+    assert after_pass(stats(1000, 1000), Window(100, 1000), "manual", **OPTIONS).verdict == "skip"
+    over = after_pass(stats(1000, 1000), Window(700, 1000), "manual", **OPTIONS)
+    assert (over.verdict, over.reason) == ("skip", "nothing left to prune; context 70% → 70%, over the 40% target")
+    little = after_pass(freed_tokens(10), Window(700, 1000), "manual", **OPTIONS)
+    assert (little.verdict, little.reason) == ("replace", "context 70% → 69%")
+    assert after_pass(stats(1000, 990), None, "manual", **OPTIONS).verdict == "replace"
+    assert after_pass(stats(1000, 1000), None, "manual", **OPTIONS).reason == "nothing left to prune"
 
 
 def test_the_plugin_trigger_skips_a_pass_that_frees_nothing_even_over_the_target():
     """Found in the real binary: the trigger re-fired after usage grew 10 points in turns
     without tool output, the pass freed nothing, and the summary replaced the verbatim history."""
-    options = dict(target_percent=40, min_freed_percent=5, min_reduction_ratio=0.25)
-    result = after_pass(stats(1000, 1000), Window(770, 1000), "plugin", **options)
+    result = after_pass(stats(1000, 1000), Window(770, 1000), "plugin", **OPTIONS)
     assert (result.verdict, result.reason) == ("skip", "nothing left to prune; context 77% → 77%, over the 40% target")
 
 
-def test_replace_when_the_target_or_the_minimum_is_reached():
-    options = dict(target_percent=40, min_freed_percent=5, min_reduction_ratio=0.25)
-    freed_tokens = 400
-    result = after_pass(stats(10_000, 10_000 - int(freed_tokens * CHARS_PER_TOKEN)), Window(600, 1000), "manual", **options)
+def test_the_plugin_trigger_replaces_when_the_target_or_the_minimum_is_reached():
+    result = after_pass(stats(10_000, 10_000 - int(400 * CHARS_PER_TOKEN)), Window(600, 1000), "plugin", **OPTIONS)
     assert (result.verdict, result.reason) == ("replace", "context 60% → 20%")
     # Ten points freed, still over the target: the minimum is met.
-    result = after_pass(stats(10_000, 10_000 - int(100 * CHARS_PER_TOKEN)), Window(900, 1000), "plugin", **options)
+    result = after_pass(stats(10_000, 10_000 - int(100 * CHARS_PER_TOKEN)), Window(900, 1000), "plugin", **OPTIONS)
     assert result.verdict == "replace"
     # Two points freed and still over the target: the summary has to run.
-    result = after_pass(stats(10_000, 10_000 - int(20 * CHARS_PER_TOKEN)), Window(900, 1000), "plugin", **options)
+    result = after_pass(stats(10_000, 10_000 - int(20 * CHARS_PER_TOKEN)), Window(900, 1000), "plugin", **OPTIONS)
     assert (result.verdict, result.category) == ("fallback", "below-target")
     assert "frees only 2% of the window" in result.reason
 
 
-@pytest.mark.parametrize("window, trigger", [(None, "manual"), (Window(100, 1000), "auto"), (Window(900, 1000), "precompute")])
-def test_without_a_window_or_for_the_engine_s_own_trigger_the_ratio_decides(window, trigger):
-    options = dict(target_percent=40, min_freed_percent=5, min_reduction_ratio=0.25)
-    assert after_pass(stats(1000, 800), window, trigger, **options).verdict == "fallback"
-    assert after_pass(stats(1000, 700), window, trigger, **options).verdict == "replace"
+# The engine under --autocompact 100000 with the default model: it fires at 67k of its 100k
+# compaction window; the model's window is 1,000,000 tokens.
+SMALL_WINDOW = dict(window=100_000, threshold=67_000, model_window=1_000_000)
+# The default: the engine's window is the model's, its threshold 33k under it.
+DEFAULT_WINDOW = dict(window=1_000_000, threshold=967_000, model_window=1_000_000)
+
+
+def limit(tokens: int, window: int, threshold: int, model_window: int) -> EngineLimit:
+    return EngineLimit(Window(tokens, window), threshold, model_window)
+
+
+def test_engine_limit_reads_the_breakdown_figures_the_mod_passes():
+    context = {"tokens": 63_935, "window": 1_000_000, "percent": 6, "compaction": {"tokens": 67_900, "window": 100_000, "threshold": 67_000}}
+    assert engine_limit_of(context) == limit(67_900, **SMALL_WINDOW)
+    for broken in ({"threshold": 67_000}, {"tokens": 67_900, "window": 100_000}, {"tokens": 67_900, "window": 60_000, "threshold": 67_000}):
+        assert engine_limit_of({**context, "compaction": broken}) is None
+    assert engine_limit_of({"tokens": 1, "window": 1_000_000}) is None
+    assert engine_limit_of(None) is None
+
+
+def test_the_engine_s_own_pass_replaces_once_under_its_threshold_whatever_share_it_frees():
+    """Found in the real binary: the engine fired after a large in-flight output over an
+    already pruned history; the pass freed 24 % < minReductionRatio and the summary ran."""
+    history = stats(100_000, 76_000)  # 24 % of the conversation's characters
+    engine = limit(70_300, **SMALL_WINDOW)
+    result = after_pass(history, None, "auto", **OPTIONS, engine=engine)
+    assert (result.verdict, result.reason) == (
+        "replace", "context 70.3% → 63.4% of the 100k-token compaction window, under the engine's 67k threshold"
+    )
+    # The same pass at its limit in the model's own window: under the threshold, replaced too.
+    assert after_pass(freed_tokens(20_000), None, "auto", **OPTIONS, engine=limit(975_000, **DEFAULT_WINDOW)).verdict == "replace"
+
+
+def test_over_the_threshold_with_room_a_pass_replaces_what_it_frees_and_skips_when_nothing():
+    engine = limit(90_000, **SMALL_WINDOW)
+    result = after_pass(freed_tokens(1_000), None, "auto", **OPTIONS, engine=engine)
+    assert (result.verdict, result.reason) == (
+        "replace", "context 90% → 89% of the 100k-token compaction window, over the engine's 67k threshold with room left in the model's window"
+    )
+    nothing = after_pass(stats(1000, 1000), None, "precompute", **OPTIONS, engine=engine)
+    assert (nothing.verdict, nothing.reason) == (
+        "skip", "nothing left to prune; context 90% → 90% of the 100k-token compaction window, over the engine's 67k threshold with room left in the model's window"
+    )
+
+
+def test_with_the_model_s_window_full_the_threshold_or_the_minimum_must_be_reached():
+    engine = limit(980_000, **DEFAULT_WINDOW)
+    assert after_pass(freed_tokens(60_000), None, "auto", **OPTIONS, engine=engine).verdict == "replace"  # 6 points
+    short = after_pass(freed_tokens(5_000), None, "auto", **OPTIONS, engine=engine)
+    assert (short.verdict, short.category) == ("fallback", "below-target")
+    assert short.reason.startswith("pruning cannot bring the context under the engine's 967k threshold (context 98% → 97.5%")
+    nothing = after_pass(stats(1000, 1000), None, "auto", **OPTIONS, engine=engine)
+    assert (nothing.verdict, nothing.category) == ("fallback", "below-target")
+
+
+def test_without_the_engine_s_figures_its_pass_replaces_what_it_frees_and_falls_back_on_nothing():
+    """A subagent's transcript: the usage is the main conversation's."""
+    assert after_pass(stats(1000, 990), Window(900, 1000), "auto", **OPTIONS).verdict == "replace"
+    nothing = after_pass(stats(1000, 1000), Window(900, 1000), "auto", **OPTIONS)
+    assert (nothing.verdict, nothing.category) == ("fallback", "below-target")
+
+
+@pytest.mark.parametrize("trigger", ["manual", "plugin", "auto", "precompute"])
+def test_a_minimum_reduction_set_above_zero_decides_for_every_trigger(trigger):
+    ratio = dict(OPTIONS, min_reduction_ratio=0.25)
+    engine = limit(70_300, **SMALL_WINDOW)
+    below = after_pass(stats(1000, 800), Window(900, 1000), trigger, **ratio, engine=engine)
+    assert (below.verdict, below.category, below.reason) == ("fallback", "below-ratio", "below 25.0% minimum")
+    assert after_pass(stats(1000, 700), Window(900, 1000), trigger, **ratio, engine=engine).verdict == "replace"
+    # The plugin trigger's pass with nothing left to prune still skips.
+    nothing = after_pass(stats(1000, 1000), Window(900, 1000), trigger, **ratio, engine=engine)
+    assert nothing.verdict == ("skip" if trigger == "plugin" else "fallback")
 
 
 def test_second_pass_over_an_already_pruned_history_never_summarises(data_dir: Path) -> None:
@@ -96,6 +181,52 @@ def test_second_pass_over_an_already_pruned_history_never_summarises(data_dir: P
     assert "messages" not in fourth  # the history stays as the engine has it
     outcomes = [row.outcome for row, _ in compactions(data_dir)]
     assert outcomes == ["replaced", "skipped", "skipped", "skipped"]
+
+
+def engine_context(tokens: int, window: int, threshold: int, model_window: int) -> dict[str, object]:
+    """``context`` as the mod sends it for the engine's own compaction (plain figures + breakdown)."""
+    plain = tokens - 10_000  # the last response's input, before the output that made the engine fire
+    return {
+        "tokens": plain, "window": model_window, "percent": 100 * plain // model_window,
+        "compaction": {"tokens": tokens, "window": window, "threshold": threshold},
+    }
+
+
+def test_the_engine_s_own_compaction_after_an_earlier_pass_replaces_or_skips_never_summarises(data_dir: Path) -> None:
+    """Spawned with JSON on stdin: an already pruned history grows by a long prompt and two
+    outputs, the engine fires after the second (in flight, pinned). The pass frees about 16 % of the
+    conversation, under the 25 % the engine's own compaction used to need, and brings the
+    context under the engine's threshold: it replaces. Passed again over its own answer it
+    frees nothing: it skips while the model's window has room, and only falls back once full."""
+    first, _ = run_hook(json.dumps(event(tool_heavy_conversation(), data_dir)).encode(), data_dir)
+    assert first["action"] == "replace"
+    prose = " ".join(f"design note {n}: the parser keeps every field as it was read." for n in range(1500))
+    grown = first["messages"] + [{"role": "user", "text": f"do round two; {prose}", "toolUses": [], "handle": "h-r2"}]
+    grown += _bash(6, "seq 100000 103000", "\n".join(str(n) for n in range(100_000, 103_001)), "r2")
+    grown += _bash(7, "yes round two | head -n 700", "\n".join("round two build output" for _ in range(700)), "r2")
+    context = engine_context(70_000, **SMALL_WINDOW)
+
+    ratio, _ = run_hook(json.dumps(event(grown, data_dir, trigger="auto", context=context, options={"minReductionRatio": 0.25})).encode(), data_dir)
+    assert ratio["action"] == "fallback" and re.match(r"below 25.0% minimum: 1\d\.\d% reduction", ratio["reason"]), ratio["reason"]
+    second, _ = run_hook(json.dumps(event(grown, data_dir, trigger="auto", context=context)).encode(), data_dir)
+    assert second["action"] == "replace", second.get("reason")
+    assert re.fullmatch(
+        r"1 of 5 tool outputs moved to the archive \(1 cut to digests\), context 70% → 6\d\.\d% of the 100k-token "
+        r"compaction window, under the engine's 67k threshold, no summary", second["toast"]
+    ), second["toast"]
+    assert second["messages"][-1]["toolResults"] == grown[-1]["toolResults"]  # in flight: whole
+
+    again = event(second["messages"], data_dir, trigger="auto", context=engine_context(70_000, **SMALL_WINDOW))
+    third, _ = run_hook(json.dumps(again).encode(), data_dir)
+    assert third["action"] == "skip" and third["reason"].startswith("nothing left to prune; context 70% → 70% of the 100k-token")
+    full = event(second["messages"], data_dir, trigger="auto", context=engine_context(970_000, **DEFAULT_WINDOW))
+    fourth, _ = run_hook(json.dumps(full).encode(), data_dir)
+    assert fourth["action"] == "fallback" and fourth["reason"].startswith("pruning cannot bring the context under the engine's 967k threshold")
+    rows = [(row.trigger, row.outcome, row.fallback_reason) for row, _ in compactions(data_dir)]
+    assert rows == [
+        ("manual", "replaced", None), ("auto", "fallback", "below-ratio"), ("auto", "replaced", None),
+        ("auto", "skipped", None), ("auto", "fallback", "below-target"),
+    ]
 
 
 def test_the_toast_counts_calls_and_shows_the_window(data_dir: Path) -> None:

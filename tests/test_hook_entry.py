@@ -22,10 +22,11 @@ import pytest
 from fast_jev_compaction.archive import archive_name
 from fast_jev_compaction.audit.store import DecisionLog, open_log
 from fast_jev_compaction.decisions import action_name
+from fast_jev_compaction.hook.answer import wire_messages
+from fast_jev_compaction.hook.compaction import in_flight_preserve
 from fast_jev_compaction.hook.config import HookConfig, resolve_hook_config
-from fast_jev_compaction.hook.entry import in_flight_preserve, keeps_handle, wire_messages
 from fast_jev_compaction.hook.stdin import StdinIdleError, StdinTooLargeError, read_stdin
-from fast_jev_compaction.hook.turns import turn_problems
+from fast_jev_compaction.hook.turns import keeps_handle, turn_problems
 from fast_jev_compaction.markers import LEAD_NOTE
 from fast_jev_compaction.messages import parse_messages
 
@@ -236,15 +237,16 @@ def test_fallback_below_the_minimum_reduction(data_dir: Path) -> None:
     assert len(decisions) == 5 and all(d.chars_freed == 0 for d in decisions)
 
 
-def test_conversation_without_tool_calls_falls_back_with_the_default_minimum(data_dir: Path) -> None:
+def test_conversation_without_tool_calls_skips_on_compact_and_falls_back_for_the_engine_without_figures(data_dir: Path) -> None:
     messages = [
         {"role": "user", "text": "hello", "toolUses": [], "handle": "a"},
         {"role": "assistant", "text": "hi there", "toolUses": [], "handle": "b"},
     ]
     answer, _ = run_hook(json.dumps(event(messages, data_dir)).encode(), data_dir)
+    assert answer == {"action": "skip", "reason": "nothing left to prune", "log": ["decisions: (none)"]}
+    answer, _ = run_hook(json.dumps(event(messages, data_dir, trigger="auto")).encode(), data_dir)
     assert answer["action"] == "fallback"
-    assert answer["reason"].startswith("below 25.0% minimum: 0.0% reduction; no tool calls;")
-    assert answer["log"] == ["decisions: (none)"]
+    assert answer["reason"].startswith("nothing left to prune and the engine's window is not known: 0.0% reduction; no tool calls;")
 
 
 def test_empty_message_list_is_skipped(data_dir: Path) -> None:
@@ -571,7 +573,7 @@ def test_config_defaults_match_upstream() -> None:
         config.max_concurrent_requests,
         config.model,
         config.judge,
-    ) == (0.5, 6, 60, 0.25, 25000, 30000, 250, 4, "jev-latest", "auto")
+    ) == (0.5, 6, 60, 0, 25000, 30000, 250, 4, "jev-latest", "auto")
 
 
 def test_config_wrong_types_fall_back_and_good_values_are_read() -> None:
@@ -647,13 +649,13 @@ def test_wire_messages_policy_and_compact_form() -> None:
 
 
 def test_the_answer_is_sized_as_the_text_it_becomes() -> None:
-    from fast_jev_compaction.hook.entry import _size, answer_text
+    from fast_jev_compaction.hook.answer import answer_size, answer_text
 
     messages = wire_messages(parse_messages(tool_heavy_conversation()))
     answer = {"action": "replace", "messages": [], "toast": "t ✓", "log": ["a", "b"]}
     for count in (0, 1, len(messages)):
         whole = answer_text({**answer, "messages": messages[:count]}).encode("utf-8")
-        assert _size(answer, iter(messages[:count])) == len(whole)
+        assert answer_size(answer, iter(messages[:count])) == len(whole)
 
 
 def _large(prompt: str, reply: str) -> list[dict[str, Any]]:
@@ -778,7 +780,7 @@ def test_an_ignored_option_is_named_in_hook_log_and_another_tools_key_stays_unus
 
 
 def test_hook_log_is_bounded_by_rotation(data_dir: Path) -> None:
-    from fast_jev_compaction.hook.entry import HookLog, rotate_if_full
+    from fast_jev_compaction.hook.log import HookLog, rotate_if_full
 
     data_dir.mkdir(parents=True)
     log = data_dir / "hook.log"

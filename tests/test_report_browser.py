@@ -74,10 +74,10 @@ def _hook(event: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     return answer
 
 
-def _event(messages: list[dict[str, Any]], data_dir: Path) -> dict[str, Any]:
+def _event(messages: list[dict[str, Any]], data_dir: Path, **options: Any) -> dict[str, Any]:
     return {
         "event": "session.compact", "trigger": "manual", "sessionId": SESSION, "pluginRoot": str(REPO),
-        "pluginData": str(data_dir), "cwd": str(data_dir), "options": {}, "messages": messages,
+        "pluginData": str(data_dir), "cwd": str(data_dir), "options": options, "messages": messages,
     }
 
 
@@ -180,7 +180,8 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     replaced = _hook(_event(_example_with_an_injection(), data_dir), data_dir)
     assert replaced["action"] == "replace"
     chat = [{"role": "user", "text": "hello", "toolUses": []}, {"role": "assistant", "text": "hi", "toolUses": []}]
-    assert _hook(_event(chat, data_dir), data_dir)["action"] == "fallback"
+    # /compact with nothing to prune skips; with a minimum reduction set it falls back.
+    assert _hook(_event(chat, data_dir, minReductionRatio=0.25), data_dir)["action"] == "fallback"
     db, out = data_dir / "decisions.sqlite", root / "report.html"
     proc = subprocess.run(
         [sys.executable, "-m", "fast_jev_compaction.cli", "report", "last", "--html", str(out), "--db", str(db)],

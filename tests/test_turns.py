@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from fast_jev_compaction.decisions import Action, CallDecision
 from fast_jev_compaction.digest import DigestShape
-from fast_jev_compaction.hook.entry import wire_messages
+from fast_jev_compaction.hook.answer import wire_messages
 from fast_jev_compaction.hook.turns import carried_by, keeps_handle, regroup, turn_problems
 from fast_jev_compaction.markers import drop_marker
 from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
@@ -254,8 +254,9 @@ def test_every_mix_of_keep_truncate_drop_keeps_the_turn_shape(messages: list[Ses
 
 
 def test_an_answer_that_would_separate_results_from_their_calls_falls_back(monkeypatch, tmp_path) -> None:
-    from fast_jev_compaction.hook import entry
+    from fast_jev_compaction.hook import compaction
     from fast_jev_compaction.hook.event import HookEvent
+    from fast_jev_compaction.hook.log import HookLog
 
     big = "line of output\n" * 800
     messages = [prompt("go"), prose("Both.")]
@@ -264,12 +265,12 @@ def test_an_answer_that_would_separate_results_from_their_calls_falls_back(monke
         messages += [call(n) for n in names] + [result(n, big) for n in reversed(names)]
     messages.append(prose("Done."))
     event = HookEvent(messages=messages, sessionId="s", pluginData=str(tmp_path), options={"preserveRecentMessages": 1})
-    log = entry.HookLog(tmp_path)
+    log = HookLog(tmp_path)
 
-    assert entry.run_compaction(event, log).action == "replaced"
+    assert compaction.run_compaction(event, log).action == "replaced"
     # Without the regrouping the check sees what the engine would repair, and says so.
-    monkeypatch.setattr(entry, "regroup", lambda messages, carried=None: list(messages))
-    outcome = entry.run_compaction(event, log)
+    monkeypatch.setattr(compaction, "regroup", lambda messages, carried=None: list(messages))
+    outcome = compaction.run_compaction(event, log)
     assert outcome.action == "fallback"
     assert outcome.reason.startswith("the pruned history would separate tool results from their calls (tool result t0a ")
     assert "ERROR tool results out of place: tool result t0a is message" in (tmp_path / "hook.log").read_text()

@@ -203,14 +203,15 @@ OPTIONS: tuple[Option, ...] = (
     # -- the plugin ------------------------------------------------------------------------
     Option("compact_at_percent", "number", 60.0, "after a turn, compact once the context window is this full (percent)",
            _where("hook", "mod"), key="compactAtPercent", title="Compaction percentage", minimum=1, maximum=100),
-    Option("target_percent", "number", 40.0, "a compaction aims to bring the context under this share of the "
-           "window (percent); the plugin's own trigger skips when it is already under",
+    Option("target_percent", "number", 40.0, "the plugin's own compaction aims to bring the context under this "
+           "share of the window (percent), and skips when it is already under",
            _where("hook"), key="targetPercent", title="Target percentage", minimum=1, maximum=100),
-    Option("min_freed_percent", "number", 5.0, "a compaction that misses the target still replaces when it frees "
-           "this many points of the window; otherwise the built-in summary runs",
+    Option("min_freed_percent", "number", 5.0, "a compaction that misses its target (targetPercent, or Claude "
+           "Code's own threshold once the window is full) still replaces when it frees this many points of the "
+           "window; otherwise the built-in summary runs",
            _where("hook"), key="minFreedPercent", title="Minimum freed (points)", minimum=0, maximum=100),
-    Option("min_reduction_ratio", "number", 0.25, "the engine's own compactions, and any without a window "
-           "figure: below this reduction (0-1) the built-in summary runs instead",
+    Option("min_reduction_ratio", "number", 0.0, "above 0: any compaction that shrinks the history by less than "
+           "this share (0-1) runs the built-in summary instead, as before the window gate; 0: the window gate decides",
            _where("hook"), key="minReductionRatio", title="Minimum reduction", minimum=0, maximum=1),
     Option("timeout_seconds", "number", 120.0, "how long the Python side may take before the built-in summary runs",
            _where("hook", "mod"), key="timeoutSeconds", title="Compaction time limit (seconds)", minimum=1, maximum=600),

@@ -171,27 +171,30 @@ def test_manual_compact_replaces_the_history_with_the_pruned_verbatim_one(claude
     assert "compactions: 1 (1 replaced, 0 fallback, 0 skipped)" in json.dumps(claude.api.message_requests()[-1])
 
 
-def test_nothing_to_prune_under_the_target_skips_without_a_summary(claude: Claude) -> None:
-    """The seed system ran the lossy summary whenever a pass freed little; under the target
-    there is nothing to do, and the verbatim history stays."""
+@pytest.mark.parametrize("tokens", [1000, 600_000], ids=["under-the-target", "over-the-target"])
+def test_compact_with_nothing_to_prune_skips_without_a_summary(claude: Claude, tokens: int) -> None:
+    """The seed system ran the lossy summary whenever a pass freed little. /compact asks this
+    plugin for a compaction: with nothing left to prune, under the 40 % target or over it (60 %
+    of the 1,000,000-token window), the verbatim history stays."""
+    claude.api.base_tokens = tokens
     sid, compacted = run_and_compact(claude, "do a small thing")
     assert compacted.toasts() == []
     assert compacted.result["result"].startswith("Not compacted")
     assert claude.api.summarizer_requests() == [] and compacted.boundaries() == []
     [(row, _decisions)] = claude.decisions()
     assert (row.outcome, row.session_id) == ("skipped", sid)
-    assert row.reason.startswith("nothing left to prune; context ")
+    where = "under" if tokens < 400_000 else "over"
+    assert row.reason.startswith("nothing left to prune; context ") and f"{where} the 40% target" in row.reason
 
 
-def test_when_pruning_cannot_reach_the_target_one_built_in_summary_runs(claude: Claude) -> None:
-    claude.api.base_tokens = 600_000  # 60 % of the 1,000,000-token window, over the 40 % target
-    sid, compacted = run_and_compact(claude, "do a small thing")
+def test_with_min_reduction_ratio_set_a_pass_short_of_it_runs_one_built_in_summary(claude: Claude) -> None:
+    sid, compacted = run_and_compact(claude, minReductionRatio=0.99)
     [toast] = compacted.toasts()
-    assert toast.startswith("fallback to built-in summary (nothing left to prune and the context is at ")
+    assert toast.startswith("fallback to built-in summary (below 99.0% minimum: ")
     assert len(claude.api.summarizer_requests()) == 1
     assert [b["trigger"] for b in compacted.boundaries()] == ["manual"]
     [(row, _decisions)] = claude.decisions()
-    assert (row.outcome, row.session_id, row.fallback_reason) == ("fallback", sid, "below-target")
+    assert (row.outcome, row.session_id, row.fallback_reason) == ("fallback", sid, "below-ratio")
 
 
 @pytest.mark.parametrize(

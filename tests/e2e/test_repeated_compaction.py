@@ -193,9 +193,7 @@ def test_three_engine_auto_compactions_mid_turn_each_replace_the_history(claude:
     # Where a later round starts (the fake's base tokens make up the difference to the pruned
     # history): 2.1.332 under --autocompact 100000 compacts once the last usage plus the new
     # output passes about 60k, so a later round crosses after its second output or later,
-    # never on its first. (Crossing on a first output of 21k chars pins it: the pass then frees
-    # under minReductionRatio of a history already pruned, and the engine's own trigger falls
-    # to the summary by design, hook/gate.py.)
+    # never on its first (the next test crosses on the first).
     later_start = 33_000
     sid: str | None = None
     for number, prompt in enumerate(ROUNDS, start=1):
@@ -229,6 +227,59 @@ def test_three_engine_auto_compactions_mid_turn_each_replace_the_history(claude:
     assert named and set(moved) <= named
     for path in named:
         assert Path(path).read_text(encoding="utf-8") in originals.values(), path
+
+
+def test_the_engine_firing_right_after_a_large_output_over_a_pruned_history_never_summarises(claude: Claude) -> None:
+    """Found in the real binary: a later round crossed the --autocompact limit on its first
+    output, which the pass keeps (in flight); over a history already pruned it freed under
+    minReductionRatio (21 % here) and the built-in summary threw the verbatim history away.
+    The mod now hands the hook the engine's threshold and compaction window (the usage
+    breakdown): a pass is judged by them. Three rounds: the first pass replaces; the second
+    round's passes replace, the first of them over the threshold with room left in the model's
+    window; the third round's pass finds nothing left to prune and skips (the engine says
+    "not compacted" and goes on with the turn)."""
+    claude.api.token_factor = 4.0
+    settings = claude.settings(preserveRecentMessages=2)
+    # Prose the pass keeps whole: what it frees is a smaller share of the conversation.
+    prose = " ".join(f"design note {n}: the parser keeps every field as it was read." for n in range(150))
+    # Where each later round starts (the fake's base makes up the difference to the pruned
+    # history): from 62k the first output of round two passes 2.1.332's 67k threshold under
+    # --autocompact 100000, and round three's one small output passes it from 75k.
+    rounds = (("do the thing", None), (f"do round two. {prose}", 62_000), ("do a small thing", 75_000))
+    sid: str | None = None
+    for number, (prompt, start) in enumerate(rounds, start=1):
+        if start is not None:
+            claude.api.base_tokens = start - len(json.dumps(conversation(claude.api.message_requests()[-1])))
+        passes = len(claude.decisions())
+        run = claude.run(prompt, "--autocompact", "100000", resume=sid, settings=settings)
+        assert run.returncode == 0 and run.result["result"] == FINAL_TEXT, (run.result, run.stderr[-2000:])
+        sid = sid or run.session_id
+        rows = claude.decisions()[passes:]
+        assert rows, f"round {number}: the engine never fired"
+        assert len(run.boundaries()) == sum(row.outcome == "replaced" for row, _ in rows)
+        assert claude.api.summarizer_requests() == [], f"round {number} asked for a summary"
+        requests = claude.api.message_requests()
+        assert_history_holds(requests[-1], [list(ds) for _row, ds in claude.decisions()], originals_seen(requests))
+        if number == 1:
+            assert [(row.trigger, row.outcome) for row, _ in rows] == [("auto", "replaced")]
+        elif number == 2:
+            assert [(row.trigger, row.outcome) for row, _ in rows] == [("auto", "replaced")] * len(rows)
+            # The first pass fired on the round's first output (pinned, in flight) and freed
+            # under the 25 % the engine's own compaction used to need.
+            first_row, first = rows[0]
+            [pinned] = [d for d in first if d.reason == "pinned"]
+            assert "seq 100000 103000" in pinned.input_preview and "round two filler" not in json.dumps([d.input_preview for d in first])
+            assert re.match(r"(1\d|2[0-4])\.\d% reduction", first_row.reason), first_row.reason
+            assert "67k threshold" in run.toasts()[0] and run.toasts()[0].endswith(", no summary"), run.toasts()
+        else:
+            [(row, decisions)] = rows
+            assert (row.trigger, row.outcome) == ("auto", "skipped"), row.reason
+            assert row.reason.startswith("nothing left to prune; context ") and "67k threshold with room left" in row.reason
+            assert all(d.action == "keep" for d in decisions) and run.toasts() == []
+            [notice] = [e["text"] for e in run.system("notification") if e.get("key") == "compaction-skipped"]
+            assert notice.startswith("not compacted · nothing left to prune"), notice
+    records = claude.transcript(sid or "")
+    assert not any(r.get("isCompactSummary") for r in records)
 
 
 # --------------------------------------------------------------------------- the 60 % trigger

@@ -2,23 +2,31 @@
 
 A ratio of characters is the wrong unit once a session has been compacted before: a second pass
 over an already pruned history frees little, and "below 25 %" used to mean "summarise", which
-threw away the verbatim history the first pass kept. The gate speaks in points of the context
-window instead, as the trigger does:
+threw away the verbatim history the first pass kept. The gate speaks in points of a window
+instead, and "nothing left to prune" is never a failure. By who asked for the compaction:
 
-- under ``targetPercent`` there is nothing to do: the pass skips (and a pass that frees nothing
-  there skips too: "nothing left to prune" is not a failure);
-- a pass replaces when it brings the context under the target, or frees at least
-  ``minFreedPercent`` points of the window;
-- only when pruning cannot reach either does the built-in summary run; except that the plugin's
-  own trigger never summarises a history with nothing left to prune: it skips, and the engine's
-  own compaction stays the backstop when the window really fills (otherwise each re-fire after
-  usage grew in turns without new tool output would throw the verbatim history away).
+- ``plugin`` (the mod's trigger at ``compactAtPercent``): under ``targetPercent`` of the model's
+  window it skips before any work; a pass replaces when it brings the context under the target
+  or frees at least ``minFreedPercent`` points; one that frees nothing skips, however full the
+  window (the engine's own compaction is the backstop); only a pass that frees too little
+  hands over to the summary.
+- ``manual`` (``/compact``): the person asked for a compaction, so a pass that frees anything
+  replaces and one that frees nothing skips, saying so (a summary is not what they asked for
+  from this plugin, and it would throw away the verbatim history).
+- ``auto`` and ``precompute`` (the engine at its own threshold): judged against what made the
+  engine fire, its ``autoCompactThreshold`` in its compaction window (the mod reads both from
+  the usage breakdown). A pass that brings the context under the threshold replaces. Over it,
+  while the model's window still has the engine's buffer free beyond the context (a
+  compaction window smaller than the model's, as ``--autocompact`` or the settings give), the
+  engine can go on: a pass that frees anything replaces and one that frees nothing skips (the
+  engine then shows "not compacted", carries on with the turn and asks again at its next
+  check). Only with that room gone does a pass need the threshold or ``minFreedPercent``
+  points, else the summary runs: a session that cannot send its next request is worse than a
+  summary. Without the engine's figures (a subagent's transcript: the usage is the main
+  conversation's) a pass that frees anything replaces and one that frees nothing falls back.
 
-This applies to the compactions the user or the plugin asks for (``manual``, ``plugin``). The
-engine's own (``auto``, ``precompute``) fire when the engine's limit is reached, which may be
-its ``--autocompact`` figure rather than a share of the window: the context must shrink, so
-``minReductionRatio`` decides there, as it always did, and so it does when the engine did not say
-how full the window is (right after a compaction it does not know yet).
+``minReductionRatio`` set above 0 restores the ratio for every trigger: below it the summary
+runs, as before the window gate (the plugin trigger's two skips stay).
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ CHARS_PER_TOKEN = 3.5
 
 @dataclass(frozen=True)
 class Window:
-    """How full the context window is, as the engine measured it before the compaction."""
+    """How full a context window is (tokens of ``size``), as the engine measured it before the compaction."""
 
     tokens: int
     size: int
@@ -44,8 +52,26 @@ class Window:
     def percent(self) -> float:
         return 100.0 * self.tokens / self.size
 
+    def tokens_after(self, freed_chars: int) -> float:
+        return max(0.0, self.tokens - freed_chars / CHARS_PER_TOKEN)
+
     def percent_after(self, freed_chars: int) -> float:
-        return 100.0 * max(0.0, self.tokens - freed_chars / CHARS_PER_TOKEN) / self.size
+        return 100.0 * self.tokens_after(freed_chars) / self.size
+
+
+@dataclass(frozen=True)
+class EngineLimit:
+    """Where the engine's own compaction fires: its estimate of the context (the output that
+    made it fire included) in its compaction window, its threshold there, and the model's window."""
+
+    window: Window
+    threshold: int
+    model_window: int
+
+    def has_room(self, freed_chars: int) -> bool:
+        """Whether the model's window still holds the engine's buffer beyond the context."""
+        buffer = self.window.size - self.threshold
+        return self.window.tokens_after(freed_chars) + buffer < self.model_window
 
 
 def _positive_number(value: object) -> TypeGuard[int | float]:
@@ -58,6 +84,20 @@ def window_of(context: Any) -> Window | None:
         return None
     tokens, size = context.get("tokens"), context.get("window")
     return Window(int(tokens), int(size)) if _positive_number(tokens) and _positive_number(size) else None
+
+
+def engine_limit_of(context: Any) -> EngineLimit | None:
+    """``context.compaction`` as the mod reads it from the usage breakdown (``{tokens, window,
+    threshold}``: ``totalTokens``, ``rawMaxTokens``, ``autoCompactThreshold``), beside the model's
+    ``window``; None when any figure is missing (auto-compaction off, an older engine)."""
+    if not isinstance(context, Mapping) or not isinstance(figures := context.get("compaction"), Mapping):
+        return None
+    tokens, size, threshold, model = (figures.get("tokens"), figures.get("window"), figures.get("threshold"), context.get("window"))
+    if not (_positive_number(tokens) and _positive_number(size) and _positive_number(threshold) and _positive_number(model)):
+        return None
+    if threshold > size:
+        return None
+    return EngineLimit(Window(int(tokens), int(size)), int(threshold), int(model))
 
 
 Verdict = Literal["replace", "skip", "fallback"]
@@ -74,8 +114,13 @@ def points(value: float) -> str:
     return f"{value:.1f}".rstrip("0").rstrip(".") + "%"
 
 
-# Compactions someone asked for; the engine's own triggers must free room whatever the window says.
-WINDOW_TRIGGERS = frozenset({"manual", "plugin"})
+def tokens_text(value: float) -> str:
+    return f"{value / 1000:.1f}".rstrip("0").rstrip(".") + "k"
+
+
+# The engine's own compactions: they fire at its threshold, not at a share of the model's window.
+ENGINE_TRIGGERS = frozenset({"auto", "precompute"})
+NOTHING_LEFT = "nothing left to prune"
 
 
 def before_pass(window: Window | None, trigger: str, target_percent: float) -> GateResult | None:
@@ -93,26 +138,71 @@ def after_pass(
     target_percent: float,
     min_freed_percent: float,
     min_reduction_ratio: float,
+    engine: EngineLimit | None = None,
 ) -> GateResult:
     freed = max(0, stats.chars_before - stats.chars_after)
-    if window is None or trigger not in WINDOW_TRIGGERS:
+    if freed == 0 and trigger == "plugin":
+        return _nothing_left(window, target_percent)
+    if min_reduction_ratio > 0:
         if stats.reduction_ratio < min_reduction_ratio:
-            return GateResult(
-                "fallback", f"below {percent(min_reduction_ratio)} minimum", "below-ratio"
-            )
+            return GateResult("fallback", f"below {percent(min_reduction_ratio)} minimum", "below-ratio")
+        return GateResult("replace", f"{percent(stats.reduction_ratio)} of the conversation freed")
+    if trigger in ENGINE_TRIGGERS:
+        return _engine_gate(stats, freed, engine, min_freed_percent)
+    if trigger != "plugin":  # manual: the person asked for a compaction
+        if freed == 0:
+            return _nothing_left(window, target_percent)
+        return GateResult("replace", _moved(window, freed) or f"{percent(stats.reduction_ratio)} of the conversation freed")
+    return _plugin_gate(stats, freed, window, target_percent, min_freed_percent)
+
+
+def _moved(window: Window | None, freed: int) -> str | None:
+    return None if window is None else f"context {points(window.percent)} → {points(window.percent_after(freed))}"
+
+
+def _nothing_left(window: Window | None, target_percent: float) -> GateResult:
+    if window is None:
+        return GateResult("skip", NOTHING_LEFT)
+    where = "under" if window.percent < target_percent else "over"
+    return GateResult("skip", f"{NOTHING_LEFT}; {_moved(window, 0)}, {where} the {points(target_percent)} target")
+
+
+def _plugin_gate(
+    stats: CompactStats, freed: int, window: Window | None, target_percent: float, min_freed_percent: float
+) -> GateResult:
+    if window is None:
         return GateResult("replace", f"{percent(stats.reduction_ratio)} of the conversation freed")
     before, after = window.percent, window.percent_after(freed)
     moved = f"context {points(before)} → {points(after)}"
-    if freed == 0:
-        if before < target_percent or trigger == "plugin":
-            where = "under" if before < target_percent else "over"
-            return GateResult("skip", f"nothing left to prune; {moved}, {where} the {points(target_percent)} target")
-        return GateResult("fallback", f"nothing left to prune and the context is at {points(before)}", "below-target")
     if after <= target_percent or before - after >= min_freed_percent:
         return GateResult("replace", moved)
     return GateResult(
         "fallback",
         f"pruning frees only {points(before - after)} of the window ({moved}), short of the "
         f"{points(target_percent)} target and the {points(min_freed_percent)} minimum",
+        "below-target",
+    )
+
+
+def _engine_gate(stats: CompactStats, freed: int, engine: EngineLimit | None, min_freed_percent: float) -> GateResult:
+    if engine is None:
+        if freed == 0:
+            return GateResult("fallback", f"{NOTHING_LEFT} and the engine's window is not known", "below-target")
+        return GateResult("replace", f"{percent(stats.reduction_ratio)} of the conversation freed")
+    window = engine.window
+    before, after = window.percent, window.percent_after(freed)
+    moved = f"context {points(before)} → {points(after)} of the {tokens_text(window.size)}-token compaction window"
+    threshold = f"the engine's {tokens_text(engine.threshold)} threshold"
+    if window.tokens_after(freed) < engine.threshold:
+        return GateResult("replace", f"{moved}, under {threshold}")
+    if engine.has_room(freed):
+        if freed == 0:
+            return GateResult("skip", f"{NOTHING_LEFT}; {moved}, over {threshold} with room left in the model's window")
+        return GateResult("replace", f"{moved}, over {threshold} with room left in the model's window")
+    if before - after >= min_freed_percent:
+        return GateResult("replace", moved)
+    return GateResult(
+        "fallback",
+        f"pruning cannot bring the context under {threshold} ({moved}) and the model's window is full",
         "below-target",
     )

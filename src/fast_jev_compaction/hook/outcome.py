@@ -1,7 +1,7 @@
 """What one hook run came to: the answer for the mod and what the decision log records of it.
 
-Its own module so that the entry, which makes outcomes, and the record, which writes them, both
-import it and not each other.
+Its own module so that the compaction and the entry, which make outcomes, and the record, which
+writes them, all import it and not each other.
 """
 
 from __future__ import annotations

@@ -8,17 +8,20 @@ time from the whole hook run, so a failed Jev run is not logged as free.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..audit.redact import preview
 from ..audit.store import CompactionRow, DecisionRow, record_or_spill
+from ..private_files import make_private_dirs
 from ..redaction import redact_text
 from ..rules import RULE_NAMES
 from ..textutil import escape_unwritable
 
 if TYPE_CHECKING:
     from .event import HookEvent
+    from .log import HookLog
     from .outcome import Outcome
 
 
@@ -97,3 +100,22 @@ def record_outcome(path: Path, event: "HookEvent | None", outcome: "Outcome") ->
     """The row's id, or the spill entry it went to when the log stayed locked past its budget."""
     row, decisions = rows_for(event, outcome)
     return record_or_spill(path, row, decisions)
+
+
+DECISIONS_DB = "decisions.sqlite"
+
+
+def record_decisions(event: "HookEvent | None", outcome: "Outcome", directory: Path | None, log: "HookLog") -> None:
+    """One row per compaction and one per decided call; a failing log never changes the answer."""
+    if directory is None:
+        log.error("decision log not written (no usable plugin data folder)")
+        return
+    try:
+        make_private_dirs(directory)
+        # Created 0600 before SQLite opens it: its -wal and -shm files copy the database's mode.
+        os.close(os.open(directory / DECISIONS_DB, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        written = record_outcome(directory / DECISIONS_DB, event, outcome)
+        if isinstance(written, Path):
+            log.info(f"decision log busy past its budget; row kept in {written.name} for the next write")
+    except Exception as exc:  # a locked or broken database must not cost the compaction
+        log.error(f"decision log not written ({type(exc).__name__}: {exc})")

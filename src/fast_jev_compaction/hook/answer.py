@@ -1,0 +1,82 @@
+"""The JSON document the hook answers the mod: replace, fallback or skip.
+
+A replace answer is sized one message at a time, so a history too large to send is never built
+as one text; past ``STDOUT_SOFT_LIMIT`` kept prompts go by handle and stored tool records are
+left out.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Sequence
+
+from ..messages import SessionMessage
+from ..redaction import redact_text
+from ..textutil import js_json
+from .outcome import Answer
+from .turns import keeps_handle
+
+# $.process.run caps stdout at 4 MiB; past this an answer refers to untouched messages by handle.
+STDOUT_SOFT_LIMIT = 3 * 1024 * 1024
+
+
+def fallback_answer(reason: str, log: Sequence[str] = ()) -> Answer:
+    reason = redact_text(reason)  # it can quote an error body; the toast and the mod's log show it
+    return {
+        "action": "fallback",
+        "reason": reason,
+        "toast": f"fallback to built-in summary ({reason})",
+        "log": list(log),
+    }
+
+
+def skip_answer(reason: str, log: Sequence[str] = ()) -> Answer:
+    return {"action": "skip", "reason": reason, "log": list(log)}
+
+
+def answer_text(answer: Answer) -> str:
+    """The answer as one line of JSON that encodes as strict UTF-8 (lone surrogates escaped)."""
+    return js_json(answer)
+
+
+def toast_text(stats: Any, how: str) -> str:
+    """``12 of 40 tool outputs moved to the archive (9 cut to digests, 3 dropped), context 61% → 23%, no summary``."""
+    unpinned = stats.calls - stats.pinned
+    cut = stats.truncated + stats.dropped
+    parts = [f"{stats.truncated} cut to digests"] if stats.truncated else []
+    if stats.dropped:
+        parts.append(f"{stats.dropped} dropped")
+    detail = f" ({', '.join(parts)})" if parts else ""
+    return f"{cut} of {unpinned} tool outputs moved to the archive{detail}, {how}, no summary"
+
+
+def _without_bulk(block: dict[str, Any]) -> dict[str, Any]:
+    # ``result`` is the tool's stored record (the model reads ``text``); a rebuilt block can do
+    # without it when the answer must shrink to fit the host's stdout cap.
+    return {k: v for k, v in block.items() if k != "result"}
+
+
+def wire_messages(out: Sequence[SessionMessage], *, compact: bool = False) -> list[dict[str, Any]]:
+    """The replace answer's messages; ``compact`` refers to kept prompts by handle, drops bulk."""
+    return list(wired(out, compact))
+
+
+def wired(out: Sequence[SessionMessage], compact: bool) -> Iterator[dict[str, Any]]:
+    for message in out:
+        if keeps_handle(message):
+            yield {"handle": message.handle} if compact else message.to_wire()
+            continue
+        data = message.to_wire()
+        data.pop("handle", None)
+        if compact:
+            data["toolUses"] = [_without_bulk(b) for b in data.get("toolUses", [])]
+            if "toolResults" in data:
+                data["toolResults"] = [_without_bulk(b) for b in data["toolResults"]]
+        yield data
+
+
+def answer_size(answer: Answer, messages: Iterable[dict[str, Any]]) -> int:
+    """Bytes of ``answer_text`` of the answer with these messages, serialised one at a time."""
+    total = len(answer_text({**answer, "messages": []}).encode("utf-8"))
+    for count, message in enumerate(messages):
+        total += len(js_json(message).encode("utf-8")) + (1 if count else 0)  # the comma between two
+    return total

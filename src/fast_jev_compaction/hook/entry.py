@@ -30,6 +30,7 @@ from .config import HookConfig, resolve_hook_config
 from .deadline import Deadline, DeadlineError
 from .event import HookEvent, parse_event
 from .gate import after_pass, before_pass, window_of
+from .media import with_media
 from .meta import read_hung_texts, transcript_file
 from .outcome import Answer, Outcome
 from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_stdin
@@ -331,6 +332,7 @@ def run_compaction(
         return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, gate.category)
 
     out = regroup(result.messages, carried_by(messages, _hung_texts(event, messages, log)))
+    out = with_media(out, event, options.archive_dir, log.error)
     if (result.stats.truncated or result.stats.dropped) and not any(m.text == LEAD_NOTE for m in out):
         # Once per history: a later pass finds it and adds none (the engine merges it into the
         # first user message of the request).

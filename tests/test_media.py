@@ -21,7 +21,7 @@ import pytest
 
 from fast_jev_compaction.archive import write_archive
 from fast_jev_compaction.hook.event import HookEvent
-from fast_jev_compaction.hook.media import Media, from_content, from_record, transcript_media, with_media, with_notes
+from fast_jev_compaction.hook.media import Media, found_media, from_content, from_record, transcript_media, with_media, with_notes
 from fast_jev_compaction.markers import PREFIX
 from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
 from test_hook_entry import event, run_hook, tool_heavy_conversation
@@ -194,6 +194,19 @@ def test_the_transcript_gives_the_bytes_a_record_left_out(tmp_path: Path) -> Non
     # A subagent's results are not in the session transcript: its record is all there is.
     sub = with_media(messages, hook_event(messages, config, agentId="agent-1"), str(tmp_path / "sub"), [].append)
     assert "replaced an image/png (48.2 kB)" in sub[2].toolResults[0].text  # type: ignore[index]
+
+
+def test_the_transcript_is_opened_only_for_results_a_record_leaves_in_doubt(tmp_path: Path) -> None:
+    other = png(4, 4)
+    session = tmp_path / "sid-1.jsonl"
+    session.write_bytes(transcript_line("toolu_img", [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": base64.b64encode(other).decode()}}]))
+    # A record with the bytes settles it: the transcript's (here different) bytes are not read.
+    assert found_media(image_messages({"result": READ_RECORD}), session)["toolu_img"][0].data == PNG
+    # An empty result with no record at all: the transcript says what it was.
+    assert found_media(image_messages(), session)["toolu_img"][0].data == other
+    # A result with text and no telling record: nothing to look up.
+    with_text = [SessionMessage(role="user", toolResults=[ToolResult("toolu_img", "some output")])]
+    assert found_media(with_text, session) == {}
 
 
 def test_an_unwritable_archive_costs_the_path_only(tmp_path: Path) -> None:

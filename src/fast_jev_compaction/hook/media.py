@@ -9,10 +9,10 @@ blocks as nothing. Without a note the model would find an empty result where it 
 Where the content is still there this module saves it to the archive, content-addressed and
 written once like the cut outputs, as a file the Read tool can show (``<hash>.png``), and the
 rebuilt result says where it went; where only a description is left, the result says what was
-there. The content comes, best first, from the session transcript (the ``tool_result`` blocks
-the model read, base64 ``source.data`` included) and from the tool's stored record the engine
-hands over as ``result`` (Read: ``{"type": "image", "file": {"base64", "type"}}``; ToolSearch:
-``{"matches": [...]}``; an MCP tool: its content blocks).
+there. The content comes from the tool's stored record the engine hands over as ``result``
+(Read: ``{"type": "image", "file": {"base64", "type"}}``; ToolSearch: ``{"matches": [...]}``;
+an MCP tool: its content blocks), and where that leaves it in doubt from the session
+transcript (the ``tool_result`` blocks the model read, base64 ``source.data`` included).
 """
 
 from __future__ import annotations
@@ -189,7 +189,13 @@ def with_notes(
 
 
 def found_media(original: Sequence[SessionMessage], transcript: Path | None) -> dict[str, list[Media]]:
-    """Non-text items of the input's tool results: from the transcript, else the stored records."""
+    """Non-text items of the input's tool results: from the stored records, and from the
+    transcript for the results a record leaves in doubt.
+
+    A record with the bytes settles its result (Read's holds the very image the model got); an
+    image whose record lacks them, or an empty result without a telling record, is looked up in
+    the transcript. Most compactions have neither and never open it.
+    """
     found: dict[str, list[Media]] = {}
     # The same record rides on the call and on its result; the result's is read first.
     blocks = [(r.tool_use_id, r.extra) for m in original for r in m.toolResults or []]
@@ -199,8 +205,14 @@ def found_media(original: Sequence[SessionMessage], transcript: Path | None) -> 
             items = from_record(extra["result"])
             if items:
                 found[tool_use_id] = items
-    if transcript is not None and transcript.stat().st_size <= MAX_TRANSCRIPT_BYTES:
-        wanted = {r.tool_use_id for m in original for r in m.toolResults or []}
+    wanted = {
+        r.tool_use_id
+        for m in original
+        for r in m.toolResults or []
+        if any(item.kind != "tools" and item.data is None for item in found.get(r.tool_use_id, ()))
+        or (r.tool_use_id not in found and not r.text)
+    }
+    if wanted and transcript is not None and transcript.stat().st_size <= MAX_TRANSCRIPT_BYTES:
         with transcript.open("rb") as fh:
             found.update(transcript_media(fh, wanted))
     return found

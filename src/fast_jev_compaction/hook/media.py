@@ -11,7 +11,7 @@ written once like the cut outputs, as a file the Read tool can show (``<hash>.pn
 rebuilt result says where it went; where only a description is left, the result says what was
 there. The content comes from the tool's stored record the engine hands over as ``result``
 (Read: ``{"type": "image", "file": {"base64", "type"}}``; ToolSearch: ``{"matches": [...]}``;
-an MCP tool: its content blocks), and where that leaves it in doubt from the session
+an MCP tool: its content blocks, the very list the model read), and where that leaves it in doubt from the session
 transcript (the ``tool_result`` blocks the model read, base64 ``source.data`` included).
 """
 

@@ -8,7 +8,18 @@ import re
 
 import pytest
 
-from fast_jev_compaction.markers import LEAD_NOTE, carries_mark, drop_marker, gap, ids_line, saved_path, truncation_note
+from fast_jev_compaction.markers import (
+    LEAD_NOTE,
+    carries_mark,
+    drop_marker,
+    gap,
+    ids_line,
+    media_note,
+    saved_path,
+    size_text,
+    tools_note,
+    truncation_note,
+)
 from fast_jev_compaction.pairing import ToolCall
 from fast_jev_compaction.questions import STATE_CONTEXT, questions_for
 
@@ -53,6 +64,19 @@ EXPECTED_UNSAVED_DROP = (
     "re-run it if needed]"
 )
 
+IMAGE = "/home/u/.claude/plugins/data/fast-jev-compaction/archive/0123456789abcdef0123456789abcdef.png"
+EXPECTED_IMAGE_NOTE = (
+    f"[fast-jev-compaction saved an image/png (48.2 kB) of this output at {IMAGE}; Read it to see it again]"
+)
+EXPECTED_UNSAVED_IMAGE_NOTE = (
+    "[fast-jev-compaction replaced an image/png (48.2 kB) of this output with this line; re-run the "
+    "tool to see it again]"
+)
+EXPECTED_TOOLS_NOTE = (
+    "[fast-jev-compaction notes that this search loaded the tools CronCreate, CronList; ToolSearch "
+    'with "select:CronCreate,CronList" loads them again if needed]'
+)
+
 EXPECTED_LEAD = (
     "[fast-jev-compaction: this conversation was compacted without a summary. Older tool outputs "
     "were cut to their key lines or moved out of it; each marker names the file that holds the full "
@@ -77,6 +101,9 @@ def model_facing_texts() -> dict[str, str]:
         "gap": gap(24396),
         "ids line": ids_line(["src/payments/ledger_client.py", "test_partial_refund_rounding"]),
         "lead note": LEAD_NOTE,
+        "image note": media_note("an image/png", 48213, IMAGE),
+        "unsaved image note": media_note("an image/png", 48213, None),
+        "tools note": tools_note(["CronCreate", "CronList"]),
     }
 
 
@@ -103,6 +130,9 @@ def test_markers_are_pinned():
     assert texts["gap"] == "[… 24,396 chars …]"
     assert texts["ids line"] == "[ids and paths further in: src/payments/ledger_client.py test_partial_refund_rounding]"
     assert texts["lead note"] == EXPECTED_LEAD
+    assert texts["image note"] == EXPECTED_IMAGE_NOTE
+    assert texts["unsaved image note"] == EXPECTED_UNSAVED_IMAGE_NOTE
+    assert texts["tools note"] == EXPECTED_TOOLS_NOTE
 
 
 @pytest.mark.parametrize("name", list(model_facing_texts()))
@@ -140,3 +170,29 @@ def test_markers_of_earlier_releases_are_recognised(text):
 
 def test_ordinary_text_is_not_a_marker():
     assert not carries_mark("grep output mentioning [fast-jev-compaction] in a README")
+
+
+def test_a_saved_image_note_names_its_file_and_says_to_read_it():
+    text = model_facing_texts()["image note"]
+    assert text.endswith(f"at {IMAGE}; Read it to see it again]")
+    assert "re-run" not in text
+
+
+@pytest.mark.parametrize("name", ["unsaved image note", "tools note"])
+def test_notes_without_a_file_say_how_to_get_the_content_back(name):
+    text = model_facing_texts()[name]
+    assert "saved" not in text and "/" not in text.replace("image/png", "")  # no invented path
+    assert text.endswith(("re-run the tool to see it again]", "loads them again if needed]"))
+
+
+@pytest.mark.parametrize("name", ["image note", "unsaved image note", "tools note"])
+def test_a_note_for_kept_content_is_not_a_cut(name):
+    """The result stays: a later pass may still cut its text (``carries_mark`` means "already cut")."""
+    assert not carries_mark("some output\n" + model_facing_texts()[name])
+
+
+@pytest.mark.parametrize(
+    ("size", "shown"), [(75, "75 bytes"), (999, "999 bytes"), (1000, "1.0 kB"), (48213, "48.2 kB"), (3_140_000, "3.1 MB")]
+)
+def test_sizes_are_shown_with_one_decimal(size, shown):
+    assert size_text(size) == shown

@@ -1,4 +1,5 @@
-"""Where cut outputs are saved: a content-addressed folder of plain text files.
+"""Where cut outputs are saved: a content-addressed folder of plain text files (and the images
+and documents of rebuilt results, :mod:`.hook.media`).
 
 A file's name is a hash of the output it holds, so identical outputs are stored once, a name
 cannot collide with another output or escape the folder, and a file is written once and never
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,8 @@ from .private_files import make_private_dirs, write_private
 SUFFIX = ".txt"
 # Enough of a SHA-256 to make an accidental collision impossible in practice, short enough to read.
 NAME_HEX = 32
+# What this module names: a hash and an extension. Only such files are ever pruned.
+_ARCHIVED = re.compile(rf"[0-9a-f]{{{NAME_HEX}}}\.[a-z0-9]{{1,5}}")
 
 
 def encoded(text: str) -> bytes:
@@ -45,8 +49,8 @@ class ArchiveReport:
     removed: int = 0
 
 
-def write_archive(files: Mapping[str, str], *, max_bytes: int | None = None, max_age_days: float | None = None) -> ArchiveReport:
-    """Write each ``path -> text`` not already there (private, atomic); then bound the folder(s).
+def write_archive(files: Mapping[str, str | bytes], *, max_bytes: int | None = None, max_age_days: float | None = None) -> ArchiveReport:
+    """Write each ``path -> text or bytes`` not already there (private, atomic); then bound the folder(s).
 
     Raises OSError when a file cannot be written, so the caller can fall back to notes without
     a path; a folder that cannot be pruned is left as it is.
@@ -62,7 +66,7 @@ def write_archive(files: Mapping[str, str], *, max_bytes: int | None = None, max
             os.utime(target)
             report.reused += 1
             continue
-        write_private(target, encoded(text), replace=False)
+        write_private(target, text if isinstance(text, bytes) else encoded(text), replace=False)
         report.written += 1
     if max_bytes is not None or max_age_days is not None:
         for folder in folders:
@@ -75,7 +79,7 @@ def prune(folder: Path, *, max_bytes: int | None, max_age_days: float | None, ke
     try:
         entries = []
         for entry in os.scandir(folder):
-            if entry.is_file(follow_symlinks=False) and entry.name.endswith(SUFFIX):
+            if entry.is_file(follow_symlinks=False) and _ARCHIVED.fullmatch(entry.name):
                 info = entry.stat(follow_symlinks=False)
                 entries.append((info.st_mtime, info.st_size, entry.path))
     except OSError:

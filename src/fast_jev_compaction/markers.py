@@ -69,3 +69,30 @@ def ids_line(tokens: list[str]) -> str:
 def gap(omitted_chars: int) -> str:
     """Stands inside a digest where lines were left out."""
     return f"[… {omitted_chars:,} chars …]"
+
+
+def size_text(size: int) -> str:
+    """A byte count as people read it: ``75 bytes``, ``48.2 kB``, ``3.1 MB`` (one decimal)."""
+    if size < 1000:
+        return f"{size} bytes"
+    if size < 1_000_000:
+        return f"{size / 1000:.1f} kB"
+    return f"{size / 1_000_000:.1f} MB"
+
+
+def media_note(what: str, size: int | None, saved_at: str | None) -> str:
+    """Stands in a rebuilt tool result for an image or document the rebuild cannot carry.
+
+    ``what`` names it (``an image/png``). Not one of the marks :func:`carries_mark` knows: the
+    result is kept, not cut, and a later pass may still cut its text.
+    """
+    sized = f"{what} ({size_text(size)})" if size is not None else what
+    if saved_at:
+        return f"{PREFIX} saved {sized} of this output at {saved_at}; Read it to see it again]"
+    return f"{PREFIX} replaced {sized} of this output with this line; re-run the tool to see it again]"
+
+
+def tools_note(names: list[str]) -> str:
+    """Stands in a rebuilt tool-search result for the tool definitions it loaded (not carried)."""
+    listed = ", ".join(names)
+    return f"{PREFIX} notes that this search loaded the tools {listed}; ToolSearch with \"select:{','.join(names)}\" loads them again if needed]"

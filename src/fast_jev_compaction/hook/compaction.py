@@ -18,6 +18,7 @@ from .event import HookEvent
 from .gate import after_pass, before_pass, engine_limit_of, window_of
 from .judge import answer_cache, build_asker
 from .log import HookLog
+from .media import with_media
 from .meta import read_hung_texts, transcript_file
 from .outcome import Answer, Outcome
 from .tally import Tally
@@ -128,6 +129,7 @@ def run_compaction(
         return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, gate.category)
 
     out = regroup(result.messages, carried_by(messages, _hung_texts(event, messages, log)))
+    out = with_media(out, event, options.archive_dir, log.error)
     if (result.stats.truncated or result.stats.dropped) and not any(m.text == LEAD_NOTE for m in out):
         # Once per history: a later pass finds it and adds none (the engine merges it into the
         # first user message of the request).

@@ -804,3 +804,19 @@ def test_a_compacted_history_starts_with_one_lead_line_and_a_later_pass_adds_non
     second, _ = run_hook(json.dumps(event(again, data_dir)).encode(), data_dir)
     assert second["action"] == "replace", second.get("reason")
     assert [m.get("text") for m in second["messages"]].count(LEAD_NOTE) == 1
+
+
+def test_stdin_text_is_read_on_demand() -> None:
+    from fast_jev_compaction.hook.stdin import StdinText
+
+    # A character cut between two reads, after a byte order mark and leading blanks.
+    fd, writer = _pipe_with("\ufeff \n{\"a\": \"é→𝄞\"}".encode(), close=False)
+    source = StdinText(fd, idle_seconds=0.05)
+    assert not source.blank()
+    os.close(writer)
+    assert source.read(3) + source.read(100) + source.read(1) == ' \n{"a": "é→𝄞"}'
+    fd, _ = _pipe_with(b" \t\n ", close=True)
+    assert StdinText(fd).blank()
+    fd, _ = _pipe_with(b'{"a": "\xff"}', close=True)
+    with pytest.raises(UnicodeDecodeError):
+        StdinText(fd).read(100)

@@ -32,7 +32,7 @@ from .event import HookEvent, parse_event
 from .gate import after_pass, before_pass, window_of
 from .meta import read_hung_texts, transcript_file
 from .outcome import Answer, Outcome
-from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, read_stdin
+from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinError, StdinText
 from .tally import Tally
 from .turns import carried_by, keeps_handle, regroup, turn_problems
 
@@ -496,7 +496,7 @@ class AnswerGuard:
 
 
 def handle(
-    raw_reader: Callable[[], str],
+    raw_reader: Callable[[], StdinText],
     env: Mapping[str, str],
     log_holder: list[HookLog],
     started: float | None = None,
@@ -507,8 +507,8 @@ def handle(
     started = time.monotonic() if started is None else started
     tally = Tally()
     try:
-        raw = raw_reader()
-        if not raw or raw.isspace():
+        source = raw_reader()
+        if source.blank():
             raise EmptyInputError()
         deadlines: list[Deadline] = []
 
@@ -522,8 +522,8 @@ def handle(
             if guard is not None:
                 guard.deadline = deadlines[0]
 
-        event = parse_event(raw, header)
-        del raw  # the text is read: the compaction's memory is the messages' own
+        # Decoded as it is read: the event's text is never alive whole, nor beside its messages.
+        event = parse_event(source, header)
         if guard is not None:
             guard.event = event
         outcome = run_compaction(event, log_holder[0], tally, deadlines[0] if deadlines else None)
@@ -576,7 +576,7 @@ def main(
     try:
         idle = _env_float(env, "FAST_JEV_STDIN_IDLE_SECONDS", DEFAULT_IDLE_SECONDS)
         cap = int(_env_float(env, "FAST_JEV_STDIN_MAX_BYTES", DEFAULT_MAX_BYTES))
-        reader = lambda: read_stdin(stdin_fd, idle_seconds=idle, max_bytes=cap)  # noqa: E731
+        reader = lambda: StdinText(stdin_fd, idle_seconds=idle, max_bytes=cap)  # noqa: E731
         answer, event, outcome = handle(reader, env, log_holder, started, guard)
         if not guard.claim():
             threading.Event().wait()  # the last resort is recording and answering; it ends the process

@@ -18,7 +18,7 @@ the answer must not be sent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ..markers import PREFIX
@@ -27,17 +27,17 @@ from ..messages import SessionMessage, ToolResult, ToolUse
 _RECORD_IDS = frozenset({"uuid", "handle"})
 
 
-# Slotted: a long session has a turn for every other message.
+# Slotted, its lists made on their first item: a long session has a turn for every other message.
 @dataclass(slots=True)
 class _Turn:
     """Consecutive assistant fragments of one response, and the results of their calls."""
 
-    fragments: list[SessionMessage] = field(default_factory=list)
-    results: list[ToolResult] = field(default_factory=list)
+    fragments: list[SessionMessage]
+    results: list[ToolResult] | None = None
     # The user messages the results came from; their text rides in the results message.
-    result_sources: list[SessionMessage] = field(default_factory=list)
+    result_sources: list[SessionMessage] | None = None
     # Engine text that hung on the turn's messages, carried after the turn.
-    carried: list[str] = field(default_factory=list)
+    carried: str = ""
 
     @property
     def uses(self) -> list[ToolUse]:
@@ -45,9 +45,10 @@ class _Turn:
 
     def messages(self) -> list[SessionMessage]:
         out = [m for m in (_merged("assistant", self.fragments, self.uses, []),) if m is not None]
-        carried = "".join(self.carried)
+        carried = self.carried
         if self.results:
-            out.append(_merged("user", self.result_sources, [], self.results, carried) or SessionMessage(role="user", toolResults=self.results))
+            out.append(_merged("user", self.result_sources or [], [], self.results, carried)
+                       or SessionMessage(role="user", toolResults=self.results))
         elif carried:
             out.append(SessionMessage(role="user", text=carried))
         return out
@@ -136,11 +137,13 @@ def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessag
     for message in messages:
         if message.role == "assistant":
             if open_turn is None:
-                open_turn = _Turn()
+                open_turn = _Turn([message])
                 slots.append(open_turn)
-            open_turn.fragments.append(message)
-            open_turn.carried.append(carry(message))
-            turn_of.update((use.tool_use_id, open_turn) for use in message.toolUses)
+            else:
+                open_turn.fragments.append(message)
+            open_turn.carried += carry(message)
+            for use in message.toolUses:
+                turn_of[use.tool_use_id] = open_turn
             continue
         open_turn = None
         results = message.toolResults or []
@@ -154,10 +157,11 @@ def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessag
         if strays:
             slots.append(SessionMessage(role="user", toolResults=strays))
         first = turn_of[homed[0].tool_use_id]
-        first.result_sources.append(message)
-        first.carried.append(carry(message))
+        first.result_sources = _added(first.result_sources, message)
+        first.carried += carry(message)
         for result in homed:
-            turn_of[result.tool_use_id].results.append(result)
+            turn = turn_of[result.tool_use_id]
+            turn.results = _added(turn.results, result)
     out: list[SessionMessage] = []
     for slot in slots:
         for message in slot.messages() if isinstance(slot, _Turn) else [slot]:
@@ -171,6 +175,13 @@ def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessag
                 continue
             out.append(message)
     return out
+
+
+def _added(items: list[Any] | None, item: Any) -> list[Any]:
+    if items is None:
+        return [item]
+    items.append(item)
+    return items
 
 
 def turn_problems(wired: Sequence[Mapping[str, Any]], original: Sequence[SessionMessage]) -> list[str]:

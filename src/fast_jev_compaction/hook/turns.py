@@ -18,6 +18,7 @@ the answer must not be sent.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -38,6 +39,8 @@ class _Turn:
     result_sources: list[SessionMessage] | None = None
     # Engine text that hung on the turn's messages, carried after the turn.
     carried: str = ""
+    # Its calls still without a result.
+    waiting: int = 0
 
     @property
     def uses(self) -> list[ToolUse]:
@@ -131,9 +134,12 @@ def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessag
     its results message. Messages that need no merging come back as the very same objects.
     """
     carry = carried or (lambda message: "")
-    slots: list[_Turn | SessionMessage] = []
+    # A turn goes out as soon as it is closed and every call of it has its result, with what
+    # came before it: a long session's turns are not all alive at once.
+    slots: deque[_Turn | SessionMessage] = deque()
     turn_of: dict[str, _Turn] = {}
     open_turn: _Turn | None = None
+    out: list[SessionMessage] = []
     for message in messages:
         if message.role == "assistant":
             if open_turn is None:
@@ -144,37 +150,45 @@ def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessag
             open_turn.carried += carry(message)
             for use in message.toolUses:
                 turn_of[use.tool_use_id] = open_turn
+            open_turn.waiting += len(message.toolUses)
             continue
         open_turn = None
         results = message.toolResults or []
-        homed = [r for r in results if r.tool_use_id in turn_of]
-        if not homed:
+        # A call's result is homed once (pairing refuses a second result for one call).
+        homes = [turn_of.pop(r.tool_use_id, None) for r in results]
+        first = next((home for home in homes if home is not None), None)
+        if first is None:
             slots.append(message)
             if carry(message):
                 slots.append(SessionMessage(role="user", text=carry(message)))
-            continue
-        strays = [r for r in results if r.tool_use_id not in turn_of]
-        if strays:
-            slots.append(SessionMessage(role="user", toolResults=strays))
-        first = turn_of[homed[0].tool_use_id]
-        first.result_sources = _added(first.result_sources, message)
-        first.carried += carry(message)
-        for result in homed:
-            turn = turn_of[result.tool_use_id]
-            turn.results = _added(turn.results, result)
-    out: list[SessionMessage] = []
-    for slot in slots:
-        for message in slot.messages() if isinstance(slot, _Turn) else [slot]:
-            previous = out[-1] if out else None
-            if previous is not None and previous.role == message.role == "assistant" and not previous.toolUses:
-                # A turn left with text only (every call of it dropped, its results gone) runs
-                # into the next turn: the engine would not merge two assistant messages, so its
-                # text (a marker line, prose) leads the next turn's text.
-                merged = _merged("assistant", [previous, message], list(message.toolUses), [])
-                out[-1] = merged if merged is not None else message
-                continue
-            out.append(message)
+        else:
+            strays = [r for r, home in zip(results, homes) if home is None]
+            if strays:
+                slots.append(SessionMessage(role="user", toolResults=strays))
+            first.result_sources = _added(first.result_sources, message)
+            first.carried += carry(message)
+            for result, home in zip(results, homes):
+                if home is not None:
+                    home.results = _added(home.results, result)
+                    home.waiting -= 1
+        while slots and not (isinstance(slots[0], _Turn) and slots[0].waiting):
+            _emit(out, slots.popleft())
+    while slots:
+        _emit(out, slots.popleft())
     return out
+
+
+def _emit(out: list[SessionMessage], slot: _Turn | SessionMessage) -> None:
+    for message in slot.messages() if isinstance(slot, _Turn) else [slot]:
+        previous = out[-1] if out else None
+        if previous is not None and previous.role == message.role == "assistant" and not previous.toolUses:
+            # A turn left with text only (every call of it dropped, its results gone) runs
+            # into the next turn: the engine would not merge two assistant messages, so its
+            # text (a marker line, prose) leads the next turn's text.
+            merged = _merged("assistant", [previous, message], list(message.toolUses), [])
+            out[-1] = merged if merged is not None else message
+            continue
+        out.append(message)
 
 
 def _added(items: list[Any] | None, item: Any) -> list[Any]:

@@ -184,8 +184,9 @@ class _Assembler:
         self.stats = stats
         # Each call id met so far, mapped to itself, so a result shares its call's string.
         self._seen_ids: dict[str, str] = {}
-        # message.id -> (the turn's position, whether any text block has come for it).
-        self._turns: dict[str, tuple[int, bool]] = {}
+        # message.id -> the turn's position, times two, plus one once a text block has come for
+        # it: one small int, not a tuple, per turn.
+        self._turns: dict[str, int] = {}
 
     def add(self, role: str, handle: str | None, content: str | list[Any], is_meta: bool = False,
             message_id: str | None = None) -> None:
@@ -195,7 +196,7 @@ class _Assembler:
             self._merge(turn, blocks, message_id)  # type: ignore[arg-type]  # not None when turn is not
             return
         if message_id is not None:
-            self._turns[message_id] = (len(self.messages), blocks.texts is not None)
+            self._turns[message_id] = 2 * len(self.messages) + (blocks.texts is not None)
         self.messages.append(SessionMessage(
             role=role,  # type: ignore[arg-type]  # only user/assistant records come here
             text="\n\n".join(blocks.texts or ()),
@@ -205,14 +206,14 @@ class _Assembler:
             extra=_extras(blocks.extras, is_meta),
         ))
 
-    def _merge(self, turn: tuple[int, bool], blocks: _Blocks, message_id: str) -> None:
-        at, has_text = turn
+    def _merge(self, turn: int, blocks: _Blocks, message_id: str) -> None:
+        at, has_text = divmod(turn, 2)
         old = self.messages[at]
         text = old.text
         if blocks.texts is not None:
             joined = "\n\n".join(blocks.texts)
             text = f"{text}\n\n{joined}" if has_text else joined
-            self._turns[message_id] = (at, True)
+            self._turns[message_id] = 2 * at + 1
         extras = old.extra.get("extraBlocks")
         self.messages[at] = replace(
             old,

@@ -163,7 +163,7 @@ def test_a_local_compaction_imports_no_validation_or_http_library(tmp_path: Path
     report = json.loads(proc.stdout)
     assert report["answer"]["action"] == "replace"
     roots = {name.split(".")[0] for name in report["modules"]}
-    assert not roots & {"pydantic", "pydantic_core", "httpx", "httpcore", "anyio", "tenacity", "asyncio"}
+    assert not roots & {"pydantic", "pydantic_core", "httpx", "httpcore", "anyio", "tenacity", "asyncio", "decimal", "secrets"}
 
 
 def test_a_result_shares_its_calls_strings_only_when_they_are_equal() -> None:

@@ -24,7 +24,7 @@ from fast_jev_compaction.audit.store import DecisionLog, open_log
 from fast_jev_compaction.decisions import action_name
 from fast_jev_compaction.hook.config import HookConfig, resolve_hook_config
 from fast_jev_compaction.hook.entry import in_flight_preserve, keeps_handle, wire_messages
-from fast_jev_compaction.hook.stdin import StdinIdleError, StdinTooLargeError, read_stdin
+from fast_jev_compaction.hook.stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinIdleError, StdinText, StdinTooLargeError
 from fast_jev_compaction.hook.turns import turn_problems
 from fast_jev_compaction.markers import LEAD_NOTE
 from fast_jev_compaction.messages import parse_messages
@@ -685,6 +685,15 @@ def _pipe_with(data: bytes, close: bool) -> tuple[int, int]:
     return read_fd, write_fd
 
 
+def read_stdin(fd: int, idle_seconds: float = DEFAULT_IDLE_SECONDS, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """The whole of stdin, as the event's reader takes it piece by piece."""
+    source = StdinText(fd, idle_seconds=idle_seconds, max_bytes=max_bytes)
+    parts = []
+    while piece := source.read(1 << 16):
+        parts.append(piece)
+    return "".join(parts)
+
+
 def test_read_stdin_rules() -> None:
     fd, _ = _pipe_with(b"\xef\xbb\xbf{\"a\": 1}", close=True)
     assert read_stdin(fd, idle_seconds=5) == '{"a": 1}'
@@ -807,8 +816,6 @@ def test_a_compacted_history_starts_with_one_lead_line_and_a_later_pass_adds_non
 
 
 def test_stdin_text_is_read_on_demand() -> None:
-    from fast_jev_compaction.hook.stdin import StdinText
-
     # A character cut between two reads, after a byte order mark and leading blanks.
     fd, writer = _pipe_with("\ufeff \n{\"a\": \"é→𝄞\"}".encode(), close=False)
     source = StdinText(fd, idle_seconds=0.05)

@@ -116,21 +116,3 @@ class StdinText:
             if self.received > self.max_bytes:
                 raise StdinTooLargeError(self.max_bytes)
             return chunk
-
-
-def read_stdin(
-    fd: int = 0,
-    *,
-    idle_seconds: float = DEFAULT_IDLE_SECONDS,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-) -> str:
-    """Return the whole of stdin as text (BOM stripped), ``""`` when nothing ever arrives.
-
-    Raises :class:`StdinIdleError` when the writer stalls mid-document and
-    :class:`StdinTooLargeError` past ``max_bytes``.
-    """
-    source = StdinText(fd, idle_seconds=idle_seconds, max_bytes=max_bytes)
-    parts = []
-    while chunk := source.read():
-        parts.append(chunk)
-    return "".join(parts)

@@ -248,3 +248,18 @@ class TestSummary:
         assert len(lines) == 2 and all(len(line) <= 60 for line in lines)
         assert lines[0].startswith("decisions (1/2): t1:") and lines[1].startswith("decisions (2/2): t2:")
         assert decision_log_lines([]) == ["decisions: (none)"]
+
+
+def test_probabilities_in_log_lines_round_as_javascripts_to_fixed() -> None:
+    from decimal import ROUND_HALF_UP, Decimal
+
+    from fast_jev_compaction.stats import _fixed2
+
+    # Half away from zero on the exact binary value: 0.125 is exact and rounds up, 2.675 is
+    # 2.67499999... and rounds down, 0.015 is 0.01499999... and rounds down.
+    tricky = [0.0, 1.0, 0.5, 0.125, 2.675, 0.015, 0.005, 0.995, 0.9950000001, 1e-9, 0.045, 123.456, -0.005]
+    assert [_fixed2(v) for v in tricky[:6]] == ["0.00", "1.00", "0.50", "0.13", "2.67", "0.01"]
+    values = tricky + [k / 1000 for k in range(1001)] + [k / 997 for k in range(998)]
+    assert [_fixed2(v) for v in values] == [
+        str(Decimal(v).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)) for v in values
+    ]

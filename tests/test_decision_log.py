@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -213,6 +214,16 @@ def test_writes_prune_the_log_now_and_then(tmp_path: Path, monkeypatch: pytest.M
         assert sorted(row.session_id for row in log.compactions()) == ["s1", "s2", "s3"]
 
 
+class iter_twice:  # noqa: N801 - reads as the iterable it is
+    """Rows that can be walked again, as a record's retry does, but are not a list."""
+
+    def __init__(self, rows: list[Any]) -> None:
+        self.rows = rows
+
+    def __iter__(self) -> Any:
+        return iter(self.rows)
+
+
 def test_rows_that_would_lie_are_refused_and_nothing_is_written(tmp_path: Path) -> None:
     db = tmp_path / "d.sqlite"
     with DecisionLog(db) as log:
@@ -226,6 +237,9 @@ def test_rows_that_would_lie_are_refused_and_nothing_is_written(tmp_path: Path) 
             log.record(compaction(requests=-1), [])
         with pytest.raises(DecisionLogError, match="probability"):
             log.record(compaction(), [decision(keep_call=1.5)])
+        with pytest.raises(DecisionLogError, match="probability"):
+            # Rows are checked as they are written: the good ones before go with the transaction.
+            log.record(compaction(), iter_twice([decision(), decision(keep_result=-0.5)]))
     assert count_rows(db, "compactions") == 0
     assert count_rows(db, "decisions") == 0
 

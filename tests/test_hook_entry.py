@@ -25,7 +25,7 @@ from fast_jev_compaction.decisions import action_name
 from fast_jev_compaction.hook.answer import wire_messages
 from fast_jev_compaction.hook.compaction import in_flight_preserve
 from fast_jev_compaction.hook.config import HookConfig, resolve_hook_config
-from fast_jev_compaction.hook.stdin import StdinIdleError, StdinTooLargeError, read_stdin
+from fast_jev_compaction.hook.stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinIdleError, StdinText, StdinTooLargeError
 from fast_jev_compaction.hook.turns import keeps_handle, turn_problems
 from fast_jev_compaction.markers import LEAD_NOTE
 from fast_jev_compaction.messages import parse_messages
@@ -687,6 +687,15 @@ def _pipe_with(data: bytes, close: bool) -> tuple[int, int]:
     return read_fd, write_fd
 
 
+def read_stdin(fd: int, idle_seconds: float = DEFAULT_IDLE_SECONDS, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """The whole of stdin, as the event's reader takes it piece by piece."""
+    source = StdinText(fd, idle_seconds=idle_seconds, max_bytes=max_bytes)
+    parts = []
+    while piece := source.read(1 << 16):
+        parts.append(piece)
+    return "".join(parts)
+
+
 def test_read_stdin_rules() -> None:
     fd, _ = _pipe_with(b"\xef\xbb\xbf{\"a\": 1}", close=True)
     assert read_stdin(fd, idle_seconds=5) == '{"a": 1}'
@@ -806,3 +815,17 @@ def test_a_compacted_history_starts_with_one_lead_line_and_a_later_pass_adds_non
     second, _ = run_hook(json.dumps(event(again, data_dir)).encode(), data_dir)
     assert second["action"] == "replace", second.get("reason")
     assert [m.get("text") for m in second["messages"]].count(LEAD_NOTE) == 1
+
+
+def test_stdin_text_is_read_on_demand() -> None:
+    # A character cut between two reads, after a byte order mark and leading blanks.
+    fd, writer = _pipe_with("\ufeff \n{\"a\": \"é→𝄞\"}".encode(), close=False)
+    source = StdinText(fd, idle_seconds=0.05)
+    assert not source.blank()
+    os.close(writer)
+    assert source.read(3) + source.read(100) + source.read(1) == ' \n{"a": "é→𝄞"}'
+    fd, _ = _pipe_with(b" \t\n ", close=True)
+    assert StdinText(fd).blank()
+    fd, _ = _pipe_with(b'{"a": "\xff"}', close=True)
+    with pytest.raises(UnicodeDecodeError):
+        StdinText(fd).read(100)

@@ -163,7 +163,7 @@ def test_a_local_compaction_imports_no_validation_or_http_library(tmp_path: Path
     report = json.loads(proc.stdout)
     assert report["answer"]["action"] == "replace"
     roots = {name.split(".")[0] for name in report["modules"]}
-    assert not roots & {"pydantic", "pydantic_core", "httpx", "httpcore", "anyio", "tenacity", "asyncio"}
+    assert not roots & {"pydantic", "pydantic_core", "httpx", "httpcore", "anyio", "tenacity", "asyncio", "decimal", "secrets"}
 
 
 def test_a_result_shares_its_calls_strings_only_when_they_are_equal() -> None:
@@ -180,3 +180,54 @@ def test_a_result_shares_its_calls_strings_only_when_they_are_equal() -> None:
     assert same[1].toolResults[0].text is same[0].toolUses[0].text
     assert same[1].toolResults[0].tool_use_id is same[0].toolUses[0].tool_use_id
     assert other[1].toolResults[0].text == "something else" and other[0].toolUses[0].text == output
+
+
+class Pieces:
+    """A text source handing the document over a few characters at a time, as a slow pipe would."""
+
+    def __init__(self, text: str, size: int) -> None:
+        self.text, self.size, self.reads = text, size, 0
+
+    def read(self, least: int) -> str:
+        self.reads += 1
+        # The window asks for at least ``least``; a source may give more, never less before its end.
+        piece, self.text = self.text[: max(least, self.size)], self.text[max(least, self.size) :]
+        return piece
+
+
+@pytest.fixture
+def small_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fast_jev_compaction.hook import event as event_module
+
+    monkeypatch.setattr(event_module, "_WINDOW", 5)
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_an_event_read_in_pieces_is_the_whole_documents_event(small_window: None, indent: int | None) -> None:
+    text = "  \n" + json.dumps(document(newerField=[1, 2.5e3, "é→𝄞"], count=12345), indent=indent, ensure_ascii=False) + "\n"
+    source = Pieces(text, 7)
+    assert parse_event(source) == parse_event(text) == read_event(json.loads(text))
+    assert source.reads > 10  # it was read in pieces, not at once
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"messages": [{"role": "user", "text": "a"}',
+        '{"messages": [{"role": "user", "text": "a"}]',
+        '{"messages": [{"role": "user", "te',
+        '{\n  "trigger": "manual"\n  "messages": []}',
+        '{"messages": [\n {"role": "user"},\n\n {"role": "user", "text": "abc"} x]}',
+        '{"messages": []}\n\n   trailing',
+        '{"messages": [{"role": "robot"}],\n "x": nope}',
+        "\n\n   this is not json {",
+        '{"count": 12',
+    ],
+)
+def test_syntax_errors_read_in_pieces_name_the_documents_place(small_window: None, text: str) -> None:
+    with pytest.raises(json.JSONDecodeError) as expected:
+        json.loads(text)
+    with pytest.raises(json.JSONDecodeError) as got:
+        parse_event(Pieces(text, 3))
+    assert (got.value.msg, got.value.lineno, got.value.colno, got.value.pos) == (
+        expected.value.msg, expected.value.lineno, expected.value.colno, expected.value.pos)

@@ -290,3 +290,20 @@ def test_a_call_dropped_between_its_turn_s_results_leaves_no_run_of_assistant_me
         ("assistant", f"{marker}\nNext.", ["d"], []),
         ("user", "", [], ["d"]),
     ]
+
+
+def test_a_turn_whose_result_comes_late_still_goes_out_in_its_place() -> None:
+    # Turns go out as soon as their calls have their results; one still waiting holds back
+    # what came after it, so the order is the input's.
+    messages = [prompt("go"), call("a"), prompt("meanwhile"), call("b"), result("b"), result("a"), call("c")]
+    out = regroup(messages)
+    assert shape(out) == [
+        ("user", "go", [], []),
+        ("assistant", "", ["a"], []),
+        ("user", "", [], ["a"]),
+        ("user", "meanwhile", [], []),
+        ("assistant", "", ["b"], []),
+        ("user", "", [], ["b"]),
+        ("assistant", "", ["c"], []),
+    ]
+    assert out[0] is messages[0] and out[3] is messages[2] and out[6] is messages[6]

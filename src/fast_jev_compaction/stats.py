@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Container, Sequence
 
 from .decisions import BUDGET, PINNED, THRESHOLD, CallDecision
@@ -129,8 +128,13 @@ def summarize(stats: CompactStats) -> str:
 
 
 def _fixed2(value: float) -> str:
-    # JavaScript's toFixed(2) rounds half away from zero on the exact binary value.
-    return str(Decimal(value).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+    # JavaScript's toFixed(2) rounds half away from zero on the exact binary value: worked out
+    # on the value's exact fraction (the decimal module costs the hook's start 3 ms to import).
+    numerator, denominator = value.as_integer_ratio()
+    hundredths, rest = divmod(100 * abs(numerator), denominator)
+    hundredths += 2 * rest >= denominator
+    sign = "-" if numerator < 0 or (numerator == 0 and str(value).startswith("-")) else ""
+    return f"{sign}{hundredths // 100}.{hundredths % 100:02d}"
 
 
 def decision_entry(decision: CallDecision) -> str:

@@ -151,119 +151,156 @@ def _as_input(value: Any) -> dict[str, Any]:
     return {} if value is None else {"value": value}
 
 
-class _MessageBuilder:
-    """Collects the blocks of one output message (several records for a merged turn).
+class _Blocks:
+    """What one record's content holds, sorted by kind; a list is made on its first item."""
 
-    Every builder of a transcript is alive until the last record is read (a later record can
-    add to any of them), so each holds only what it was given: a list is made on its first item.
+    __slots__ = ("texts", "uses", "results", "extras")
+
+    def __init__(self) -> None:
+        self.texts: list[str] | None = None
+        self.uses: list[ToolUse] | None = None
+        self.results: list[ToolResult] | None = None
+        self.extras: list[Any] | None = None
+
+
+def _append(items: list[Any] | None, item: Any) -> list[Any]:
+    if items is None:
+        return [item]
+    items.append(item)
+    return items
+
+
+class _Assembler:
+    """Makes the messages as their records come, so that no builder of every message is alive
+    beside the messages themselves (a long session's reading would otherwise leave their memory
+    behind, unusable by the rest); each call gets its outcome once all are read.
+
+    A later fragment of a model turn (same ``message.id``) replaces the turn's message by one
+    holding both, at the turn's first position, which precedes every result of its calls.
     """
 
-    __slots__ = ("role", "handle", "texts", "tool_uses", "tool_results", "extra_blocks", "is_meta")
+    def __init__(self, stats: TranscriptStats) -> None:
+        self.messages: list[SessionMessage] = []
+        self.stats = stats
+        # Each call id met so far, mapped to itself, so a result shares its call's string.
+        self._seen_ids: dict[str, str] = {}
+        # message.id -> the turn's position, times two, plus one once a text block has come for
+        # it: one small int, not a tuple, per turn.
+        self._turns: dict[str, int] = {}
 
-    def __init__(self, role: str, handle: str | None, is_meta: bool = False) -> None:
-        self.role = role
-        self.handle = handle
-        self.texts: list[str] | None = None
-        self.tool_uses: list[ToolUse] | None = None
-        self.tool_results: list[ToolResult] | None = None
-        self.extra_blocks: list[Any] | None = None
-        self.is_meta = is_meta
-
-    def _text(self, text: str) -> None:
-        if self.texts is None:
-            self.texts = [text]
-        else:
-            self.texts.append(text)
-
-    def _extra(self, block: Any) -> None:
-        if self.extra_blocks is None:
-            self.extra_blocks = [block]
-        else:
-            self.extra_blocks.append(block)
-
-    def add_content(self, content: str | list[Any], seen_ids: dict[str, str], stats: TranscriptStats) -> None:
-        """``seen_ids`` maps each call id met so far to itself, so a result shares its call's string."""
-        if isinstance(content, str):
-            self._text(content)
+    def add(self, role: str, handle: str | None, content: str | list[Any], is_meta: bool = False,
+            message_id: str | None = None) -> None:
+        blocks = self._blocks(content)
+        turn = self._turns.get(message_id) if message_id is not None else None
+        if turn is not None:
+            self._merge(turn, blocks, message_id)  # type: ignore[arg-type]  # not None when turn is not
             return
+        if message_id is not None:
+            self._turns[message_id] = 2 * len(self.messages) + (blocks.texts is not None)
+        self.messages.append(SessionMessage(
+            role=role,  # type: ignore[arg-type]  # only user/assistant records come here
+            text="\n\n".join(blocks.texts or ()),
+            toolUses=blocks.uses or [],
+            toolResults=blocks.results,
+            handle=handle,
+            extra=_extras(blocks.extras, is_meta),
+        ))
+
+    def _merge(self, turn: int, blocks: _Blocks, message_id: str) -> None:
+        at, has_text = divmod(turn, 2)
+        old = self.messages[at]
+        text = old.text
+        if blocks.texts is not None:
+            joined = "\n\n".join(blocks.texts)
+            text = f"{text}\n\n{joined}" if has_text else joined
+            self._turns[message_id] = 2 * at + 1
+        extras = old.extra.get("extraBlocks")
+        self.messages[at] = replace(
+            old,
+            text=text,
+            toolUses=old.toolUses + blocks.uses if blocks.uses else old.toolUses,
+            toolResults=(old.toolResults or []) + blocks.results if blocks.results else old.toolResults,
+            extra=_extras(extras + blocks.extras if extras and blocks.extras else extras or blocks.extras,
+                          old.extra.get("isMeta") is True),
+        )
+
+    def _blocks(self, content: str | list[Any]) -> _Blocks:
+        out = _Blocks()
+        if isinstance(content, str):
+            out.texts = [content]
+            return out
+        seen_ids = self._seen_ids
         for block in content:
             if isinstance(block, str):
                 # Not an API block shape, but it is text: keep it readable.
-                self._text(block)
+                out.texts = _append(out.texts, block)
                 continue
             if not isinstance(block, dict):
-                self._extra(block)
+                out.extras = _append(out.extras, block)
                 continue
             kind = block.get("type")
             if kind == "text":
                 text = block.get("text")
                 if isinstance(text, str):
-                    self._text(text)
+                    out.texts = _append(out.texts, text)
                 else:
-                    self._extra(block)
+                    out.extras = _append(out.extras, block)
             elif kind == "tool_use" and isinstance(block.get("id"), str):
                 tool_use_id: str = block["id"]
                 if tool_use_id in seen_ids:
-                    stats.duplicate_tool_uses += 1
+                    self.stats.duplicate_tool_uses += 1
                     continue
                 seen_ids[tool_use_id] = tool_use_id
                 name = block.get("name")
-                use = ToolUse(
+                out.uses = _append(out.uses, ToolUse(
                     tool_use_id=tool_use_id,
                     # Tool names and input keys repeat in every call: one string each.
                     tool=sys.intern(name) if isinstance(name, str) else "unknown",
                     input=_as_input(block.get("input")),
-                )
-                if self.tool_uses is None:
-                    self.tool_uses = [use]
-                else:
-                    self.tool_uses.append(use)
+                ))
             elif kind == "tool_result" and isinstance(block.get("tool_use_id"), str):
                 given: str = block["tool_use_id"]
-                result = ToolResult(
+                out.results = _append(out.results, ToolResult(
                     tool_use_id=seen_ids.get(given, given),
                     text=_result_text(block.get("content")),
                     isError=block.get("is_error") is True,
-                )
-                if self.tool_results is None:
-                    self.tool_results = [result]
-                else:
-                    self.tool_results.append(result)
+                ))
             else:
                 # thinking, redacted_thinking, image, document, server tools, id-less tool
                 # blocks: nothing here may vanish, so later stages get the raw block.
-                self._extra(block)
+                out.extras = _append(out.extras, block)
+        return out
 
-    def build(self, outcomes: Mapping[str, ToolResult]) -> SessionMessage:
-        tool_uses = [_with_outcome(use, outcomes.get(use.tool_use_id)) for use in self.tool_uses or ()]
-        extras: dict[str, Any] = {}
-        if self.extra_blocks:
-            extras["extraBlocks"] = self.extra_blocks
-        if self.is_meta:
-            extras["isMeta"] = True
-        return SessionMessage(
-            role=self.role,  # type: ignore[arg-type]  # only user/assistant builders exist
-            text="\n\n".join(self.texts or ()),
-            toolUses=tool_uses,
-            toolResults=self.tool_results,
-            handle=self.handle,
-            extra=extras or NO_EXTRA,
-        )
+    def finish(self) -> list[SessionMessage]:
+        """The messages, each call carrying its first result's outcome."""
+        self._turns.clear()
+        self._seen_ids.clear()
+        outcomes: dict[str, ToolResult] = {}
+        for message in self.messages:
+            for result in message.toolResults or ():
+                outcomes.setdefault(result.tool_use_id, result)
+        for message in self.messages:
+            # The lists are this reader's own until it returns them: set in place.
+            uses = message.toolUses
+            for index, use in enumerate(uses):
+                outcome = outcomes.get(use.tool_use_id)
+                if outcome is not None:
+                    uses[index] = _with_outcome(use, outcome)
+        return self.messages
 
 
-def _with_outcome(use: ToolUse, result: ToolResult | None) -> ToolUse:
+def _extras(blocks: list[Any] | None, is_meta: bool) -> Mapping[str, Any]:
+    extras: dict[str, Any] = {}
+    if blocks:
+        extras["extraBlocks"] = blocks
+    if is_meta:
+        extras["isMeta"] = True
+    return extras or NO_EXTRA
+
+
+def _with_outcome(use: ToolUse, result: ToolResult) -> ToolUse:
     """Copy the result onto the call, as Claude Code's ToolUseSummary does."""
-    if result is None:
-        return use
     return replace(use, text=result.text, isError=True if result.isError else None)
-
-
-def _first_results(builders: Iterable[_MessageBuilder]) -> dict[str, ToolResult]:
-    outcomes: dict[str, ToolResult] = {}
-    for builder in builders:
-        for result in builder.tool_results or ():
-            outcomes.setdefault(result.tool_use_id, result)
-    return outcomes
 
 
 # ---------------------------------------------------------------------------------------------
@@ -426,9 +463,7 @@ def _planned_records(records: Iterable[Any], plan: _Plan) -> TranscriptParse:
 
 
 def _assemble(live: Iterable[dict[str, Any]], stats: TranscriptStats) -> TranscriptParse:
-    builders: list[_MessageBuilder] = []
-    by_message_id: dict[str, _MessageBuilder] = {}
-    seen_tool_ids: dict[str, str] = {}
+    assembler = _Assembler(stats)
     for record in live:
         kind = record["type"]
         if kind not in _CONVERSATION_TYPES:
@@ -444,27 +479,10 @@ def _assemble(live: Iterable[dict[str, Any]], stats: TranscriptStats) -> Transcr
             continue
         stats.conversation += 1
         uuid = record.get("uuid")
-        handle = uuid if isinstance(uuid, str) else None
         message_id = message.get("id") if kind == "assistant" else None  # type: ignore[union-attr]
-        if isinstance(message_id, str) and message_id in by_message_id:
-            # A later fragment of the same model turn: it joins the turn's first position,
-            # which precedes every result of its calls.
-            by_message_id[message_id].add_content(content, seen_tool_ids, stats)
-            continue
-        builder = _MessageBuilder(kind, handle, is_meta=record.get("isMeta") is True)
-        builder.add_content(content, seen_tool_ids, stats)
-        builders.append(builder)
-        if isinstance(message_id, str):
-            by_message_id[message_id] = builder
-
-    by_message_id.clear()
-    outcomes = _first_results(builders)
-    # Each builder goes as its message is made: the two are never all alive together.
-    builders.reverse()
-    messages = []
-    while builders:
-        messages.append(builders.pop().build(outcomes))
-    return TranscriptParse(messages, stats)
+        assembler.add(kind, uuid if isinstance(uuid, str) else None, content, record.get("isMeta") is True,
+                      message_id if isinstance(message_id, str) else None)
+    return TranscriptParse(assembler.finish(), stats)
 
 
 def _json_lines(lines: Iterable[str], source: str) -> Iterator[Any]:
@@ -496,12 +514,10 @@ def parse_transcript(lines: Iterable[str], source: str = "<stdin>") -> list[Sess
 
 def _parse_blocks_conversation(items: list[dict[str, Any]], source: str) -> list[SessionMessage]:
     """The lossless-compaction ``[{role, blocks}]`` format: calls and results pair by position."""
-    builders: list[_MessageBuilder] = []
     pending: list[str] = []  # ids of calls still waiting for a result, oldest first
     calls = 0
     orphans = 0
-    stats = TranscriptStats()
-    seen: dict[str, str] = {}
+    assembler = _Assembler(TranscriptStats())
     for number, item in enumerate(items, start=1):
         role = item.get("role")
         blocks = item.get("blocks")
@@ -531,11 +547,8 @@ def _parse_blocks_conversation(items: list[dict[str, Any]], source: str) -> list
                 is_error = block.get("is_error", block.get("isError")) is True
                 block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error}
             normalised.append(block)
-        builder = _MessageBuilder(role, None)
-        builder.add_content(normalised, seen, stats)
-        builders.append(builder)
-    outcomes = _first_results(builders)
-    return [b.build(outcomes) for b in builders]
+        assembler.add(role, None, normalised)
+    return assembler.finish()
 
 
 def _looks_like_session_message(item: Any) -> bool:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,8 @@ def entry_id(db: Path, path: Path) -> str:
 
 def write(db: Path, compaction: dict[str, Any], decisions: list[dict[str, Any]]) -> Path:
     """Write one entry, private (0600), whole or not at all; return its path."""
+    import secrets  # only when the log is busy: the hook's start does without it
+
     db.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     # Milliseconds first, as the mod names its entries, so both kinds replay in time order.
     name = f"{_prefix(db)}{time.time_ns() // 1_000_000}-{os.getpid()}-{secrets.token_hex(4)}{SUFFIX}"

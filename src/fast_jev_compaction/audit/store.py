@@ -19,7 +19,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -351,15 +351,20 @@ class DecisionLog:
     # Writes: every write also replays the spill entries waiting beside the file, in the same
     # transaction, so they cost no extra lock and no extra budget.
 
-    def record(self, compaction: CompactionRow, decisions: Sequence[DecisionRow] = ()) -> int:
-        """Write a compaction and its decisions in one transaction; return the compaction id."""
-        row = (_compaction_values(compaction), [_decision_values(d) for d in decisions])
+    def record(self, compaction: CompactionRow, decisions: Iterable[DecisionRow] = ()) -> int:
+        """Write a compaction and its decisions in one transaction; return the compaction id.
+
+        ``decisions`` is walked once per attempt, each row checked as it is written (a row that
+        would lie rolls the whole transaction back): a hook's hundred thousand calls are never
+        all alive as rows.
+        """
+        values = _compaction_values(compaction)
         entries = self._spilled()
 
         def write() -> int:
             with self._transaction():
                 replayed = self._insert_spilled(entries)
-                compaction_id = self._insert(*row)
+                compaction_id = self._insert(values, map(_decision_values, decisions))
                 if compaction_id % PRUNE_EVERY == 0:
                     self._prune(KEEP_DAYS, KEEP_COMPACTIONS)
             spill.remove(replayed)
@@ -415,7 +420,7 @@ class DecisionLog:
             raise
 
     def _insert(
-        self, values: dict[str, object], decisions: list[dict[str, object]], spill_id: str | None = None
+        self, values: dict[str, object], decisions: Iterable[dict[str, object]], spill_id: str | None = None
     ) -> int:
         conn = self._conn
         columns = {**values, "spill_id": spill_id}
@@ -423,13 +428,12 @@ class DecisionLog:
         marks = ", ".join(f":{name}" for name in columns)
         cursor = conn.execute(f"INSERT INTO compactions ({names}) VALUES ({marks})", columns)
         compaction_id = int(cursor.lastrowid or 0)
-        if decisions:
-            d_names = ", ".join(("compaction_id", *_DECISION_FIELDS))
-            d_marks = ", ".join(f":{name}" for name in ("compaction_id", *_DECISION_FIELDS))
-            conn.executemany(
-                f"INSERT INTO decisions ({d_names}) VALUES ({d_marks})",
-                [{**d, "compaction_id": compaction_id} for d in decisions],
-            )
+        d_names = ", ".join(("compaction_id", *_DECISION_FIELDS))
+        d_marks = ", ".join(f":{name}" for name in ("compaction_id", *_DECISION_FIELDS))
+        conn.executemany(
+            f"INSERT INTO decisions ({d_names}) VALUES ({d_marks})",
+            ({**d, "compaction_id": compaction_id} for d in decisions),
+        )
         return compaction_id
 
     def _spilled(self) -> list[tuple[Path, str, dict[str, object], list[dict[str, object]]]]:
@@ -589,17 +593,17 @@ def open_log(path: Path) -> DecisionLog | None:
 
 
 def record_or_spill(
-    path: Path, compaction: CompactionRow, decisions: Sequence[DecisionRow] = (), **options: Any
+    path: Path, compaction: CompactionRow, decisions: Iterable[DecisionRow] = (), **options: Any
 ) -> int | Path:
     """Record, or when the lock is not had within the budget, spill; the compaction id or the
-    spill entry's path. Rows that would lie are refused (``DecisionLogError``) either way."""
+    spill entry's path. Rows that would lie are refused (``DecisionLogError``) either way.
+    ``decisions`` may be walked more than once (an iterable, not an iterator)."""
     values = _compaction_values(compaction)
-    decision_values = [_decision_values(d) for d in decisions]
     try:
         with DecisionLog(path, **options) as log:
             return log.record(compaction, decisions)
     except DecisionLogBusy:
-        return spill.write(path, values, decision_values)
+        return spill.write(path, values, [_decision_values(d) for d in decisions])
 
 
 # -- row conversion ------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from .guard import AnswerGuard
 from .log import HookLog
 from .outcome import Answer, Outcome
 from .record import record_decisions
-from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, read_stdin
+from .stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinText
 from .tally import Tally
 
 GOAL_LOG_CHARS = 300
@@ -42,7 +42,7 @@ def _env_float(env: Mapping[str, str], name: str, default: float) -> float:
 
 
 def handle(
-    raw_reader: Callable[[], str],
+    raw_reader: Callable[[], StdinText],
     env: Mapping[str, str],
     log_holder: list[HookLog],
     started: float | None = None,
@@ -53,8 +53,8 @@ def handle(
     started = time.monotonic() if started is None else started
     tally = Tally()
     try:
-        raw = raw_reader()
-        if not raw or raw.isspace():
+        source = raw_reader()
+        if source.blank():
             raise EmptyInputError()
         deadlines: list[Deadline] = []
 
@@ -68,8 +68,8 @@ def handle(
             if guard is not None:
                 guard.deadline = deadlines[0]
 
-        event = parse_event(raw, header)
-        del raw  # the text is read: the compaction's memory is the messages' own
+        # Decoded as it is read: the event's text is never alive whole, nor beside its messages.
+        event = parse_event(source, header)
         if guard is not None:
             guard.event = event
         outcome = run_compaction(event, log_holder[0], tally, deadlines[0] if deadlines else None)
@@ -122,7 +122,7 @@ def main(
     try:
         idle = _env_float(env, "FAST_JEV_STDIN_IDLE_SECONDS", DEFAULT_IDLE_SECONDS)
         cap = int(_env_float(env, "FAST_JEV_STDIN_MAX_BYTES", DEFAULT_MAX_BYTES))
-        reader = lambda: read_stdin(stdin_fd, idle_seconds=idle, max_bytes=cap)  # noqa: E731
+        reader = lambda: StdinText(stdin_fd, idle_seconds=idle, max_bytes=cap)  # noqa: E731
         answer, event, outcome = handle(reader, env, log_holder, started, guard)
         if not guard.claim():
             threading.Event().wait()  # the last resort is recording and answering; it ends the process

@@ -1,8 +1,9 @@
 """The one JSON document the mod writes to the entry's stdin (docs/ARCHITECTURE.md, hook protocol).
 
 Read as it is decoded: the top-level object member by member and the ``messages`` array one
-message at a time, each checked and built before the next is decoded, so a large event is
-never alive as text, as JSON objects and as messages all at once. The checks are the messages'
+message at a time, each checked and built before the next is decoded, from a window of text
+refilled from stdin as it empties, so a large event is never alive whole, as text or as JSON
+objects, and its text never beside its messages. The checks are the messages'
 own (``messages.message_from_wire``); a bad event is a :class:`MessageError` naming the field.
 """
 
@@ -12,7 +13,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from json.decoder import JSONDecodeError
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 from ..messages import Calls, MessageError, SessionMessage, message_from_wire
 
@@ -21,6 +22,15 @@ _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 # The stdlib's own string scanner (C), the one json.loads uses; not in the typeshed stubs.
 _scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+# Text asked of the source at a time; an item longer than the window doubles it.
+_WINDOW = 1 << 20
+
+
+class TextSource(Protocol):
+    """Where the event's text comes from (``hook.stdin.StdinText``): ``read(least)`` gives at
+    least ``least`` more characters, fewer only at the end, ``""`` after it."""
+
+    def read(self, least: int) -> str: ...
 
 
 @dataclass
@@ -88,52 +98,53 @@ def read_event(document: Any) -> HookEvent:
     return _event(document, messages)
 
 
-def parse_event(text: str, on_header: Callable[[dict[str, Any]], None] | None = None) -> HookEvent:
+def parse_event(source: str | TextSource, on_header: Callable[[dict[str, Any]], None] | None = None) -> HookEvent:
     """Decode and check the event's text as one pass; ``on_header`` gets the members before ``messages``.
 
-    ``on_header`` lets the caller learn the data folder and the options (the mod sends them
-    first) before the messages, the long part, are read. Errors come as ``json.loads`` gives
-    them (:class:`json.JSONDecodeError`, the syntax first) or as a :class:`MessageError`.
+    ``source`` is the whole text or a :class:`TextSource` read as the walk goes. ``on_header``
+    lets the caller learn the data folder and the options (the mod sends them first) before the
+    messages, the long part, are read. Errors come as ``json.loads`` gives them
+    (:class:`json.JSONDecodeError`, the syntax first, its line and column the document's) or as
+    a :class:`MessageError`.
     """
-    at = _SPACE.match(text).end()  # type: ignore[union-attr]  # matches the empty string
-    if not text.startswith("{", at):
-        return read_event(json.loads(text))  # not an object: the stdlib's error, or the check's
+    text = _Window(source)
+    if text.peek() != "{":
+        return read_event(json.loads(text.rest()))  # not an object: the stdlib's error, or the check's
     fields: dict[str, Any] = {}
     messages: list[SessionMessage] | None = None
     problem: MessageError | None = None
-    at = _skip(text, at + 1)
-    if text.startswith("}", at):
-        at += 1
+    text.at += 1
+    if text.peek() == "}":
+        text.at += 1
     else:
         while True:
-            if not text.startswith('"', at):
-                raise JSONDecodeError("Expecting property name enclosed in double quotes", text, at)
-            key, at = _scanstring(text, at + 1)
-            at = _skip(text, at)
-            if not text.startswith(":", at):
-                raise JSONDecodeError("Expecting ':' delimiter", text, at)
-            at = _skip(text, at + 1)
-            if key == "messages" and text.startswith("[", at):
+            if text.peek() != '"':
+                raise text.error("Expecting property name enclosed in double quotes")
+            key = text.decode(_key)
+            if text.peek() != ":":
+                raise text.error("Expecting ':' delimiter")
+            text.at += 1
+            if text.peek() == "[" and key == "messages":
                 if on_header is not None:
                     on_header(fields)
                     on_header = None
-                messages, problem, at = _messages(text, at)
+                messages, problem = _messages(text)
                 fields.pop("messages", None)  # a repeated member: the last one counts, as in json.loads
             else:
-                fields[key], at = _DECODER.raw_decode(text, at)
+                fields[key] = text.decode(_DECODER.raw_decode)
                 if key == "messages":
                     messages, problem = None, None
-            at = _skip(text, at)
-            if text.startswith(",", at):
-                at = _skip(text, at + 1)
+            after = text.peek()
+            if after == ",":
+                text.at += 1
+                text.peek()
                 continue
-            if text.startswith("}", at):
-                at += 1
+            if after == "}":
+                text.at += 1
                 break
-            raise JSONDecodeError("Expecting ',' delimiter", text, at)
-    at = _skip(text, at)
-    if at != len(text):
-        raise JSONDecodeError("Extra data", text, at)
+            raise text.error("Expecting ',' delimiter")
+    if text.peek():
+        raise text.error("Extra data")
     if on_header is not None:
         on_header(fields)
     if problem is not None:
@@ -143,21 +154,22 @@ def parse_event(text: str, on_header: Callable[[dict[str, Any]], None] | None = 
     return _event(fields, messages)
 
 
-def _skip(text: str, at: int) -> int:
-    return _SPACE.match(text, at).end()  # type: ignore[union-attr]  # matches the empty string
+def _key(text: str, at: int) -> tuple[str, int]:
+    return _scanstring(text, at + 1)
 
 
-def _messages(text: str, at: int) -> tuple[list[SessionMessage], MessageError | None, int]:
-    """The array at ``text[at] == "["``, message by message; after a bad one the rest is only decoded."""
+def _messages(text: _Window) -> tuple[list[SessionMessage], MessageError | None]:
+    """The array at ``[``, message by message; after a bad one the rest is only decoded."""
     out: list[SessionMessage] = []
     problem: MessageError | None = None
-    at = _skip(text, at + 1)
-    if text.startswith("]", at):
-        return out, None, at + 1
+    text.at += 1
+    if text.peek() == "]":
+        text.at += 1
+        return out, None
     index = 0
     calls: Calls = {}
     while True:
-        item, at = _DECODER.raw_decode(text, at)
+        item = text.decode(_DECODER.raw_decode)
         if problem is None:
             try:
                 out.append(message_from_wire(item, calls))
@@ -165,10 +177,94 @@ def _messages(text: str, at: int) -> tuple[list[SessionMessage], MessageError | 
                 problem = exc.under("messages", index)
         del item
         index += 1
-        at = _skip(text, at)
-        if text.startswith(",", at):
-            at = _skip(text, at + 1)
+        after = text.peek()
+        if after == ",":
+            text.at += 1
+            text.peek()
             continue
-        if text.startswith("]", at):
-            return out, problem, at + 1
-        raise JSONDecodeError("Expecting ',' delimiter", text, at)
+        if after == "]":
+            text.at += 1
+            return out, problem
+        raise text.error("Expecting ',' delimiter")
+
+
+class _Window:
+    """The part of the document not yet decoded, refilled from the source as it runs out.
+
+    ``text[at:]`` is what is left; what was decoded is let go at each refill, and its lines and
+    columns are counted so that an error names its place in the whole document.
+    """
+
+    def __init__(self, source: str | TextSource) -> None:
+        self.source: TextSource | None = None if isinstance(source, str) else source
+        self.text = source if isinstance(source, str) else ""
+        self.at = 0
+        self.eof = self.source is None
+        self.gone = 0  # characters let go before text[0]
+        self.lines = 0  # line breaks among them
+        self.column = 0  # characters after the last of those line breaks
+
+    def more(self, least: int = 0) -> bool:
+        """Append at least ``least`` characters (a window's worth by default, fewer at the end);
+        False once there are none."""
+        if self.eof:
+            return False
+        assert self.source is not None  # only a source is ever not at its end
+        added = self.source.read(least or _WINDOW)
+        if not added:
+            self.eof = True
+            return False
+        text, at = self.text, self.at
+        if at:
+            breaks = text.count("\n", 0, at)
+            self.column = at - text.rfind("\n", 0, at) - 1 if breaks else self.column + at
+            self.lines += breaks
+            self.gone += at
+        self.text, self.at = text[at:] + added, 0
+        return True
+
+    def peek(self) -> str:
+        """Skip white space; the next character, ``""`` at the end of the document."""
+        while True:
+            self.at = _SPACE.match(self.text, self.at).end()  # type: ignore[union-attr]  # matches ""
+            if self.at < len(self.text) or not self.more():
+                return self.text[self.at : self.at + 1]
+
+    def decode(self, scan: Callable[[str, int], tuple[Any, int]]) -> Any:
+        """The value ``scan`` reads at ``at``, once enough text has arrived to hold it whole."""
+        while True:
+            try:
+                value, end = scan(self.text, self.at)
+            except JSONDecodeError as exc:
+                # Cut off by the window's end, or wrong: the whole of it decides.
+                if self.more(max(_WINDOW, 2 * (len(self.text) - self.at))):
+                    continue
+                raise self.moved(exc) from None
+            # A number may go on past the window's end; anything else ends on its own.
+            if end < len(self.text) or not self.more():
+                self.at = end
+                return value
+
+    def rest(self) -> str:
+        """The whole document, read to its end; only white space was let go before it, and
+        that comes back as blanks and line breaks at the same places."""
+        while self.more(max(_WINDOW, len(self.text))):
+            pass
+        if not self.gone:
+            return self.text
+        return " " * (self.gone - self.lines - self.column) + "\n" * self.lines + " " * self.column + self.text
+
+    def error(self, message: str) -> JSONDecodeError:
+        return self.moved(JSONDecodeError(message, self.text, self.at))
+
+    def moved(self, exc: JSONDecodeError) -> JSONDecodeError:
+        """``exc`` with its place counted from the document's start, not the window's."""
+        if not self.gone:
+            return exc
+        lineno = self.lines + exc.lineno
+        colno = exc.colno + self.column if exc.lineno == 1 else exc.colno
+        pos = self.gone + exc.pos
+        moved = JSONDecodeError(exc.msg, "", 0)
+        moved.args = (f"{exc.msg}: line {lineno} column {colno} (char {pos})",)
+        moved.doc, moved.pos, moved.lineno, moved.colno = exc.doc, pos, lineno, colno
+        return moved

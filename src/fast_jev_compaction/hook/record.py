@@ -9,6 +9,7 @@ time from the whole hook run, so a failed Jev run is not logged as free.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,7 @@ def _text(value: str) -> str:
     return escape_unwritable(value)
 
 
-def rows_for(event: "HookEvent | None", outcome: "Outcome") -> tuple[CompactionRow, list[DecisionRow]]:
+def rows_for(event: "HookEvent | None", outcome: "Outcome") -> tuple[CompactionRow, Iterable[DecisionRow]]:
     result: Any = outcome.result
     row = CompactionRow(
         session_id=_text(event.sessionId if event and event.sessionId else ""),
@@ -42,7 +43,6 @@ def rows_for(event: "HookEvent | None", outcome: "Outcome") -> tuple[CompactionR
         agent_id=_text(event.agentId) if event and event.agentId else None,
         fallback_reason=outcome.category if outcome.action == "fallback" else None,
     )
-    decisions: list[DecisionRow] = []
     if result is None:
         if event is not None:
             from ..stats import message_chars
@@ -54,7 +54,7 @@ def rows_for(event: "HookEvent | None", outcome: "Outcome") -> tuple[CompactionR
             row.requests, row.retries, row.failed_batches = tally.requests, tally.retries, tally.failed
             row.input_tokens, row.output_tokens = tally.input_tokens, tally.output_tokens
         row.duration_ms = outcome.ms
-        return row, decisions
+        return row, ()
     stats = result.stats
     row.messages_before = stats.messages_before
     row.chars_before = stats.chars_before
@@ -73,11 +73,24 @@ def rows_for(event: "HookEvent | None", outcome: "Outcome") -> tuple[CompactionR
         # A fallback leaves the conversation as it was: nothing was freed.
         row.messages_after = stats.messages_before
         row.chars_after = stats.chars_before
-    calls = {call.tool_use_id: call for call in result.calls}
-    for decision in result.decisions:
-        call = calls.get(decision.tool_use_id)
-        decisions.append(
-            DecisionRow(
+    return row, _DecisionRows(result, outcome.action == "replaced")
+
+
+class _DecisionRows:
+    """An outcome's decision rows, each made as it is written: a session's hundred thousand
+    calls are never all alive as rows. Walked once per attempt at the write."""
+
+    def __init__(self, result: Any, replaced: bool) -> None:
+        self.result = result
+        self.replaced = replaced
+
+    def __iter__(self) -> Iterator[DecisionRow]:
+        calls = {call.tool_use_id: call for call in self.result.calls}
+        # A fallback changed nothing: it freed nothing, and nothing it decided points at an archive.
+        replaced = self.replaced
+        for decision in self.result.decisions:
+            call = calls.get(decision.tool_use_id)
+            yield DecisionRow(
                 tool_use_id=_text(decision.tool_use_id),
                 call_id=_text(decision.id),
                 tool=_text(decision.tool),
@@ -86,14 +99,11 @@ def rows_for(event: "HookEvent | None", outcome: "Outcome") -> tuple[CompactionR
                 keep_call=decision.keep_call,
                 keep_result=decision.keep_result,
                 input_preview=_text(preview(call.input if call else {})),
-                chars_freed=decision.chars_freed if outcome.action == "replaced" else 0,
+                chars_freed=decision.chars_freed if replaced else 0,
                 result_chars=call.result_chars if call else None,
                 rule=decision.reason if decision.reason in RULE_NAMES else None,
-                # A fallback changed nothing, so nothing it decided points at an archive.
-                archive_path=decision.archive_path if outcome.action == "replaced" else None,
+                archive_path=decision.archive_path if replaced else None,
             )
-        )
-    return row, decisions
 
 
 def record_outcome(path: Path, event: "HookEvent | None", outcome: "Outcome") -> int | Path:

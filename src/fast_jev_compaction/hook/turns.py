@@ -18,7 +18,8 @@ the answer must not be sent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import deque
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ..markers import PREFIX
@@ -27,17 +28,19 @@ from ..messages import SessionMessage, ToolResult, ToolUse
 _RECORD_IDS = frozenset({"uuid", "handle"})
 
 
-# Slotted: a long session has a turn for every other message.
+# Slotted, its lists made on their first item: a long session has a turn for every other message.
 @dataclass(slots=True)
 class _Turn:
     """Consecutive assistant fragments of one response, and the results of their calls."""
 
-    fragments: list[SessionMessage] = field(default_factory=list)
-    results: list[ToolResult] = field(default_factory=list)
+    fragments: list[SessionMessage]
+    results: list[ToolResult] | None = None
     # The user messages the results came from; their text rides in the results message.
-    result_sources: list[SessionMessage] = field(default_factory=list)
+    result_sources: list[SessionMessage] | None = None
     # Engine text that hung on the turn's messages, carried after the turn.
-    carried: list[str] = field(default_factory=list)
+    carried: str = ""
+    # Its calls still without a result.
+    waiting: int = 0
 
     @property
     def uses(self) -> list[ToolUse]:
@@ -45,9 +48,10 @@ class _Turn:
 
     def messages(self) -> list[SessionMessage]:
         out = [m for m in (_merged("assistant", self.fragments, self.uses, []),) if m is not None]
-        carried = "".join(self.carried)
+        carried = self.carried
         if self.results:
-            out.append(_merged("user", self.result_sources, [], self.results, carried) or SessionMessage(role="user", toolResults=self.results))
+            out.append(_merged("user", self.result_sources or [], [], self.results, carried)
+                       or SessionMessage(role="user", toolResults=self.results))
         elif carried:
             out.append(SessionMessage(role="user", text=carried))
         return out
@@ -130,47 +134,68 @@ def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessag
     its results message. Messages that need no merging come back as the very same objects.
     """
     carry = carried or (lambda message: "")
-    slots: list[_Turn | SessionMessage] = []
+    # A turn goes out as soon as it is closed and every call of it has its result, with what
+    # came before it: a long session's turns are not all alive at once.
+    slots: deque[_Turn | SessionMessage] = deque()
     turn_of: dict[str, _Turn] = {}
     open_turn: _Turn | None = None
+    out: list[SessionMessage] = []
     for message in messages:
         if message.role == "assistant":
             if open_turn is None:
-                open_turn = _Turn()
+                open_turn = _Turn([message])
                 slots.append(open_turn)
-            open_turn.fragments.append(message)
-            open_turn.carried.append(carry(message))
-            turn_of.update((use.tool_use_id, open_turn) for use in message.toolUses)
+            else:
+                open_turn.fragments.append(message)
+            open_turn.carried += carry(message)
+            for use in message.toolUses:
+                turn_of[use.tool_use_id] = open_turn
+            open_turn.waiting += len(message.toolUses)
             continue
         open_turn = None
         results = message.toolResults or []
-        homed = [r for r in results if r.tool_use_id in turn_of]
-        if not homed:
+        # A call's result is homed once (pairing refuses a second result for one call).
+        homes = [turn_of.pop(r.tool_use_id, None) for r in results]
+        first = next((home for home in homes if home is not None), None)
+        if first is None:
             slots.append(message)
             if carry(message):
                 slots.append(SessionMessage(role="user", text=carry(message)))
-            continue
-        strays = [r for r in results if r.tool_use_id not in turn_of]
-        if strays:
-            slots.append(SessionMessage(role="user", toolResults=strays))
-        first = turn_of[homed[0].tool_use_id]
-        first.result_sources.append(message)
-        first.carried.append(carry(message))
-        for result in homed:
-            turn_of[result.tool_use_id].results.append(result)
-    out: list[SessionMessage] = []
-    for slot in slots:
-        for message in slot.messages() if isinstance(slot, _Turn) else [slot]:
-            previous = out[-1] if out else None
-            if previous is not None and previous.role == message.role == "assistant" and not previous.toolUses:
-                # A turn left with text only (every call of it dropped, its results gone) runs
-                # into the next turn: the engine would not merge two assistant messages, so its
-                # text (a marker line, prose) leads the next turn's text.
-                merged = _merged("assistant", [previous, message], list(message.toolUses), [])
-                out[-1] = merged if merged is not None else message
-                continue
-            out.append(message)
+        else:
+            strays = [r for r, home in zip(results, homes) if home is None]
+            if strays:
+                slots.append(SessionMessage(role="user", toolResults=strays))
+            first.result_sources = _added(first.result_sources, message)
+            first.carried += carry(message)
+            for result, home in zip(results, homes):
+                if home is not None:
+                    home.results = _added(home.results, result)
+                    home.waiting -= 1
+        while slots and not (isinstance(slots[0], _Turn) and slots[0].waiting):
+            _emit(out, slots.popleft())
+    while slots:
+        _emit(out, slots.popleft())
     return out
+
+
+def _emit(out: list[SessionMessage], slot: _Turn | SessionMessage) -> None:
+    for message in slot.messages() if isinstance(slot, _Turn) else [slot]:
+        previous = out[-1] if out else None
+        if previous is not None and previous.role == message.role == "assistant" and not previous.toolUses:
+            # A turn left with text only (every call of it dropped, its results gone) runs
+            # into the next turn: the engine would not merge two assistant messages, so its
+            # text (a marker line, prose) leads the next turn's text.
+            merged = _merged("assistant", [previous, message], list(message.toolUses), [])
+            out[-1] = merged if merged is not None else message
+            continue
+        out.append(message)
+
+
+def _added(items: list[Any] | None, item: Any) -> list[Any]:
+    if items is None:
+        return [item]
+    items.append(item)
+    return items
 
 
 def turn_problems(wired: Sequence[Mapping[str, Any]], original: Sequence[SessionMessage]) -> list[str]:

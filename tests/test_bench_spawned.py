@@ -36,3 +36,5 @@ def test_bench_reports_peak_memory_and_the_hooks_start() -> None:
     start = report["hook_start"]
     assert start["messages"] == 30 and start["runs"] == 5 and start["failed"] == 0
     assert 0 < start["cpu_ms_min"] <= start["cpu_ms"] <= start["cpu_ms_max"]
+    # The bare interpreter is measured beside it, and a hook does more than start Python.
+    assert 0 < start["interpreter_cpu_ms"] < start["cpu_ms"]

@@ -282,7 +282,8 @@ def spawned_lines(rows: list[dict[str, Any]], start: dict[str, Any] | None) -> l
     else:
         lines.append(
             f"hook start: {start['cpu_ms']:.1f} ms of CPU for a {start['messages']}-message event "
-            f"(median of {start['runs']} spawned runs, {start['cpu_ms_min']:.1f}-{start['cpu_ms_max']:.1f})"
+            f"(median of {start['runs']} spawned runs, {start['cpu_ms_min']:.1f}-{start['cpu_ms_max']:.1f}; "
+            f"the interpreter alone {start['interpreter_cpu_ms']:.1f})"
             + (f"; {start['failed']} runs failed" if start["failed"] else "")
         )
     return lines

@@ -89,13 +89,23 @@ def hook_command() -> list[str] | None:
 
 
 def hook_start(runs: int) -> dict[str, Any] | None:
-    """CPU of a spawned hook answering a generated 30-message event, median and range of ``runs``."""
+    """CPU of a spawned hook answering a generated 30-message event, median and range of ``runs``,
+    and of the bare interpreter started the same way.
+
+    The two are interleaved so that both see the same neighbours: on a shared machine, or under a
+    Python whose site-packages import something at start, the interpreter alone can cost several
+    times its quiet figure, and the hook's number means little without it.
+    """
     command = hook_command()
     if command is None:
         return None
+    bare = [sys.executable, "-I", "-c", "pass"]
+    children, interpreters = [], []
     with tempfile.TemporaryDirectory(prefix="fast-jev-bench-hook-") as folder:
         event = _write_event(_small_messages(), Path(folder), "event.json")
-        children = [run_child(command, event) for _ in range(max(1, runs))]
+        for _ in range(max(1, runs)):
+            children.append(run_child(command, event))
+            interpreters.append(run_child(bare))
     cpu_ms = sorted(child.cpu_s * 1000 for child in children)
     return {
         "messages": HOOK_EVENT_MESSAGES,
@@ -103,6 +113,7 @@ def hook_start(runs: int) -> dict[str, Any] | None:
         "cpu_ms": round(statistics.median(cpu_ms), 1),
         "cpu_ms_min": round(cpu_ms[0], 1),
         "cpu_ms_max": round(cpu_ms[-1], 1),
+        "interpreter_cpu_ms": round(statistics.median(child.cpu_s * 1000 for child in interpreters), 1),
         "failed": sum(child.code != 0 for child in children),
     }
 

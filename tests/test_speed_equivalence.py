@@ -33,6 +33,8 @@ from fast_jev_compaction.transcript import parse_transcript
 _ALPHABET = st.sampled_from(
     list("aZ_9 .,-/:\"{}[]\n\t\u2192\u2026\u00e9\u0130\u017f\u3000\ufeff\x1c@~+=%")
     + ["\U0001F600", "error", "Failed", "not found", "abcdefgh", "0x1f2e3d4c5b6a", "https://a.example/x"]
+    # error words spelled with the non-ASCII letters IGNORECASE folds to ASCII ones (ſ ı K İ)
+    + ["a\u017f\u017fert", "exceptıon", "traceback".replace("k", "\u212a"), "deN\u0130ed", "1x_2Ab"]
 )
 _TEXT = st.lists(_ALPHABET, max_size=120).map("".join)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
@@ -58,6 +59,13 @@ _TINY_CHARS = 420
 _ERROR_WORD = re.compile(
     r"\b(?:error|exception|traceback|failed|failure|fatal|panic|assert(?:ion)?|denied|not found)\b", re.IGNORECASE
 )
+# The same words in a lower-cased text, and where each can start: only a text holding one of
+# these stems is searched, and only where one starts. Lower-casing keeps every position, word
+# boundary and ASCII letter except for four non-ASCII letters that IGNORECASE also matches to
+# ASCII ones (İ ı ſ K): a text holding one of those is searched as it is.
+_ERROR_WORD_LOWER = re.compile(_ERROR_WORD.pattern)
+_ERROR_STEMS = ("error", "exception", "traceback", "fail", "fatal", "panic", "assert", "denied", "not found")
+_FOLDS_TO_ASCII = re.compile("[\u0130\u0131\u017f\u212a]")
 _TERM = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 _STOP_TERMS = frozenset(
     """this that with from have will what when where which there their they them then than into
@@ -129,6 +137,24 @@ def terms(text: str) -> set[str]:
 
 def error_lines(text: str) -> int:
     """How many lines hold an error word."""
+    if text.isascii() or _FOLDS_TO_ASCII.search(text) is None:
+        lowered = text.lower()
+        starts = []
+        for stem in _ERROR_STEMS:
+            at = lowered.find(stem)
+            while at >= 0:
+                if _ERROR_WORD_LOWER.match(lowered, at):
+                    starts.append(at)
+                at = lowered.find(stem, at + 1)
+        count = 0
+        line_end = -1
+        for at in sorted(starts):
+            if at > line_end:
+                count += 1
+                line_end = lowered.find("\n", at)
+                if line_end < 0:
+                    break
+        return count
     count = 0
     at = 0
     while (match := _ERROR_WORD.search(text, at)) is not None:
@@ -239,7 +265,7 @@ def call_features(
         values["age_fraction"] = since / last if last else 0.0
         values["calls_after_fraction"] = (len(calls) - 1 - n) / len(calls)
         values["recency"] = 0.5 ** (since / _HALF_LIFE_MESSAGES)
-        prompts = sum(1 for p in prompt_positions if p > call.result_index)
+        prompts = len(prompt_positions) - bisect_right(prompt_positions, call.result_index)
         values["prompts_after"] = min(prompts, _PROMPTS_SATURATION) / _PROMPTS_SATURATION
 
         if _superseded(target, n, last_read, last_rerun, last_head):
@@ -256,7 +282,8 @@ def call_features(
                     edited = False
             values["edited_unread"] = 1.0 if edited else 0.0
 
-        reused = reuse.reuses(text, call.result_index)
+        ids = long_ids(text)
+        reused = reuse.reuses(text, call.result_index, ids)
         if reused:
             values["reused"] = 1.0
             values["reused_log"] = math.log1p(len(reused))
@@ -271,7 +298,7 @@ def call_features(
         if len(name) >= 4 and named_at(name) > call.result_index:
             values["target_mentioned_later"] = 1.0
         values["error_lines"] = math.log1p(min(error_lines(text), 50))
-        values["ids_log"] = math.log1p(len(long_ids(text)))
+        values["ids_log"] = math.log1p(len(ids))
         out[call.tool_use_id] = values
     return out
 

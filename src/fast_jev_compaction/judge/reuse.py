@@ -55,7 +55,10 @@ def _ascii_runs(text: str, table: bytes) -> list[str] | None:
 
 def normalized_words(text: str) -> list[str]:
     """Lower-cased word tokens, with Read line numbers removed."""
-    text = _LINE_NUMBER.sub("", text).lower()
+    # A line number ends in "→" or a tab: without either there is none to remove.
+    if "→" in text or "\t" in text:
+        text = _LINE_NUMBER.sub("", text)
+    text = text.lower()
     words = _ascii_runs(text, _ONLY_WORDS)
     return _WORD.findall(text) if words is None else words
 
@@ -154,6 +157,9 @@ class ReuseIndex:
     last: dict[int, int] = field(default_factory=dict)
     # the first words of the indexed shingles: an output's windows are built only where one starts
     heads: set[str] = field(default_factory=set)
+    # every word of the reuse channels, when known: an output's window holding another word
+    # cannot come back, so windows are built only within runs of these words
+    vocabulary: set[str] | None = None
 
     def add_channel(self, position: int, found: set[str]) -> None:
         """``found``: the snippets of message ``position``'s reuse channels."""
@@ -176,12 +182,12 @@ class ReuseIndex:
             if seen is not None and position < seen:
                 first[key] = position
 
-    def reuses(self, output: str, result_index: int) -> dict[str, int]:
+    def reuses(self, output: str, result_index: int, ids: set[str] | None = None) -> dict[str, int]:
         """The output's distinctive snippets that come back, each with the last later message
-        repeating it."""
+        repeating it; ``ids``: the output's :func:`long_ids`, when the caller has them."""
         found: dict[str, int] = {}
         first, last, size = self.first, self.last, self.size
-        for snippet in _windows(normalized_words(output), self.heads) | long_ids(output):
+        for snippet in self._windows(normalized_words(output)) | (long_ids(output) if ids is None else ids):
             key = hash(snippet)
             if first.get(key, size) <= result_index:
                 continue
@@ -191,12 +197,31 @@ class ReuseIndex:
         return found
 
 
+    def _windows(self, words: list[str]) -> set[str]:
+        """The windows of ``words`` that can match an indexed shingle."""
+        if self.vocabulary is None:
+            return _windows(words, self.heads)
+        known = bytes(map(self.vocabulary.__contains__, words))
+        found: set[str] = set()
+        for run in _KNOWN_RUN.finditer(known):
+            found |= _windows(words[run.start() : run.end()], self.heads)
+        return found
+
+
+# SHINGLE_WORDS or more known words in a row, in a mask of one byte per word (1: known)
+_KNOWN_RUN = re.compile(b"\x01{%d,}" % SHINGLE_WORDS)
+
+
 def build_reuse_index(messages: Sequence[SessionMessage]) -> ReuseIndex:
-    index = ReuseIndex(size=len(messages))
+    vocabulary: set[str] = set()
+    index = ReuseIndex(size=len(messages), vocabulary=vocabulary)
     for position, message in enumerate(messages):
         found: set[str] = set()
         for text in channel_texts(message):
-            found |= snippets(text)
+            words = normalized_words(text)
+            vocabulary.update(words)
+            found |= _windows(words)
+            found |= long_ids(text)
         index.add_channel(position, found)
     for position, message in enumerate(messages):
         if message.role == "user" and message.text:

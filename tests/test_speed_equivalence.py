@@ -20,7 +20,15 @@ from fast_jev_compaction.fitting import INPUT_STAGES, _Budget, _floor_tokens, en
 from fast_jev_compaction.goal import goal_from_messages
 from fast_jev_compaction.history import RenderMemo, _is_term, _top_terms, history_entries
 from fast_jev_compaction.judge.features import error_lines, terms
-from fast_jev_compaction.judge.reuse import build_reuse_index, channel_texts, long_ids, normalized_words, shingles, snippets
+from fast_jev_compaction.judge.reuse import (
+    build_reuse_index,
+    channel_texts,
+    long_ids,
+    normalized_words,
+    shingles,
+    snippets,
+    word_set,
+)
 from fast_jev_compaction.messages import SessionMessage
 from fast_jev_compaction.pairing import is_pinned, pair_tool_calls
 from fast_jev_compaction.synthetic import transcript_lines
@@ -135,6 +143,12 @@ def _plain_reuses(messages: list[SessionMessage]) -> Callable[[str, int], dict[s
     return reuses
 
 
+@settings(max_examples=400, deadline=None)
+@given(_TEXT)
+def test_word_set_holds_every_normalized_word(text: str) -> None:
+    assert set(normalized_words(text)) <= word_set([text])
+
+
 def test_reuses_finds_what_a_full_scan_finds() -> None:
     """The hashed index, which builds an output's windows only where an indexed shingle starts,
     finds what a plain string-keyed scan of every snippet finds."""
@@ -151,6 +165,12 @@ def test_reuses_finds_what_a_full_scan_finds() -> None:
             assert index.reuses(result.text, position) == plain(result.text, position)
             found += bool(plain(result.text, position))
     assert found
+    # indexed only for some outputs' words, it answers for those outputs as the whole index does
+    asked = [(position, r.text) for position, m in enumerate(messages) for r in m.toolResults or ()][::3]
+    narrow = build_reuse_index(messages, word_set(text for _, text in asked))
+    assert len(narrow.first) < len(index.first)
+    for position, text in asked:
+        assert narrow.reuses(text, position) == plain(text, position)
 
 
 _PHRASES = [
@@ -180,7 +200,9 @@ def test_hashed_reuses_match_the_plain_index(
     hashed index gives the plain index's matches and last positions."""
     messages = [SessionMessage(role=role, text=" ".join(phrases)) for role, phrases in turns]
     output = " ".join(output_phrases)
-    assert build_reuse_index(messages).reuses(output, result_index) == _plain_reuses(messages)(output, result_index)
+    expected = _plain_reuses(messages)(output, result_index)
+    assert build_reuse_index(messages).reuses(output, result_index) == expected
+    assert build_reuse_index(messages, word_set([output])).reuses(output, result_index) == expected
 
 
 # -- digest terms --------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from ..messages import SessionMessage
 from ..pairing import Pairing, ToolCall
 from ..textutil import js_json
 from .lexicon import basename, command_head, tool_kind
-from .reuse import ReuseIndex, build_reuse_index, long_ids
+from .reuse import ReuseIndex, build_reuse_index, long_ids, word_set
 
 KINDS = (
     "read", "search", "fetch", "edit", "side_effect", "test_build", "inspect", "shell",
@@ -199,9 +199,13 @@ def call_features(
     if not messages:
         return {}
     wanted = None if only is None else {call.tool_use_id for call in only}
-    reuse = index if index is not None else build_reuse_index(messages)
     last = len(messages) - 1
     calls = pairing.calls
+    # the outputs asked about, by position in ``calls``
+    texts = {
+        n: result_text(messages, call) for n, call in enumerate(calls) if wanted is None or call.tool_use_id in wanted
+    }
+    reuse = index if index is not None else build_reuse_index(messages, word_set(texts.values()))
     targets = [call_target(call) for call in calls]
 
     prompt_positions = [i for i, m in enumerate(messages) if prompt_text(m)]
@@ -252,10 +256,8 @@ def call_features(
             by_path.setdefault(target.path, []).append(n)
 
     out: dict[str, dict[str, float]] = {}
-    for n, (call, target) in enumerate(zip(calls, targets)):
-        if wanted is not None and call.tool_use_id not in wanted:
-            continue
-        text = result_text(messages, call)
+    for n, text in texts.items():
+        call, target = calls[n], targets[n]
         values = dict.fromkeys(FEATURE_NAMES, 0.0)
         values["size_log"] = math.log10(call.result_chars + 1)
         values["tiny"] = 1.0 if call.result_chars <= _TINY_CHARS else 0.0

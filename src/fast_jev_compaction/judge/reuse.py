@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from itertools import accumulate, compress
-from typing import Any, Container, Iterator, Sequence
+from typing import Any, Container, Iterable, Iterator, Sequence
 
 from ..messages import SessionMessage
 
@@ -187,7 +187,8 @@ class ReuseIndex:
         repeating it; ``ids``: the output's :func:`long_ids`, when the caller has them."""
         found: dict[str, int] = {}
         first, last, size = self.first, self.last, self.size
-        for snippet in self._windows(normalized_words(output)) | (long_ids(output) if ids is None else ids):
+        candidates = _windows_of_known(normalized_words(output), self.vocabulary, self.heads)
+        for snippet in candidates | (long_ids(output) if ids is None else ids):
             key = hash(snippet)
             if first.get(key, size) <= result_index:
                 continue
@@ -197,22 +198,37 @@ class ReuseIndex:
         return found
 
 
-    def _windows(self, words: list[str]) -> set[str]:
-        """The windows of ``words`` that can match an indexed shingle."""
-        if self.vocabulary is None:
-            return _windows(words, self.heads)
-        known = bytes(map(self.vocabulary.__contains__, words))
-        found: set[str] = set()
-        for run in _KNOWN_RUN.finditer(known):
-            found |= _windows(words[run.start() : run.end()], self.heads)
-        return found
-
-
 # SHINGLE_WORDS or more known words in a row, in a mask of one byte per word (1: known)
 _KNOWN_RUN = re.compile(b"\x01{%d,}" % SHINGLE_WORDS)
 
 
-def build_reuse_index(messages: Sequence[SessionMessage]) -> ReuseIndex:
+def _windows_of_known(words: list[str], known: Container[str] | None, heads: Container[str] | None = None) -> set[str]:
+    """:func:`_windows` of ``words`` made only of words in ``known`` (every window when None):
+    only those can equal a window of a text whose words are all in ``known``."""
+    if known is None:
+        return _windows(words, heads)
+    found: set[str] = set()
+    for run in _KNOWN_RUN.finditer(bytes(map(known.__contains__, words))):
+        found |= _windows(words[run.start() : run.end()], heads)
+    return found
+
+
+def word_set(texts: Iterable[str]) -> set[str]:
+    """Every word of :func:`normalized_words` of ``texts``, and a few more (Read line numbers
+    are kept: removing them only takes words away), without the patterns' cost."""
+    found: set[str] = set()
+    for text in texts:
+        text = text.lower()
+        words = _ascii_runs(text, _ONLY_WORDS)
+        found.update(_WORD.findall(text) if words is None else words)
+    return found
+
+
+def build_reuse_index(messages: Sequence[SessionMessage], outputs: Container[str] | None = None) -> ReuseIndex:
+    """The index of ``messages``. With ``outputs`` (:func:`word_set` of the outputs it will be
+    asked about), a shingle is indexed only when all its words are in it, since no other can
+    equal one of theirs: the index answers :meth:`ReuseIndex.reuses` for those outputs as the
+    whole index would."""
     vocabulary: set[str] = set()
     index = ReuseIndex(size=len(messages), vocabulary=vocabulary)
     for position, message in enumerate(messages):
@@ -220,10 +236,10 @@ def build_reuse_index(messages: Sequence[SessionMessage]) -> ReuseIndex:
         for text in channel_texts(message):
             words = normalized_words(text)
             vocabulary.update(words)
-            found |= _windows(words)
+            found |= _windows_of_known(words, outputs)
             found |= long_ids(text)
         index.add_channel(position, found)
     for position, message in enumerate(messages):
         if message.role == "user" and message.text:
-            index.add_user(position, snippets(message.text))
+            index.add_user(position, _windows_of_known(normalized_words(message.text), outputs) | long_ids(message.text))
     return index

@@ -89,6 +89,15 @@ def test_words_and_id_runs_match_the_patterns(text: str) -> None:
     assert long_ids(text) == _long_ids_reference(text)
 
 
+def test_lower_casing_leaves_a_non_word_character_one_non_ascii_character() -> None:
+    """What lower-casing ASCII bytes instead of the text relies on (reuse._ascii_runs)."""
+    for code in range(0x80, 0x110000):
+        char = chr(code)
+        if not char.isalnum() and not 0xD800 <= code < 0xE000:
+            lowered = char.lower()
+            assert len(lowered) == 1 and not lowered.isascii() and not lowered.isalnum(), hex(code)
+
+
 def _long_ids_reference(text: str) -> set[str]:
     found = {token for m in _URL.finditer(text) if len(token := m.group(0).rstrip(".,;:")) >= 24}
     for token in (run.strip(".,-/") for run in _ID.findall(text)):

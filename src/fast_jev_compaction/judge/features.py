@@ -84,8 +84,10 @@ class CallTarget:
     range: str = ""  # offset:limit of a partial read
     # identical key on a later call = an identical re-run: the hash of the tool and its input as
     # JSON, not the JSON itself (a copy of every input, a Write's whole content); two different
-    # inputs sharing a 64-bit hash within one process is astronomically unlikely
-    rerun: int = 0
+    # inputs sharing a 64-bit hash within one process is astronomically unlikely. None for a read
+    # or a change, which an identical call never replaces (:func:`replaces`): their inputs, a
+    # Write's whole content among them, are not rendered for nothing.
+    rerun: int | None = None
     head: str = ""  # test/build command head: a later run of the same suite replaces this one
 
 
@@ -107,7 +109,9 @@ def call_target(call: ToolCall) -> CallTarget:
         kind=kind,
         path=path if kind in ("read", "edit") else "",
         range=span,
-        rerun=hash(f"{call.tool}:{js_json({k: v for k, v in call.input.items() if k not in _INCIDENTAL_INPUTS})}"),
+        rerun=None
+        if kind == "read" or kind in _CHANGES
+        else hash(f"{call.tool}:{js_json({k: v for k, v in call.input.items() if k not in _INCIDENTAL_INPUTS})}"),
         head=head,
     )
 
@@ -179,7 +183,8 @@ def _superseded(
         return last_read.get((target.path, ""), -1) > n or last_read.get((target.path, target.range), -1) > n
     if target.kind in _CHANGES:
         return False
-    return last_rerun.get(target.rerun, -1) > n or (bool(target.head) and last_head.get(target.head, -1) > n)
+    rerun_later = target.rerun is not None and last_rerun.get(target.rerun, -1) > n
+    return rerun_later or (bool(target.head) and last_head.get(target.head, -1) > n)
 
 
 def _share(wanted: set[str], present: set[str]) -> float:
@@ -249,7 +254,8 @@ def call_features(
     for n, target in enumerate(targets):
         if target.kind == "read":
             last_read[(target.path, target.range)] = n
-        last_rerun[target.rerun] = n
+        if target.rerun is not None:
+            last_rerun[target.rerun] = n
         if target.head:
             last_head[target.head] = n
         if target.kind in ("read", "edit"):

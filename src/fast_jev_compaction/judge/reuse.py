@@ -45,12 +45,20 @@ _ASCII_RUNS = re.compile(r"[\x00-\x7f]+")
 _LONG_ENOUGH = (ID_MIN_CHARS - 1).__lt__
 
 
-def _ascii_runs(text: str, table: bytes) -> list[str] | None:
-    """The runs of ``table``'s characters in ``text``; None when a non-ASCII character is a word
-    character (``\\w``: alphanumeric or ``_``), which the table cannot see."""
+def _ascii_runs(text: str, table: bytes, lower: bool = False) -> list[str] | None:
+    """The runs of ``table``'s characters in ``text`` (in ``text.lower()`` with ``lower``); None
+    when a non-ASCII character is a word character (``\\w``: alphanumeric or ``_``), which the
+    table cannot see.
+
+    Lower-casing the ASCII bytes gives the runs lower-casing the text would: a non-ASCII
+    character that is not a word character lower-cases to one non-ASCII character, never to an
+    ASCII one or to several (all of them checked), and it is a "?" either way. Bytes lower-case
+    many times faster than a text holding non-ASCII characters.
+    """
     if not text.isascii() and any(c.isalnum() for c in set(_ASCII_RUNS.sub("", text))):
         return None
-    return text.encode("ascii", "replace").translate(table).decode("ascii").split()
+    encoded = text.encode("ascii", "replace")
+    return (encoded.lower() if lower else encoded).translate(table).decode("ascii").split()
 
 
 def normalized_words(text: str) -> list[str]:
@@ -58,9 +66,8 @@ def normalized_words(text: str) -> list[str]:
     # A line number ends in "→" or a tab: without either there is none to remove.
     if "→" in text or "\t" in text:
         text = _LINE_NUMBER.sub("", text)
-    text = text.lower()
-    words = _ascii_runs(text, _ONLY_WORDS)
-    return _WORD.findall(text) if words is None else words
+    words = _ascii_runs(text, _ONLY_WORDS, lower=True)
+    return _WORD.findall(text.lower()) if words is None else words
 
 
 def _windows(words: list[str], heads: Container[str] | None = None) -> set[str]:
@@ -218,9 +225,8 @@ def word_set(texts: Iterable[str]) -> set[str]:
     are kept: removing them only takes words away), without the patterns' cost."""
     found: set[str] = set()
     for text in texts:
-        text = text.lower()
-        words = _ascii_runs(text, _ONLY_WORDS)
-        found.update(_WORD.findall(text) if words is None else words)
+        words = _ascii_runs(text, _ONLY_WORDS, lower=True)
+        found.update(_WORD.findall(text.lower()) if words is None else words)
     return found
 
 

@@ -304,3 +304,27 @@ def test_stage_costs_equal_the_whole_entry_estimate(text: str, repeat: int, call
     costs = _StageCosts()
     assert costs(entry) == entry_tokens(entry)
     assert costs({**entry, "tool_calls": ["t1 Read x → ok 12ch"]}) == entry_tokens({**entry, "tool_calls": ["t1 Read x → ok 12ch"]})
+
+
+# -- lexicon: side effects -----------------------------------------------------------------------
+
+_COMMAND_WORDS = st.sampled_from(
+    "git -C /x push status npm pnpm install i uv pip3 go get rm -rf mv cp tee sed -i -n curl -X POST "
+    "--data -d wget --post deploy kubectl helm apply terraform docker compose up gh pr create "
+    "systemctl service restart psql mysql insert migrate alembic upgrade ssh scp rsync > >> 2>&1 "
+    "/dev/null out.txt ; && | ( ) = echo ls make pytest a b".split()
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_COMMAND_WORDS, max_size=12), st.sampled_from([" ", "", "\n", "\t"]))
+def test_side_effect_patterns_one_by_one_match_as_their_alternation(words: list[str], joint: str) -> None:
+    from fast_jev_compaction.lexicon import _SIDE_EFFECT, _SIDE_EFFECT_PATTERNS, SIDE_EFFECT, shell_kind
+
+    alternation = re.compile("|".join(f"(?:{pattern})" for pattern, _ in _SIDE_EFFECT_PATTERNS))
+    command = joint.join(words).lower()
+    assert (shell_kind(command) == SIDE_EFFECT) == bool(alternation.search(command))
+    # the words are what the patterns need: each pattern matching holds one of its words
+    for pattern, needed in _SIDE_EFFECT:
+        if pattern.search(command):
+            assert any(word in command for word in needed)

@@ -221,8 +221,7 @@ def call_features(
     last_said: dict[str, int] = {}
     for position, message in enumerate(messages):
         if message.role == "assistant":
-            for term in terms(message.text):
-                last_said[term] = position
+            last_said.update(dict.fromkeys(terms(message.text), position))
     # file name -> the last prompt or reply naming it, for the names of the calls asked about,
     # found in one walk back (each text lower-cased there, not kept: a copy of every reply)
     wanted_names = {

@@ -230,7 +230,7 @@ def word_set(texts: Iterable[str]) -> set[str]:
     return found
 
 
-def build_reuse_index(messages: Sequence[SessionMessage], outputs: Container[str] | None = None) -> ReuseIndex:
+def build_reuse_index(messages: Sequence[SessionMessage], outputs: set[str] | None = None) -> ReuseIndex:
     """The index of ``messages``. With ``outputs`` (:func:`word_set` of the outputs it will be
     asked about), a shingle is indexed only when all its words are in it, since no other can
     equal one of theirs: the index answers :meth:`ReuseIndex.reuses` for those outputs as the
@@ -245,7 +245,10 @@ def build_reuse_index(messages: Sequence[SessionMessage], outputs: Container[str
             found |= _windows_of_known(words, outputs)
             found |= long_ids(text)
         index.add_channel(position, found)
+    # A user text only moves back where an indexed snippet was first seen: only its windows made
+    # of channel words (and of the outputs' words) can matter.
+    known = vocabulary if outputs is None else vocabulary & outputs
     for position, message in enumerate(messages):
         if message.role == "user" and message.text:
-            index.add_user(position, _windows_of_known(normalized_words(message.text), outputs) | long_ids(message.text))
+            index.add_user(position, _windows_of_known(normalized_words(message.text), known) | long_ids(message.text))
     return index

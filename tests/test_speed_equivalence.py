@@ -328,3 +328,26 @@ def test_side_effect_patterns_one_by_one_match_as_their_alternation(words: list[
     for pattern, needed in _SIDE_EFFECT:
         if pattern.search(command):
             assert any(word in command for word in needed)
+
+
+# -- judge: who names a file last ----------------------------------------------------------------
+
+_NAMING_TEXTS = st.lists(st.lists(st.sampled_from(["app.py", "App.PY", "x", "\x00", "main.rs", "apple", " ", "py"]), max_size=6).map("".join), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_NAMING_TEXTS, st.sampled_from([1, 7, 1 << 16]))
+def test_last_naming_finds_what_a_walk_text_by_text_finds(texts: list[str], chunk: int) -> None:
+    from fast_jev_compaction.judge import features
+
+    names = {"app.py", "main.rs", "apple", "y\x00ma", "none.txt"}
+    expected: dict[str, int] = {}
+    for position, text in enumerate(texts):  # walked in this order, the first holder wins
+        for name in names:
+            if name in text.lower() and name not in expected:
+                expected[name] = position
+    previous, features._NAMING_CHUNK_CHARS = features._NAMING_CHUNK_CHARS, chunk
+    try:
+        assert features._last_naming(enumerate(texts), names) == expected
+    finally:
+        features._NAMING_CHUNK_CHARS = previous

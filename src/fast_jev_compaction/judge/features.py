@@ -13,6 +13,7 @@ import math
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Iterable, Mapping, Sequence
 
 from ..goal import prompt_text
@@ -187,6 +188,52 @@ def _superseded(
     return rerun_later or (bool(target.head) and last_head.get(target.head, -1) > n)
 
 
+# Texts are searched for names this many characters at a time, lower-cased and joined by NULs.
+_NAMING_CHUNK_CHARS = 1 << 16
+
+
+def _last_naming(texts: Iterable[tuple[int, str]], names: set[str]) -> dict[str, int]:
+    """For each name, the position of the first of ``texts`` (position, text), walked in the
+    order given, whose lower-cased text holds it; names no text holds are left out.
+
+    The texts go in chunks: each name is looked for once per chunk, in C, not once per text, and
+    a name found is placed within its chunk by where it first occurs. A name holding a NUL (no
+    file name does) could span two texts: it is looked for in each text.
+    """
+    names = set(names)
+    spanning = {name for name in names if "\x00" in name}
+    names -= spanning
+    found: dict[str, int] = {}
+    chunk: list[str] = []
+    positions: list[int] = []
+    size = 0
+
+    def search() -> None:
+        joined = "\x00".join(chunk)
+        starts = list(accumulate((len(text) + 1 for text in chunk[:-1]), initial=0))
+        for name in [name for name in names if name in joined]:
+            found[name] = positions[bisect_right(starts, joined.find(name)) - 1]
+            names.discard(name)
+        for name in [name for name in spanning if any(name in text for text in chunk)]:
+            found[name] = positions[next(i for i, text in enumerate(chunk) if name in text)]
+            spanning.discard(name)
+        chunk.clear()
+        positions.clear()
+
+    for position, text in texts:
+        if not names and not spanning:
+            break
+        chunk.append(text.lower())
+        positions.append(position)
+        size += len(text)
+        if size >= _NAMING_CHUNK_CHARS:
+            search()
+            size = 0
+    if chunk and (names or spanning):
+        search()
+    return found
+
+
 def _share(wanted: set[str], present: set[str]) -> float:
     return len(wanted & present) / len(wanted) if wanted else 0.0
 
@@ -222,8 +269,7 @@ def call_features(
     for position, message in enumerate(messages):
         if message.role == "assistant":
             last_said.update(dict.fromkeys(terms(message.text), position))
-    # file name -> the last prompt or reply naming it, for the names of the calls asked about,
-    # found in one walk back (each text lower-cased there, not kept: a copy of every reply)
+    # file name -> the last prompt or reply naming it, for the names of the calls asked about
     wanted_names = {
         name
         for call, target in zip(calls, targets)
@@ -231,16 +277,10 @@ def call_features(
         and target.path
         and len(name := basename(target.path).lower()) >= 4
     }
-    last_named: dict[str, int] = {}
-    for position in range(last, -1, -1):
-        if not wanted_names:
-            break
-        message = messages[position]
-        if message.role == "assistant" or position in prompt_set:
-            text = message.text.lower()
-            found = [name for name in wanted_names if name in text]
-            last_named.update(dict.fromkeys(found, position))
-            wanted_names.difference_update(found)
+    last_named = _last_naming(
+        ((p, m.text) for p in range(last, -1, -1) if (m := messages[p]).role == "assistant" or p in prompt_set),
+        wanted_names,
+    )
 
     def named_at(name: str) -> int:
         return last_named.get(name, -1)
@@ -249,7 +289,7 @@ def call_features(
     last_read: dict[tuple[str, str], int] = {}
     last_rerun: dict[int, int] = {}
     last_head: dict[str, int] = {}
-    by_path: dict[str, list[int]] = {}
+    last_edit: dict[str, int] = {}
     for n, target in enumerate(targets):
         if target.kind == "read":
             last_read[(target.path, target.range)] = n
@@ -257,8 +297,8 @@ def call_features(
             last_rerun[target.rerun] = n
         if target.head:
             last_head[target.head] = n
-        if target.kind in ("read", "edit"):
-            by_path.setdefault(target.path, []).append(n)
+        if target.kind == "edit":
+            last_edit[target.path] = n
 
     out: dict[str, dict[str, float]] = {}
     for n, text in texts.items():
@@ -278,16 +318,9 @@ def call_features(
         if _superseded(target, n, last_read, last_rerun, last_head):
             values["superseded"] = 1.0
         if target.kind == "read" and target.path:
-            edited = False
-            for later in by_path[target.path]:
-                other = targets[later]
-                if later <= n:
-                    continue
-                if other.kind == "edit":
-                    edited = True
-                elif other.range in ("", target.range):
-                    edited = False
-            values["edited_unread"] = 1.0 if edited else 0.0
+            # edited since, unless read again (whole, or the same range) after the last edit
+            read_again = max(last_read.get((target.path, ""), -1), last_read.get((target.path, target.range), -1))
+            values["edited_unread"] = 1.0 if last_edit.get(target.path, -1) > max(n, read_again) else 0.0
 
         ids = long_ids(text)
         reused = reuse.reuses(text, call.result_index, ids)

@@ -20,7 +20,15 @@ from fast_jev_compaction.fitting import INPUT_STAGES, _Budget, _floor_tokens, en
 from fast_jev_compaction.goal import goal_from_messages
 from fast_jev_compaction.history import RenderMemo, _is_term, _top_terms, history_entries
 from fast_jev_compaction.judge.features import error_lines, terms
-from fast_jev_compaction.judge.reuse import build_reuse_index, channel_texts, long_ids, normalized_words, shingles, snippets
+from fast_jev_compaction.judge.reuse import (
+    build_reuse_index,
+    channel_texts,
+    long_ids,
+    normalized_words,
+    shingles,
+    snippets,
+    word_set,
+)
 from fast_jev_compaction.messages import SessionMessage
 from fast_jev_compaction.pairing import is_pinned, pair_tool_calls
 from fast_jev_compaction.synthetic import transcript_lines
@@ -33,6 +41,8 @@ from fast_jev_compaction.transcript import parse_transcript
 _ALPHABET = st.sampled_from(
     list("aZ_9 .,-/:\"{}[]\n\t\u2192\u2026\u00e9\u0130\u017f\u3000\ufeff\x1c@~+=%")
     + ["\U0001F600", "error", "Failed", "not found", "abcdefgh", "0x1f2e3d4c5b6a", "https://a.example/x"]
+    # error words spelled with the non-ASCII letters IGNORECASE folds to ASCII ones (ſ ı K İ)
+    + ["a\u017f\u017fert", "exceptıon", "traceback".replace("k", "\u212a"), "deN\u0130ed", "1x_2Ab"]
 )
 _TEXT = st.lists(_ALPHABET, max_size=120).map("".join)
 
@@ -77,6 +87,15 @@ _ERROR_LINE = re.compile(
 def test_words_and_id_runs_match_the_patterns(text: str) -> None:
     assert normalized_words(text) == _WORD.findall(_LINE_NUMBER.sub("", text).lower())
     assert long_ids(text) == _long_ids_reference(text)
+
+
+def test_lower_casing_leaves_a_non_word_character_one_non_ascii_character() -> None:
+    """What lower-casing ASCII bytes instead of the text relies on (reuse._ascii_runs)."""
+    for code in range(0x80, 0x110000):
+        char = chr(code)
+        if not char.isalnum() and not 0xD800 <= code < 0xE000:
+            lowered = char.lower()
+            assert len(lowered) == 1 and not lowered.isascii() and not lowered.isalnum(), hex(code)
 
 
 def _long_ids_reference(text: str) -> set[str]:
@@ -133,6 +152,12 @@ def _plain_reuses(messages: list[SessionMessage]) -> Callable[[str, int], dict[s
     return reuses
 
 
+@settings(max_examples=400, deadline=None)
+@given(_TEXT)
+def test_word_set_holds_every_normalized_word(text: str) -> None:
+    assert set(normalized_words(text)) <= word_set([text])
+
+
 def test_reuses_finds_what_a_full_scan_finds() -> None:
     """The hashed index, which builds an output's windows only where an indexed shingle starts,
     finds what a plain string-keyed scan of every snippet finds."""
@@ -149,6 +174,12 @@ def test_reuses_finds_what_a_full_scan_finds() -> None:
             assert index.reuses(result.text, position) == plain(result.text, position)
             found += bool(plain(result.text, position))
     assert found
+    # indexed only for some outputs' words, it answers for those outputs as the whole index does
+    asked = [(position, r.text) for position, m in enumerate(messages) for r in m.toolResults or ()][::3]
+    narrow = build_reuse_index(messages, word_set(text for _, text in asked))
+    assert len(narrow.first) < len(index.first)
+    for position, text in asked:
+        assert narrow.reuses(text, position) == plain(text, position)
 
 
 _PHRASES = [
@@ -178,7 +209,9 @@ def test_hashed_reuses_match_the_plain_index(
     hashed index gives the plain index's matches and last positions."""
     messages = [SessionMessage(role=role, text=" ".join(phrases)) for role, phrases in turns]
     output = " ".join(output_phrases)
-    assert build_reuse_index(messages).reuses(output, result_index) == _plain_reuses(messages)(output, result_index)
+    expected = _plain_reuses(messages)(output, result_index)
+    assert build_reuse_index(messages).reuses(output, result_index) == expected
+    assert build_reuse_index(messages, word_set([output])).reuses(output, result_index) == expected
 
 
 # -- digest terms --------------------------------------------------------------------------------
@@ -271,3 +304,50 @@ def test_stage_costs_equal_the_whole_entry_estimate(text: str, repeat: int, call
     costs = _StageCosts()
     assert costs(entry) == entry_tokens(entry)
     assert costs({**entry, "tool_calls": ["t1 Read x → ok 12ch"]}) == entry_tokens({**entry, "tool_calls": ["t1 Read x → ok 12ch"]})
+
+
+# -- lexicon: side effects -----------------------------------------------------------------------
+
+_COMMAND_WORDS = st.sampled_from(
+    "git -C /x push status npm pnpm install i uv pip3 go get rm -rf mv cp tee sed -i -n curl -X POST "
+    "--data -d wget --post deploy kubectl helm apply terraform docker compose up gh pr create "
+    "systemctl service restart psql mysql insert migrate alembic upgrade ssh scp rsync > >> 2>&1 "
+    "/dev/null out.txt ; && | ( ) = echo ls make pytest a b".split()
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_COMMAND_WORDS, max_size=12), st.sampled_from([" ", "", "\n", "\t"]))
+def test_side_effect_patterns_one_by_one_match_as_their_alternation(words: list[str], joint: str) -> None:
+    from fast_jev_compaction.lexicon import _SIDE_EFFECT, _SIDE_EFFECT_PATTERNS, SIDE_EFFECT, shell_kind
+
+    alternation = re.compile("|".join(f"(?:{pattern})" for pattern, _ in _SIDE_EFFECT_PATTERNS))
+    command = joint.join(words).lower()
+    assert (shell_kind(command) == SIDE_EFFECT) == bool(alternation.search(command))
+    # the words are what the patterns need: each pattern matching holds one of its words
+    for pattern, needed in _SIDE_EFFECT:
+        if pattern.search(command):
+            assert any(word in command for word in needed)
+
+
+# -- judge: who names a file last ----------------------------------------------------------------
+
+_NAMING_TEXTS = st.lists(st.lists(st.sampled_from(["app.py", "App.PY", "x", "\x00", "main.rs", "apple", " ", "py"]), max_size=6).map("".join), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_NAMING_TEXTS, st.sampled_from([1, 7, 1 << 16]))
+def test_last_naming_finds_what_a_walk_text_by_text_finds(texts: list[str], chunk: int) -> None:
+    from fast_jev_compaction.judge import features
+
+    names = {"app.py", "main.rs", "apple", "y\x00ma", "none.txt"}
+    expected: dict[str, int] = {}
+    for position, text in enumerate(texts):  # walked in this order, the first holder wins
+        for name in names:
+            if name in text.lower() and name not in expected:
+                expected[name] = position
+    previous, features._NAMING_CHUNK_CHARS = features._NAMING_CHUNK_CHARS, chunk
+    try:
+        assert features._last_naming(enumerate(texts), names) == expected
+    finally:
+        features._NAMING_CHUNK_CHARS = previous

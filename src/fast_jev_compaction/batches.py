@@ -28,13 +28,14 @@ async def run_bounded(jobs: Sequence[Callable[[], Awaitable[T]]], limit: int) ->
             except Exception as exc:  # the first one wins; the others only stop the queue
                 failures.append(exc)
 
+    workers = max(1, min(limit, len(jobs)))
     loop_module = sys.modules.get("asyncio")
-    if loop_module is None or loop_module._get_running_loop() is None:
-        # Stepped without an event loop (an in-process judge, compaction.run_sync): one by one.
+    if workers == 1 or loop_module is None or loop_module._get_running_loop() is None:
+        # One at a time: a single job or a limit of 1 (no task to create), or stepped without an
+        # event loop (an in-process judge, compaction.run_sync). The first failure stops the rest.
         return [await job() for job in jobs]
     import asyncio
 
-    workers = max(1, min(limit, len(jobs)))
     await asyncio.gather(*(worker() for _ in range(workers)))
     if failures:
         raise failures[0]

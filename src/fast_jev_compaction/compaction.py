@@ -81,14 +81,15 @@ async def compact(
         return archive_path(opts.archive_dir, results[call.tool_use_id].text) if opts.archive_dir else None
 
     # What each cut frees, worked out once (a digest, a marker) for the policy's probes and the
-    # final decisions alike.
+    # final decisions alike; the digests made on the way, for the rebuild.
     freed_memo: dict[tuple[str, Action], int] = {}
+    cuts: dict[tuple[str, str | None], str | None] = {}
 
     def freed(call: ToolCall, action: Action) -> int:
         found = freed_memo.get((call.tool_use_id, action))
         if found is None:
             probe = CallDecision(call.id, call.tool_use_id, call.tool, 0.0, 0.0, action, "", 0, saved_at(call))
-            found = freed_memo[(call.tool_use_id, action)] = freed_chars(results, call, probe, shape)
+            found = freed_memo[(call.tool_use_id, action)] = freed_chars(results, call, probe, shape, cuts)
         return found
 
     by_id: dict[str, CallDecision] = {}
@@ -134,8 +135,9 @@ async def compact(
     rule_names = {v.rule for v in verdicts.values()}
     # What only the decisions needed goes before the rebuild, a compaction's peak of memory.
     freed_memo.clear()
+    cuts = {key: cuts[key] for d in decisions if d.action == TRUNCATE and (key := (d.tool_use_id, d.archive_path)) in cuts}
     del by_id, verdicts, answers, scored, judged
-    out = apply_decisions(messages, decisions, pairing.calls, shape)
+    out = apply_decisions(messages, decisions, pairing.calls, shape, cuts)
 
     stats.messages_after = len(out)
     touched = {at for call, d in zip(pairing.calls, decisions) if d.action != KEEP for at in (call.call_index, call.result_index)}

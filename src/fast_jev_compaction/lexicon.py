@@ -72,30 +72,36 @@ _READING_VERB = re.compile(
     r"(?:^|[_\-.])(get|list|search|fetch|read|view|find|query|describe|show|lookup|browse|"
     r"status|info)(?:$|[_\-.])"
 )
-_SIDE_EFFECT_PATTERNS = (
-    r"\bgit\s+(?:-[a-z]\s+\S+\s+)*(?:commit|push|merge|rebase|reset|revert|cherry-pick|tag|am|apply|"
-    r"stash|checkout|switch|rm|mv|clean|pull|fetch|clone|init|restore|add|submodule|worktree)\b",
-    r"\b(?:npm|pnpm|yarn|bun|pip3?|uv|poetry|cargo|gem|brew|apt-get|apt|yum|dnf|apk|conda|composer|go)\b"
-    r"[^|;&\n]*?\b(?:install|add|remove|uninstall|publish|upgrade|i|ci|get)\b",
-    r"(?:^|[\s;&|(])(?:rm|rmdir|mv|cp|mkdir|touch|chmod|chown|ln|kill|pkill|killall|dd|truncate|"
-    r"shred|tee|unlink|install)\s",
-    r"\bsed\s+(?:-[a-z]*i|--in-place)",
-    r"\bcurl\b.*(?:-x\s*(?:post|put|patch|delete)|--request\s*=?\s*(?:post|put|patch|delete)|\s-d\s|"
-    r"--data|\s-f\s|--form|--upload-file)",
-    r"\bwget\b.*--post",
-    r"\b(?:deploy|publish)\b",
-    r"\b(?:kubectl|helm)\s+(?:apply|delete|create|install|upgrade|uninstall|rollout|scale|patch|replace)\b",
-    r"\bterraform\s+(?:apply|destroy|import)\b",
-    r"\bdocker(?:\s+compose|-compose)?\s+(?:push|run|rm|rmi|build|up|down|stop|kill|exec|tag)\b",
-    r"\bgh\s+(?:pr|issue|release|repo|workflow|run)\s+(?:create|merge|close|comment|edit|delete|"
-    r"run|review|rerun|cancel)\b",
-    r"\b(?:systemctl|service)\b.*\b(?:start|stop|restart|enable|disable|reload)\b",
-    r"\b(?:psql|mysql|sqlite3)\b.*\b(?:insert|update|delete|drop|create|alter)\b",
-    r"\b(?:migrate|alembic\s+upgrade)\b",
-    r"\b(?:ssh|scp|rsync)\s",
-    r"(?:^|[^0-9&>\-=])>>?\s*(?!&|/dev/null)[^\s&|;>]",  # redirection into a file
+# Each pattern with the words one of which any text it matches (lower-cased) holds: a pattern
+# is tried only on a command holding one ("" for a pattern tried on every command). Tried one by
+# one, they find a match exactly when their alternation would, several times faster.
+_SIDE_EFFECT_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (r"\bgit\s+(?:-[a-z]\s+\S+\s+)*(?:commit|push|merge|rebase|reset|revert|cherry-pick|tag|am|apply|"
+     r"stash|checkout|switch|rm|mv|clean|pull|fetch|clone|init|restore|add|submodule|worktree)\b", ("git",)),
+    (r"\b(?:npm|pnpm|yarn|bun|pip3?|uv|poetry|cargo|gem|brew|apt-get|apt|yum|dnf|apk|conda|composer|go)\b"
+     r"[^|;&\n]*?\b(?:install|add|remove|uninstall|publish|upgrade|i|ci|get)\b",
+     ("npm", "yarn", "bun", "pip", "uv", "poetry", "cargo", "gem", "brew", "apt", "yum", "dnf", "apk", "conda",
+      "composer", "go")),
+    (r"(?:^|[\s;&|(])(?:rm|rmdir|mv|cp|mkdir|touch|chmod|chown|ln|kill|pkill|killall|dd|truncate|"
+     r"shred|tee|unlink|install)\s", ("",)),
+    (r"\bsed\s+(?:-[a-z]*i|--in-place)", ("sed",)),
+    (r"\bcurl\b.*(?:-x\s*(?:post|put|patch|delete)|--request\s*=?\s*(?:post|put|patch|delete)|\s-d\s|"
+     r"--data|\s-f\s|--form|--upload-file)", ("curl",)),
+    (r"\bwget\b.*--post", ("wget",)),
+    (r"\b(?:deploy|publish)\b", ("deploy", "publish")),
+    (r"\b(?:kubectl|helm)\s+(?:apply|delete|create|install|upgrade|uninstall|rollout|scale|patch|replace)\b",
+     ("kubectl", "helm")),
+    (r"\bterraform\s+(?:apply|destroy|import)\b", ("terraform",)),
+    (r"\bdocker(?:\s+compose|-compose)?\s+(?:push|run|rm|rmi|build|up|down|stop|kill|exec|tag)\b", ("docker",)),
+    (r"\bgh\s+(?:pr|issue|release|repo|workflow|run)\s+(?:create|merge|close|comment|edit|delete|"
+     r"run|review|rerun|cancel)\b", ("gh",)),
+    (r"\b(?:systemctl|service)\b.*\b(?:start|stop|restart|enable|disable|reload)\b", ("systemctl", "service")),
+    (r"\b(?:psql|mysql|sqlite3)\b.*\b(?:insert|update|delete|drop|create|alter)\b", ("psql", "mysql", "sqlite3")),
+    (r"\b(?:migrate|alembic\s+upgrade)\b", ("migrate", "alembic")),
+    (r"\b(?:ssh|scp|rsync)\s", ("ssh", "scp", "rsync")),
+    (r"(?:^|[^0-9&>\-=])>>?\s*(?!&|/dev/null)[^\s&|;>]", (">",)),  # redirection into a file
 )
-_SIDE_EFFECT = re.compile("|".join(f"(?:{p})" for p in _SIDE_EFFECT_PATTERNS))
+_SIDE_EFFECT = tuple((re.compile(pattern), words) for pattern, words in _SIDE_EFFECT_PATTERNS)
 _TEST_BUILD = re.compile(
     r"\b(?:pytest|py\.test|tox|nox|jest|vitest|mocha|rspec|phpunit|ctest|tsc|mypy|pyright|ruff|"
     r"flake8|pylint|eslint|clippy|unittest)\b"
@@ -161,7 +167,7 @@ def program_words(segment: str) -> list[str]:
 
 def shell_kind(command: str) -> str:
     lowered = command.lower()
-    if _SIDE_EFFECT.search(lowered):
+    if any(any(word in lowered for word in words) and pattern.search(lowered) for pattern, words in _SIDE_EFFECT):
         return SIDE_EFFECT
     if _TEST_BUILD.search(lowered):
         return TEST_BUILD

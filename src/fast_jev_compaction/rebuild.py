@@ -8,7 +8,7 @@ removed; every cut leaves a marker saying where the full output is.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Mapping, MutableMapping, Sequence
 
 from .decisions import DROP, TRUNCATE, CallDecision
 from .digest import DigestShape, digest
@@ -33,21 +33,40 @@ def cut_output(text: str, is_error: bool, shape: DigestShape, archive_path: str 
     return cut if len(text) - len(cut) >= MIN_SAVING else None
 
 
+# A truncated output's cut (``cut_output``), by tool_use_id and archive path (which its note names).
+CutMemo = MutableMapping[tuple[str, "str | None"], "str | None"]
+
+
 def apply_decisions(
     messages: Sequence[SessionMessage],
     decisions: Sequence[CallDecision],
     calls: Sequence[ToolCall],
     shape: DigestShape,
+    made: CutMemo | None = None,
 ) -> list[SessionMessage]:
-    """Rebuild the transcript; each cut decision's ``archive_path`` goes into its marker."""
+    """Rebuild the transcript; each cut decision's ``archive_path`` goes into its marker.
+
+    ``made``: results' cuts already made with this ``shape`` (:func:`freed_chars` fills it), so
+    none is made twice.
+    """
     pinned = {call.tool_use_id for call in calls if call.pinned}
     by_id = {call.tool_use_id: call for call in calls}
     # A forged or stale decision cannot touch a pinned call.
     cuts = {
         d.tool_use_id: d for d in decisions if d.action in (TRUNCATE, DROP) and d.tool_use_id not in pinned
     }
+    # Where the cut calls sit, when every one is a call of these messages: the other messages are
+    # passed over without a look at their blocks.
+    touched = (
+        {at for tool_use_id in cuts for at in (by_id[tool_use_id].call_index, by_id[tool_use_id].result_index)}
+        if all(tool_use_id in by_id for tool_use_id in cuts)
+        else None
+    )
     out: list[SessionMessage] = []
-    for message in messages:
+    for position, message in enumerate(messages):
+        if touched is not None and position not in touched:
+            out.append(message)
+            continue
         results = message.toolResults or []
         if not any(u.tool_use_id in cuts for u in message.toolUses) and not any(
             r.tool_use_id in cuts for r in results
@@ -84,7 +103,7 @@ def apply_decisions(
             elif decision.action == DROP:
                 changed = True
             else:
-                new_result = _truncated_result(result, shape, decision.archive_path)
+                new_result = _truncated_result(result, shape, decision.archive_path, made)
                 changed = changed or new_result is not result
                 kept_results.append(new_result)
 
@@ -111,8 +130,14 @@ def _truncated_use(use: ToolUse, shape: DigestShape, archive_path: str | None) -
     )
 
 
-def _truncated_result(result: ToolResult, shape: DigestShape, archive_path: str | None) -> ToolResult:
-    cut = cut_output(result.text, bool(result.isError), shape, archive_path)
+def _truncated_result(
+    result: ToolResult, shape: DigestShape, archive_path: str | None, made: CutMemo | None
+) -> ToolResult:
+    key = (result.tool_use_id, archive_path)
+    if made is not None and key in made:
+        cut = made[key]
+    else:
+        cut = cut_output(result.text, bool(result.isError), shape, archive_path)
     if cut is None:
         return result
     return ToolResult(tool_use_id=result.tool_use_id, text=cut, isError=bool(result.isError))
@@ -135,9 +160,14 @@ def _rebuilt(message: SessionMessage, text: str, uses: list[ToolUse], results: l
 
 
 def freed_chars(
-    message_by_result: Mapping[str, ToolResult], call: ToolCall, decision: CallDecision, shape: DigestShape
+    message_by_result: Mapping[str, ToolResult],
+    call: ToolCall,
+    decision: CallDecision,
+    shape: DigestShape,
+    made: CutMemo | None = None,
 ) -> int:
-    """Characters of context a decision removes, as ``message_chars`` counts them (marker included)."""
+    """Characters of context a decision removes, as ``message_chars`` counts them (marker
+    included); a truncation's cut goes into ``made`` for :func:`apply_decisions`."""
     if decision.action not in (TRUNCATE, DROP) or call.pinned:
         return 0
     result = message_by_result[call.tool_use_id]
@@ -147,4 +177,6 @@ def freed_chars(
         )
         return call.result_chars + input_chars(call.input) - len(marker) - 1
     cut = cut_output(result.text, call.is_error, shape, decision.archive_path)
+    if made is not None:
+        made[(call.tool_use_id, decision.archive_path)] = cut
     return 0 if cut is None else len(result.text) - len(cut)

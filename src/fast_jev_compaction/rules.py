@@ -22,7 +22,7 @@ from .markers import carries_mark
 from .pairing import ToolCall, is_recent
 
 
-@dataclass
+@dataclass(slots=True)
 class CallFacts:
     """One call as the rules see it, with what the rest of the conversation says about it."""
 

@@ -23,8 +23,13 @@ def input_chars(value: object) -> int:
 
 def message_chars(message: SessionMessage) -> int:
     """Text, tool inputs and result texts; the ToolUse copy of a result is not counted twice."""
-    size = len(message.text) + sum(input_chars(use.input) for use in message.toolUses)
-    return size + sum(len(result.text) for result in message.toolResults or ())
+    # Plain loops: most messages hold one block or none, where generators cost more than the sum.
+    size = len(message.text)
+    for use in message.toolUses:
+        size += input_chars(use.input)
+    for result in message.toolResults or ():
+        size += len(result.text)
+    return size
 
 
 def rebuilt_chars(

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Iterable, Mapping, Sequence
 
 from ..goal import prompt_text
@@ -19,7 +21,7 @@ from ..messages import SessionMessage
 from ..pairing import Pairing, ToolCall
 from ..textutil import js_json
 from .lexicon import basename, command_head, tool_kind
-from .reuse import ReuseIndex, build_reuse_index, long_ids
+from .reuse import ReuseIndex, build_reuse_index, long_ids, word_set
 
 KINDS = (
     "read", "search", "fetch", "edit", "side_effect", "test_build", "inspect", "shell",
@@ -58,6 +60,13 @@ _TINY_CHARS = 420
 _ERROR_WORD = re.compile(
     r"\b(?:error|exception|traceback|failed|failure|fatal|panic|assert(?:ion)?|denied|not found)\b", re.IGNORECASE
 )
+# The same words in a lower-cased text, and where each can start: only a text holding one of
+# these stems is searched, and only where one starts. Lower-casing keeps every position, word
+# boundary and ASCII letter except for four non-ASCII letters that IGNORECASE also matches to
+# ASCII ones (İ ı ſ K): a text holding one of those is searched as it is.
+_ERROR_WORD_LOWER = re.compile(_ERROR_WORD.pattern)
+_ERROR_STEMS = ("error", "exception", "traceback", "fail", "fatal", "panic", "assert", "denied", "not found")
+_FOLDS_TO_ASCII = re.compile("[\u0130\u0131\u017f\u212a]")
 _TERM = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 _STOP_TERMS = frozenset(
     """this that with from have will what when where which there their they them then than into
@@ -76,8 +85,10 @@ class CallTarget:
     range: str = ""  # offset:limit of a partial read
     # identical key on a later call = an identical re-run: the hash of the tool and its input as
     # JSON, not the JSON itself (a copy of every input, a Write's whole content); two different
-    # inputs sharing a 64-bit hash within one process is astronomically unlikely
-    rerun: int = 0
+    # inputs sharing a 64-bit hash within one process is astronomically unlikely. None for a read
+    # or a change, which an identical call never replaces (:func:`replaces`): their inputs, a
+    # Write's whole content among them, are not rendered for nothing.
+    rerun: int | None = None
     head: str = ""  # test/build command head: a later run of the same suite replaces this one
 
 
@@ -99,7 +110,9 @@ def call_target(call: ToolCall) -> CallTarget:
         kind=kind,
         path=path if kind in ("read", "edit") else "",
         range=span,
-        rerun=hash(f"{call.tool}:{js_json({k: v for k, v in call.input.items() if k not in _INCIDENTAL_INPUTS})}"),
+        rerun=None
+        if kind == "read" or kind in _CHANGES
+        else hash(f"{call.tool}:{js_json({k: v for k, v in call.input.items() if k not in _INCIDENTAL_INPUTS})}"),
         head=head,
     )
 
@@ -129,6 +142,24 @@ def terms(text: str) -> set[str]:
 
 def error_lines(text: str) -> int:
     """How many lines hold an error word."""
+    if text.isascii() or _FOLDS_TO_ASCII.search(text) is None:
+        lowered = text.lower()
+        starts = []
+        for stem in _ERROR_STEMS:
+            at = lowered.find(stem)
+            while at >= 0:
+                if _ERROR_WORD_LOWER.match(lowered, at):
+                    starts.append(at)
+                at = lowered.find(stem, at + 1)
+        count = 0
+        line_end = -1
+        for at in sorted(starts):
+            if at > line_end:
+                count += 1
+                line_end = lowered.find("\n", at)
+                if line_end < 0:
+                    break
+        return count
     count = 0
     at = 0
     while (match := _ERROR_WORD.search(text, at)) is not None:
@@ -153,7 +184,54 @@ def _superseded(
         return last_read.get((target.path, ""), -1) > n or last_read.get((target.path, target.range), -1) > n
     if target.kind in _CHANGES:
         return False
-    return last_rerun.get(target.rerun, -1) > n or (bool(target.head) and last_head.get(target.head, -1) > n)
+    rerun_later = target.rerun is not None and last_rerun.get(target.rerun, -1) > n
+    return rerun_later or (bool(target.head) and last_head.get(target.head, -1) > n)
+
+
+# Texts are searched for names this many characters at a time, lower-cased and joined by NULs.
+_NAMING_CHUNK_CHARS = 1 << 16
+
+
+def _last_naming(texts: Iterable[tuple[int, str]], names: set[str]) -> dict[str, int]:
+    """For each name, the position of the first of ``texts`` (position, text), walked in the
+    order given, whose lower-cased text holds it; names no text holds are left out.
+
+    The texts go in chunks: each name is looked for once per chunk, in C, not once per text, and
+    a name found is placed within its chunk by where it first occurs. A name holding a NUL (no
+    file name does) could span two texts: it is looked for in each text.
+    """
+    names = set(names)
+    spanning = {name for name in names if "\x00" in name}
+    names -= spanning
+    found: dict[str, int] = {}
+    chunk: list[str] = []
+    positions: list[int] = []
+    size = 0
+
+    def search() -> None:
+        joined = "\x00".join(chunk)
+        starts = list(accumulate((len(text) + 1 for text in chunk[:-1]), initial=0))
+        for name in [name for name in names if name in joined]:
+            found[name] = positions[bisect_right(starts, joined.find(name)) - 1]
+            names.discard(name)
+        for name in [name for name in spanning if any(name in text for text in chunk)]:
+            found[name] = positions[next(i for i, text in enumerate(chunk) if name in text)]
+            spanning.discard(name)
+        chunk.clear()
+        positions.clear()
+
+    for position, text in texts:
+        if not names and not spanning:
+            break
+        chunk.append(text.lower())
+        positions.append(position)
+        size += len(text)
+        if size >= _NAMING_CHUNK_CHARS:
+            search()
+            size = 0
+    if chunk and (names or spanning):
+        search()
+    return found
 
 
 def _share(wanted: set[str], present: set[str]) -> float:
@@ -173,9 +251,13 @@ def call_features(
     if not messages:
         return {}
     wanted = None if only is None else {call.tool_use_id for call in only}
-    reuse = index if index is not None else build_reuse_index(messages)
     last = len(messages) - 1
     calls = pairing.calls
+    # the outputs asked about, by position in ``calls``
+    texts = {
+        n: result_text(messages, call) for n, call in enumerate(calls) if wanted is None or call.tool_use_id in wanted
+    }
+    reuse = index if index is not None else build_reuse_index(messages, word_set(texts.values()))
     targets = [call_target(call) for call in calls]
 
     prompt_positions = [i for i, m in enumerate(messages) if prompt_text(m)]
@@ -186,10 +268,8 @@ def call_features(
     last_said: dict[str, int] = {}
     for position, message in enumerate(messages):
         if message.role == "assistant":
-            for term in terms(message.text):
-                last_said[term] = position
-    # file name -> the last prompt or reply naming it, for the names of the calls asked about,
-    # found in one walk back (each text lower-cased there, not kept: a copy of every reply)
+            last_said.update(dict.fromkeys(terms(message.text), position))
+    # file name -> the last prompt or reply naming it, for the names of the calls asked about
     wanted_names = {
         name
         for call, target in zip(calls, targets)
@@ -197,16 +277,10 @@ def call_features(
         and target.path
         and len(name := basename(target.path).lower()) >= 4
     }
-    last_named: dict[str, int] = {}
-    for position in range(last, -1, -1):
-        if not wanted_names:
-            break
-        message = messages[position]
-        if message.role == "assistant" or position in prompt_set:
-            text = message.text.lower()
-            found = [name for name in wanted_names if name in text]
-            last_named.update(dict.fromkeys(found, position))
-            wanted_names.difference_update(found)
+    last_named = _last_naming(
+        ((p, m.text) for p in range(last, -1, -1) if (m := messages[p]).role == "assistant" or p in prompt_set),
+        wanted_names,
+    )
 
     def named_at(name: str) -> int:
         return last_named.get(name, -1)
@@ -215,21 +289,20 @@ def call_features(
     last_read: dict[tuple[str, str], int] = {}
     last_rerun: dict[int, int] = {}
     last_head: dict[str, int] = {}
-    by_path: dict[str, list[int]] = {}
+    last_edit: dict[str, int] = {}
     for n, target in enumerate(targets):
         if target.kind == "read":
             last_read[(target.path, target.range)] = n
-        last_rerun[target.rerun] = n
+        if target.rerun is not None:
+            last_rerun[target.rerun] = n
         if target.head:
             last_head[target.head] = n
-        if target.kind in ("read", "edit"):
-            by_path.setdefault(target.path, []).append(n)
+        if target.kind == "edit":
+            last_edit[target.path] = n
 
     out: dict[str, dict[str, float]] = {}
-    for n, (call, target) in enumerate(zip(calls, targets)):
-        if wanted is not None and call.tool_use_id not in wanted:
-            continue
-        text = result_text(messages, call)
+    for n, text in texts.items():
+        call, target = calls[n], targets[n]
         values = dict.fromkeys(FEATURE_NAMES, 0.0)
         values["size_log"] = math.log10(call.result_chars + 1)
         values["tiny"] = 1.0 if call.result_chars <= _TINY_CHARS else 0.0
@@ -239,24 +312,18 @@ def call_features(
         values["age_fraction"] = since / last if last else 0.0
         values["calls_after_fraction"] = (len(calls) - 1 - n) / len(calls)
         values["recency"] = 0.5 ** (since / _HALF_LIFE_MESSAGES)
-        prompts = sum(1 for p in prompt_positions if p > call.result_index)
+        prompts = len(prompt_positions) - bisect_right(prompt_positions, call.result_index)
         values["prompts_after"] = min(prompts, _PROMPTS_SATURATION) / _PROMPTS_SATURATION
 
         if _superseded(target, n, last_read, last_rerun, last_head):
             values["superseded"] = 1.0
         if target.kind == "read" and target.path:
-            edited = False
-            for later in by_path[target.path]:
-                other = targets[later]
-                if later <= n:
-                    continue
-                if other.kind == "edit":
-                    edited = True
-                elif other.range in ("", target.range):
-                    edited = False
-            values["edited_unread"] = 1.0 if edited else 0.0
+            # edited since, unless read again (whole, or the same range) after the last edit
+            read_again = max(last_read.get((target.path, ""), -1), last_read.get((target.path, target.range), -1))
+            values["edited_unread"] = 1.0 if last_edit.get(target.path, -1) > max(n, read_again) else 0.0
 
-        reused = reuse.reuses(text, call.result_index)
+        ids = long_ids(text)
+        reused = reuse.reuses(text, call.result_index, ids)
         if reused:
             values["reused"] = 1.0
             values["reused_log"] = math.log1p(len(reused))
@@ -271,7 +338,7 @@ def call_features(
         if len(name) >= 4 and named_at(name) > call.result_index:
             values["target_mentioned_later"] = 1.0
         values["error_lines"] = math.log1p(min(error_lines(text), 50))
-        values["ids_log"] = math.log1p(len(long_ids(text)))
+        values["ids_log"] = math.log1p(len(ids))
         out[call.tool_use_id] = values
     return out
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from itertools import accumulate, compress
-from typing import Any, Container, Iterator, Sequence
+from typing import Any, Container, Iterable, Iterator, Sequence
 
 from ..messages import SessionMessage
 
@@ -45,19 +45,29 @@ _ASCII_RUNS = re.compile(r"[\x00-\x7f]+")
 _LONG_ENOUGH = (ID_MIN_CHARS - 1).__lt__
 
 
-def _ascii_runs(text: str, table: bytes) -> list[str] | None:
-    """The runs of ``table``'s characters in ``text``; None when a non-ASCII character is a word
-    character (``\\w``: alphanumeric or ``_``), which the table cannot see."""
+def _ascii_runs(text: str, table: bytes, lower: bool = False) -> list[str] | None:
+    """The runs of ``table``'s characters in ``text`` (in ``text.lower()`` with ``lower``); None
+    when a non-ASCII character is a word character (``\\w``: alphanumeric or ``_``), which the
+    table cannot see.
+
+    Lower-casing the ASCII bytes gives the runs lower-casing the text would: a non-ASCII
+    character that is not a word character lower-cases to one non-ASCII character, never to an
+    ASCII one or to several (all of them checked), and it is a "?" either way. Bytes lower-case
+    many times faster than a text holding non-ASCII characters.
+    """
     if not text.isascii() and any(c.isalnum() for c in set(_ASCII_RUNS.sub("", text))):
         return None
-    return text.encode("ascii", "replace").translate(table).decode("ascii").split()
+    encoded = text.encode("ascii", "replace")
+    return (encoded.lower() if lower else encoded).translate(table).decode("ascii").split()
 
 
 def normalized_words(text: str) -> list[str]:
     """Lower-cased word tokens, with Read line numbers removed."""
-    text = _LINE_NUMBER.sub("", text).lower()
-    words = _ascii_runs(text, _ONLY_WORDS)
-    return _WORD.findall(text) if words is None else words
+    # A line number ends in "→" or a tab: without either there is none to remove.
+    if "→" in text or "\t" in text:
+        text = _LINE_NUMBER.sub("", text)
+    words = _ascii_runs(text, _ONLY_WORDS, lower=True)
+    return _WORD.findall(text.lower()) if words is None else words
 
 
 def _windows(words: list[str], heads: Container[str] | None = None) -> set[str]:
@@ -154,6 +164,9 @@ class ReuseIndex:
     last: dict[int, int] = field(default_factory=dict)
     # the first words of the indexed shingles: an output's windows are built only where one starts
     heads: set[str] = field(default_factory=set)
+    # every word of the reuse channels, when known: an output's window holding another word
+    # cannot come back, so windows are built only within runs of these words
+    vocabulary: set[str] | None = None
 
     def add_channel(self, position: int, found: set[str]) -> None:
         """``found``: the snippets of message ``position``'s reuse channels."""
@@ -176,12 +189,13 @@ class ReuseIndex:
             if seen is not None and position < seen:
                 first[key] = position
 
-    def reuses(self, output: str, result_index: int) -> dict[str, int]:
+    def reuses(self, output: str, result_index: int, ids: set[str] | None = None) -> dict[str, int]:
         """The output's distinctive snippets that come back, each with the last later message
-        repeating it."""
+        repeating it; ``ids``: the output's :func:`long_ids`, when the caller has them."""
         found: dict[str, int] = {}
         first, last, size = self.first, self.last, self.size
-        for snippet in _windows(normalized_words(output), self.heads) | long_ids(output):
+        candidates = _windows_of_known(normalized_words(output), self.vocabulary, self.heads)
+        for snippet in candidates | (long_ids(output) if ids is None else ids):
             key = hash(snippet)
             if first.get(key, size) <= result_index:
                 continue
@@ -191,14 +205,50 @@ class ReuseIndex:
         return found
 
 
-def build_reuse_index(messages: Sequence[SessionMessage]) -> ReuseIndex:
-    index = ReuseIndex(size=len(messages))
+# SHINGLE_WORDS or more known words in a row, in a mask of one byte per word (1: known)
+_KNOWN_RUN = re.compile(b"\x01{%d,}" % SHINGLE_WORDS)
+
+
+def _windows_of_known(words: list[str], known: Container[str] | None, heads: Container[str] | None = None) -> set[str]:
+    """:func:`_windows` of ``words`` made only of words in ``known`` (every window when None):
+    only those can equal a window of a text whose words are all in ``known``."""
+    if known is None:
+        return _windows(words, heads)
+    found: set[str] = set()
+    for run in _KNOWN_RUN.finditer(bytes(map(known.__contains__, words))):
+        found |= _windows(words[run.start() : run.end()], heads)
+    return found
+
+
+def word_set(texts: Iterable[str]) -> set[str]:
+    """Every word of :func:`normalized_words` of ``texts``, and a few more (Read line numbers
+    are kept: removing them only takes words away), without the patterns' cost."""
+    found: set[str] = set()
+    for text in texts:
+        words = _ascii_runs(text, _ONLY_WORDS, lower=True)
+        found.update(_WORD.findall(text.lower()) if words is None else words)
+    return found
+
+
+def build_reuse_index(messages: Sequence[SessionMessage], outputs: set[str] | None = None) -> ReuseIndex:
+    """The index of ``messages``. With ``outputs`` (:func:`word_set` of the outputs it will be
+    asked about), a shingle is indexed only when all its words are in it, since no other can
+    equal one of theirs: the index answers :meth:`ReuseIndex.reuses` for those outputs as the
+    whole index would."""
+    vocabulary: set[str] = set()
+    index = ReuseIndex(size=len(messages), vocabulary=vocabulary)
     for position, message in enumerate(messages):
         found: set[str] = set()
         for text in channel_texts(message):
-            found |= snippets(text)
+            words = normalized_words(text)
+            vocabulary.update(words)
+            found |= _windows_of_known(words, outputs)
+            found |= long_ids(text)
         index.add_channel(position, found)
+    # A user text only moves back where an indexed snippet was first seen: only its windows made
+    # of channel words (and of the outputs' words) can matter.
+    known = vocabulary if outputs is None else vocabulary & outputs
     for position, message in enumerate(messages):
         if message.role == "user" and message.text:
-            index.add_user(position, snippets(message.text))
+            index.add_user(position, _windows_of_known(normalized_words(message.text), known) | long_ids(message.text))
     return index

@@ -256,18 +256,25 @@ def test_fit_state_agrees_with_the_plain_walk(long_session, limit: int) -> None:
         )
 
 
-@settings(max_examples=200, deadline=None)
-@given(_TEXT, st.integers(min_value=1, max_value=60), _TEXT)
-def test_stage_costs_equal_the_whole_entry_estimate(text: str, repeat: int, call_input: str) -> None:
-    from fast_jev_compaction.fitting import _StageCosts
+_ANY_TEXT = st.one_of(_TEXT, st.text())
 
-    long_text = (text or "x") * (2000 // max(1, len(text or "x")) + repeat)
-    entry = {
-        "i": 7,
-        "role": "assistant",
-        "text": long_text,
-        "tool_calls": [{"id": "t1", "tool": "Read", "input": call_input, "result": "ok, 12 chars (omitted)"}],
-    }
-    costs = _StageCosts()
-    assert costs(entry) == entry_tokens(entry)
-    assert costs({**entry, "tool_calls": ["t1 Read x → ok 12ch"]}) == entry_tokens({**entry, "tool_calls": ["t1 Read x → ok 12ch"]})
+
+@settings(max_examples=400, deadline=None)
+@given(_ANY_TEXT, st.integers(min_value=0, max_value=60), _ANY_TEXT, st.lists(_ANY_TEXT, max_size=4), st.integers(0, 10**6))
+def test_entry_costs_from_parts_equal_the_whole_entry_estimate(
+    text: str, repeat: int, call_input: str, one_liners: list[str], index: int
+) -> None:
+    """entry_tokens with a memo adds up its parts' tallies; it gives the whole entry's estimate."""
+    long_text = text * repeat
+    call = {"id": "t1", "tool": "Read", "input": call_input, "result": "ok, 12 chars (omitted)", "digest": text}
+    pending = {"tool_use_id": "toolu_1", "tool": "Bash", "input": call_input}
+    memo = RenderMemo()
+    for entry in (
+        {"i": index, "role": "assistant", "text": long_text, "tool_calls": [call, *one_liners]},
+        {"i": index, "role": "user", "text": long_text},
+        {"i": index, "role": "assistant", "text": "", "tool_calls": [], "pending_calls": [pending]},
+        {"i": index, "role": "assistant", "text": text, "tool_calls": one_liners},
+    ):
+        whole = estimate_tokens(plain_json(entry)) + 1
+        assert entry_tokens(entry, memo) == whole == _accumulated(plain_json(entry)) + 1
+        assert entry_tokens(entry, memo) == whole  # and again, from what the memo kept

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Iterator, Sequence
 
 from .errors import FittingError
@@ -26,15 +26,64 @@ class FittedState:
     stage: str
 
 
-def entry_tokens(entry: dict[str, Any]) -> int:
-    """An entry's cost inside the history array; +1 for the separating comma."""
+def entry_tokens(entry: dict[str, Any], memo: RenderMemo | None = None) -> int:
+    """An entry's cost inside the history array; +1 for the separating comma.
+
+    With a memo, the entry is not rendered whole: its parts' tallies, each rendered once, add up
+    (tokens.tally), and only an estimate that depends on the order of the pieces is redone on
+    the whole entry.
+    """
+    if memo is not None:
+        parts = _entry_tally(entry, memo)
+        if parts is not None:
+            tokens = from_tally(*parts)
+            if tokens is not None:
+                return tokens + 1
     return estimate_tokens(plain_json(entry)) + 1
+
+
+def _entry_tally(entry: dict[str, Any], memo: RenderMemo) -> tuple[int, int] | None:
+    """``tally(plain_json(entry))`` from the tallies of its keys and values: the JSON of an
+    entry is its keys' and values' JSON joined by punctuation, which splits no run of letters or
+    digits. None for an entry of another shape."""
+    count = len(entry)
+    # The braces and the commas between the keys; each item of a list is ours to add.
+    tenths, others = 9 * (count + 1), count + 1
+    for key, value in entry.items():
+        found = _KEY_TALLIES.get(key)
+        if found is None:
+            return None
+        tenths += found[0]
+        others += found[1]
+        if type(value) is int:
+            if value < 0:
+                return None
+            tenths += 5 * len(str(value))
+        elif type(value) is str:
+            t, o = memo.tally(value)
+            tenths += t
+            others += o
+        elif type(value) is list:
+            # The brackets and the commas between the items.
+            items = len(value)
+            tenths += 9 * (items + 1) if items else 18
+            others += items + 1 if items else 2
+            for item in value:
+                if type(item) is not str and type(item) is not dict:
+                    return None
+                t, o = memo.tally(item)
+                tenths += t
+                others += o
+        else:
+            return None
+    return tenths, others
 
 
 def build_state(goal: str, history: list[dict[str, Any]]) -> dict[str, Any]:
     return {"context": STATE_CONTEXT, "goal": goal, "history": history}
 
 
+@lru_cache(maxsize=8)
 def state_base_tokens(goal: str) -> int:
     """The cost of a state with an empty history."""
     return estimate_tokens(js_json(build_state(goal, [])))
@@ -43,9 +92,10 @@ def state_base_tokens(goal: str) -> int:
 class _Budget:
     """Running estimate: base cost plus the cost of each live entry, updated one entry at a time."""
 
-    def __init__(self, goal: str, entries: list[dict[str, Any]], limit: float, costs: _StageCosts | None = None) -> None:
+    def __init__(self, goal: str, entries: list[dict[str, Any]], limit: float, memo: RenderMemo | None = None) -> None:
         self.base = state_base_tokens(goal)
-        self.costs = [entry_tokens(entry) if costs is None else costs(entry) for entry in entries]
+        self.memo = memo
+        self.costs = [entry_tokens(entry, memo) for entry in entries]
         self.tokens = self.base + sum(self.costs)
         self.limit = limit
 
@@ -53,40 +103,9 @@ class _Budget:
         return self.tokens <= self.limit
 
     def update(self, position: int, entry: dict[str, Any] | None) -> None:
-        new = 0 if entry is None else entry_tokens(entry)
+        new = 0 if entry is None else entry_tokens(entry, self.memo)
         self.tokens += new - self.costs[position]
         self.costs[position] = new
-
-
-class _StageCosts:
-    """``entry_tokens`` across the input stages, which change only the calls: an entry with text
-    only is estimated once (kept by message index), and a long text is tallied once and its
-    entry's other parts apart (tokens.tally), rather than the whole entry again at each stage."""
-
-    def __init__(self) -> None:
-        self.text_only: dict[int, int] = {}
-        self.long_texts: dict[int, tuple[str, tuple[int, int]]] = {}  # id -> (text, its tally)
-
-    def __call__(self, entry: dict[str, Any]) -> int:
-        if "tool_calls" not in entry and "pending_calls" not in entry:
-            cost = self.text_only.get(entry["i"])
-            if cost is None:
-                cost = self.text_only[entry["i"]] = entry_tokens(entry)
-            return cost
-        text = entry["text"]
-        if len(text) < _LONG_TEXT:
-            return entry_tokens(entry)
-        found = self.long_texts.get(id(text))
-        if found is None or found[0] is not text:
-            found = self.long_texts[id(text)] = (text, tally(plain_json(text)))
-        text_tenths, text_others = found[1]
-        rest_tenths, rest_others = tally(plain_json({**entry, "text": ""}))
-        tokens = from_tally(rest_tenths - _QUOTES + text_tenths, rest_others - 2 + text_others)
-        return entry_tokens(entry) if tokens is None else tokens + 1
-
-
-# Past this length a text's tally is worth keeping apart from its entry's.
-_LONG_TEXT = 2000
 
 
 def fit_state(
@@ -95,11 +114,15 @@ def fit_state(
     goal: str,
     preserve_recent_messages: int,
     max_state_tokens: float,
+    memo: RenderMemo | None = None,
 ) -> FittedState:
-    """Walk the stages in order and return the first state that fits ``max_state_tokens``."""
+    """Walk the stages in order and return the first state that fits ``max_state_tokens``.
+
+    ``memo`` holds what other states of the same compaction rendered already.
+    """
     total = len(messages)
-    memo = RenderMemo()
-    costs = _StageCosts()
+    if memo is None:
+        memo = RenderMemo()
     smallest_chars = INPUT_STAGES[-1][0]
 
     @cache
@@ -119,7 +142,7 @@ def fit_state(
     if walk:
         for input_chars, stage in INPUT_STAGES:
             entries = smallest()[0] if input_chars == smallest_chars else history_entries(messages, pairing, input_chars, memo)
-            budget = _Budget(goal, entries, max_state_tokens, costs)
+            budget = _Budget(goal, entries, max_state_tokens, memo)
             if budget.fits():
                 return FittedState(build_state(goal, entries), budget.tokens, stage)
 
@@ -127,7 +150,7 @@ def fit_state(
     # Old (unpinned) entries first, oldest first; pinned ones are only abridged, and last.
     order = [p for p in range(len(entries)) if not pinned[p]] + [p for p in range(len(entries)) if pinned[p]]
     left_out: set[int] = set()
-    for stage, position in _shrink(messages, pairing, entries, pinned, order, left_out):
+    for stage, position in _shrink(messages, pairing, entries, pinned, order, left_out, memo):
         if walk:
             budget.update(position, None if position in left_out else entries[position])
             if budget.fits():
@@ -150,7 +173,7 @@ def fit_state(
         merged.append(entry)
         merged_pinned.append(is_pin)
         copied = False
-    budget = _Budget(goal, merged, max_state_tokens)
+    budget = _Budget(goal, merged, max_state_tokens, memo)
     if budget.fits():
         return FittedState(build_state(goal, merged), budget.tokens, "old calls merged")
     raise FittingError(
@@ -165,6 +188,7 @@ def _shrink(
     pinned: list[bool],
     order: list[int],
     left_out: set[int],
+    memo: RenderMemo | None = None,
 ) -> Iterator[tuple[str, int]]:
     """The steps after the input stages, in order; each changes one entry in place (or adds it to
     ``left_out``) and yields the name of its stage and the entry's position."""
@@ -182,12 +206,14 @@ def _shrink(
         entry["text"] = collapsed(len(messages[entry["i"]].text))
         yield "old messages collapsed", position
 
-    completed, _ = calls_by_message(pairing)
+    if memo is None:
+        memo = RenderMemo()
+    completed, _ = memo.by_message(pairing)
     for position in order:
         entry = entries[position]
         if pinned[position] or "tool_calls" not in entry:
             continue
-        entry["tool_calls"] = [one_line_call(call) for call in completed[entry["i"]]]
+        entry["tool_calls"] = [memo.one_line(call) for call in completed[entry["i"]]]
         yield "old calls compacted", position
 
     for position in order:
@@ -256,6 +282,11 @@ def _floor_tokens(
 _FULL_CALL_TOKENS = 100
 _QUOTES = 18  # the tally of ``""``, the empty text
 _CUT_MARK = 9  # the tally of the ``…`` ending a cut input
+# Each key of a history entry with its quotes and the colon after it.
+_KEY_TALLIES = {
+    key: (tally(plain_json(key))[0] + 9, tally(plain_json(key))[1] + 1)
+    for key in ("i", "role", "text", "tool_calls", "pending_calls")
+}
 
 
 def _foldable(entry: dict[str, Any], pinned: bool) -> bool:

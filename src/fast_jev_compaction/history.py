@@ -10,7 +10,8 @@ from typing import Any, Sequence
 
 from .messages import SessionMessage
 from .pairing import Pairing, PendingCall, ToolCall
-from .textutil import js_json, truncate
+from .textutil import js_json, plain_json, truncate
+from .tokens import tally
 
 UNSERIALIZABLE = "[unserializable input]"
 _SPACES = re.compile(r"\s+")
@@ -105,12 +106,22 @@ def _is_term(word: str) -> bool:
 
 
 class RenderMemo:
-    """Each input's JSON and each output's flattened text and terms, computed once however many
-    states (stages, windows) show them."""
+    """What the states of one compaction (stages, windows) show, rendered once: each input's
+    JSON, each output's flattened text and terms, each call's structured form per input length
+    and its one-liner, and the token tally (tokens.tally) of each rendered piece.
+
+    A memo serves one list of messages and its pairing: calls are known by their ids.
+    """
 
     def __init__(self) -> None:
         self._parts: dict[int, tuple[str, tuple[str, bool, str]]] = {}
         self._json: dict[int, tuple[dict[str, Any], str]] = {}
+        self._calls: dict[tuple[str, int], dict[str, Any]] = {}
+        self._pending: dict[tuple[str, int], dict[str, Any]] = {}
+        self._one_lines: dict[str, str] = {}
+        self._tallies: dict[int, tuple[object, tuple[int, int]]] = {}
+        self._grouped: tuple[Pairing, tuple[dict[int, list[ToolCall]], dict[int, list[PendingCall]]]] | None = None
+        self._outputs: tuple[Sequence[SessionMessage], dict[str, str]] | None = None
 
     def json(self, value: dict[str, Any]) -> str:
         found = self._json.get(id(value))
@@ -127,6 +138,48 @@ class RenderMemo:
             found = (text, _parts(text))
             self._parts[id(text)] = found
         return found[1]
+
+    def call(self, call: ToolCall, input_chars: int, output: str | None) -> dict[str, Any]:
+        """:func:`structured_call`, the same object each time: states share it, none changes it."""
+        key = (call.id, input_chars)
+        found = self._calls.get(key)
+        if found is None:
+            found = self._calls[key] = structured_call(call, input_chars, output, self)
+        return found
+
+    def pending(self, call: PendingCall, input_chars: int) -> dict[str, Any]:
+        key = (call.tool_use_id, input_chars)
+        found = self._pending.get(key)
+        if found is None:
+            found = self._pending[key] = pending_call(call, input_chars, self)
+        return found
+
+    def one_line(self, call: ToolCall) -> str:
+        found = self._one_lines.get(call.id)
+        if found is None:
+            found = self._one_lines[call.id] = one_line_call(call)
+        return found
+
+    def tally(self, value: str | dict[str, Any]) -> tuple[int, int]:
+        """``tokens.tally(plain_json(value))``, kept by identity (the value is held so its id
+        stays valid while the memo lives)."""
+        found = self._tallies.get(id(value))
+        if found is None or found[0] is not value:
+            found = (value, tally(plain_json(value)))
+            self._tallies[id(value)] = found
+        return found[1]
+
+    def by_message(self, pairing: Pairing) -> tuple[dict[int, list[ToolCall]], dict[int, list[PendingCall]]]:
+        """:func:`calls_by_message`, grouped once."""
+        if self._grouped is None or self._grouped[0] is not pairing:
+            self._grouped = (pairing, calls_by_message(pairing))
+        return self._grouped[1]
+
+    def outputs(self, messages: Sequence[SessionMessage]) -> dict[str, str]:
+        """Each output's text by tool_use_id."""
+        if self._outputs is None or self._outputs[0] is not messages:
+            self._outputs = (messages, {r.tool_use_id: r.text for m in messages for r in m.toolResults or ()})
+        return self._outputs[1]
 
 
 def structured_call(call: ToolCall, input_chars: int, output: str | None = None, memo: RenderMemo | None = None) -> dict[str, Any]:
@@ -182,18 +235,20 @@ def history_entries(
     Results are represented by the note (and digest) on their call, so result-only messages do
     not appear.
     """
-    completed, pending = calls_by_message(pairing)
-    outputs = {r.tool_use_id: r.text for m in messages for r in m.toolResults or ()}
+    if memo is None:
+        memo = RenderMemo()
+    completed, pending = memo.by_message(pairing)
+    outputs = memo.outputs(messages)
     entries: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
-        calls = completed.get(index, [])
-        waiting = pending.get(index, [])
-        if not message.text.strip() and not calls and not waiting:
+        calls = completed.get(index)
+        waiting = pending.get(index)
+        if not calls and not waiting and not message.text.strip():
             continue
         entry: dict[str, Any] = {"i": index, "role": message.role, "text": message.text}
         if calls:
-            entry["tool_calls"] = [structured_call(call, input_chars, outputs.get(call.tool_use_id), memo) for call in calls]
+            entry["tool_calls"] = [memo.call(call, input_chars, outputs.get(call.tool_use_id)) for call in calls]
         if waiting:
-            entry["pending_calls"] = [pending_call(call, input_chars, memo) for call in waiting]
+            entry["pending_calls"] = [memo.pending(call, input_chars) for call in waiting]
         entries.append(entry)
     return entries

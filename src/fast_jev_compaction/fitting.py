@@ -7,9 +7,9 @@ from functools import cache, lru_cache
 from typing import Any, Iterator, Sequence
 
 from .errors import FittingError
-from .history import RenderMemo, calls_by_message, history_entries, one_line_call
+from .history import RenderMemo, calls_by_message, history_entries, history_entry, input_json, one_line_call, result_note
 from .messages import SessionMessage
-from .pairing import Pairing, is_pinned
+from .pairing import Pairing, PendingCall, ToolCall, is_pinned
 from .questions import STATE_CONTEXT
 from .textutil import ELLIPSIS, abridge, collapsed, format_number, js_json, plain_json
 from .tokens import estimate_tokens, from_tally, tally
@@ -140,11 +140,12 @@ def fit_state(
     # without it. Only the work done depends on this choice, never the state.
     walk = len(pairing.calls) * _FULL_CALL_TOKENS <= max_state_tokens or any_can_fit()
     if walk:
-        for input_chars, stage in INPUT_STAGES:
-            entries = smallest()[0] if input_chars == smallest_chars else history_entries(messages, pairing, input_chars, memo)
-            budget = _Budget(goal, entries, max_state_tokens, memo)
-            if budget.fits():
-                return FittedState(build_state(goal, entries), budget.tokens, stage)
+        fitted = fit_detailed(messages, pairing, goal, max_state_tokens, memo)
+        if fitted is not None:
+            return fitted
+        budget = _Budget(goal, smallest()[0], max_state_tokens, memo)
+        if budget.fits():
+            return FittedState(build_state(goal, smallest()[0]), budget.tokens, INPUT_STAGES[-1][1])
 
     entries, pinned = smallest()
     # Old (unpinned) entries first, oldest first; pinned ones are only abridged, and last.
@@ -179,6 +180,73 @@ def fit_state(
     raise FittingError(
         f"history too large for Jev (~{budget.tokens} tokens after truncation, limit {format_number(max_state_tokens)})"
     )
+
+
+def fit_detailed(
+    messages: Sequence[SessionMessage], pairing: Pairing, goal: str, limit: float, memo: RenderMemo
+) -> FittedState | None:
+    """The first of the stages that show every call with its output's digest (``full``,
+    ``inputs<=200``) whose state fits ``limit``, as :func:`fit_state` gives it; None when neither
+    fits.
+
+    Each entry has a floor, the cost of the entry with its calls' digests left out and their
+    inputs cut to the shorter stage's length, which no stage goes under. A stage starts from
+    the floors' sum and replaces them one entry at a time, entries whose outputs are read
+    already first, and is given up as soon as the sum passes ``limit``: most outputs are then
+    never read.
+    """
+    completed, pending = memo.by_message(pairing)
+    outputs = memo.outputs(messages)
+    shown = [
+        (index, message, completed.get(index), pending.get(index))
+        for index, message in enumerate(messages)
+        if index in completed or index in pending or message.text.strip()
+    ]
+    floors = [_detailed_floor(index, message, calls, waiting, memo) for index, message, calls, waiting in shown]
+    floor = state_base_tokens(goal) + sum(floors)
+    if floor > limit:
+        return None
+    order = sorted(
+        range(len(shown)),
+        key=lambda p: not all(memo.has_read(outputs.get(c.tool_use_id) or "") for c in shown[p][2] or ()),
+    )
+    for input_chars, stage in INPUT_STAGES[:2]:
+        tokens = floor
+        entries: list[dict[str, Any]] = [{}] * len(shown)
+        for position in order:
+            index, message, calls, waiting = shown[position]
+            entry = entries[position] = history_entry(index, message, calls, waiting, input_chars, outputs, memo)
+            tokens += entry_tokens(entry, memo) - floors[position]
+            if tokens > limit:
+                break
+        else:
+            return FittedState(build_state(goal, entries), tokens, stage)
+    return None
+
+
+def _detailed_floor(
+    index: int, message: SessionMessage, calls: list[ToolCall] | None, waiting: list[PendingCall] | None, memo: RenderMemo
+) -> int:
+    """At most the entry's cost at the ``full`` and ``inputs<=200`` stages (see fit_detailed):
+    its exact tally rounded up, from its parts (a cut input's opening is a prefix of the longer
+    cut, and a prefix never tallies more; a digest only adds)."""
+    cut = INPUT_STAGES[1][0]
+    entry: dict[str, Any] = {"i": index, "role": message.role, "text": message.text}
+    if calls:
+        entry["tool_calls"] = [
+            {"id": c.id, "tool": c.tool, "input": _uncut(input_json(c.input, cut, memo)), "result": result_note(c)}
+            for c in calls
+        ]
+    if waiting:
+        entry["pending_calls"] = [
+            {"tool_use_id": c.tool_use_id, "tool": c.tool, "input": _uncut(input_json(c.input, cut, memo))} for c in waiting
+        ]
+    parts = _entry_tally(entry, memo)
+    return 0 if parts is None else -(-parts[0] // 10) + 1
+
+
+def _uncut(text: str) -> str:
+    return text[:-1] if text.endswith(ELLIPSIS) else text
 
 
 def _shrink(

@@ -139,6 +139,11 @@ class RenderMemo:
             self._parts[id(text)] = found
         return found[1]
 
+    def has_read(self, text: str) -> bool:
+        """Whether :meth:`parts` has read ``text`` already."""
+        found = self._parts.get(id(text))
+        return found is not None and found[0] is text
+
     def call(self, call: ToolCall, input_chars: int, output: str | None) -> dict[str, Any]:
         """:func:`structured_call`, the same object each time: states share it, none changes it."""
         key = (call.id, input_chars)
@@ -243,12 +248,24 @@ def history_entries(
     for index, message in enumerate(messages):
         calls = completed.get(index)
         waiting = pending.get(index)
-        if not calls and not waiting and not message.text.strip():
-            continue
-        entry: dict[str, Any] = {"i": index, "role": message.role, "text": message.text}
-        if calls:
-            entry["tool_calls"] = [memo.call(call, input_chars, outputs.get(call.tool_use_id)) for call in calls]
-        if waiting:
-            entry["pending_calls"] = [memo.pending(call, input_chars) for call in waiting]
-        entries.append(entry)
+        if calls or waiting or message.text.strip():
+            entries.append(history_entry(index, message, calls, waiting, input_chars, outputs, memo))
     return entries
+
+
+def history_entry(
+    index: int,
+    message: SessionMessage,
+    calls: list[ToolCall] | None,
+    waiting: list[PendingCall] | None,
+    input_chars: int,
+    outputs: dict[str, str],
+    memo: RenderMemo,
+) -> dict[str, Any]:
+    """The entry of one message (see :func:`history_entries`)."""
+    entry: dict[str, Any] = {"i": index, "role": message.role, "text": message.text}
+    if calls:
+        entry["tool_calls"] = [memo.call(call, input_chars, outputs.get(call.tool_use_id)) for call in calls]
+    if waiting:
+        entry["pending_calls"] = [memo.pending(call, input_chars) for call in waiting]
+    return entry

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .errors import FittingError
-from .fitting import ABRIDGE_HEAD, ABRIDGE_TAIL, build_state, entry_tokens, fit_state, state_base_tokens
+from .fitting import ABRIDGE_HEAD, ABRIDGE_TAIL, build_state, entry_tokens, fit_detailed, fit_state, state_base_tokens
 from .history import RenderMemo
 from .messages import SessionMessage
 from .pairing import Pairing, ToolCall, is_pinned
@@ -35,8 +35,6 @@ WINDOW_INPUT_CHARS = 1000
 # tokens; on the corpus the state judge's held-out AUC went from 0.885 to 0.877 and no decision
 # through `fast-jev serve` changed (`fast-jev eval --serve`).
 SURROUND_PER_CALL = 150
-# fit_state's stages that still show every call with its output's digest.
-DETAILED_STAGES = frozenset({"full", "inputs<=200"})
 # Newest messages keep their calls' inputs at this length.
 RECENT_INPUT_CHARS = 60
 # The share of a window state's room given to the window's own calls; the rest shows the
@@ -75,30 +73,29 @@ def plan_requests(
     if state_budget < 1:
         raise FittingError("request budget leaves no room for state and questions")
     limit = min(max_state_tokens, state_budget)
-    windows: _Windows | None = None
     try:
         windows = _Windows(messages, pairing, goal, preserve_recent_messages, max_state_tokens, max_request_tokens,
                            question_cost, memo)
-    except FittingError as exc:
+    except FittingError as overflow:
         # The newest messages alone overflow a window: only the staged single state can shrink them.
-        overflow = exc
-    else:
-        limit = min(limit, windows.focus(to_judge))
-    if not _hopeless(pairing, goal, limit, memo):
-        try:
-            fitted = fit_state(messages, pairing, goal, preserve_recent_messages, limit, memo)
-        except FittingError:
-            pass
-        else:
-            batches = batch_calls(to_judge, fitted.tokens, max_request_tokens, question_cost)
-            # The single state goes in every request: it is the plan only while it still shows
-            # the asked calls in detail and costs no more than the windows would.
-            if windows is None or (
-                fitted.stage in DETAILED_STAGES and len(batches) * fitted.tokens <= windows.cost(to_judge)
-            ):
+        if not _hopeless(pairing, goal, limit, memo):
+            try:
+                fitted = fit_state(messages, pairing, goal, preserve_recent_messages, limit, memo)
+            except FittingError:
+                pass
+            else:
+                batches = batch_calls(to_judge, fitted.tokens, max_request_tokens, question_cost)
                 return [Request(fitted.state, fitted.tokens, fitted.stage, batch) for batch in batches]
-    if windows is None:
-        raise overflow
+        raise overflow from None
+    # The single state goes in every request: it is the plan only while it still shows the asked
+    # calls in detail and costs no more than the windows would, so the stages past the detailed
+    # ones are not walked.
+    limit = min(limit, windows.focus(to_judge))
+    single = fit_detailed(messages, pairing, goal, limit, memo)
+    if single is not None and not _hopeless(pairing, goal, limit, memo):
+        batches = batch_calls(to_judge, single.tokens, max_request_tokens, question_cost)
+        if len(batches) * single.tokens <= windows.cost(to_judge):
+            return [Request(single.state, single.tokens, single.stage, batch) for batch in batches]
     return windows.requests(to_judge)
 
 

@@ -231,7 +231,8 @@ def _detailed_floor(
     its exact tally rounded up, from its parts (a cut input's opening is a prefix of the longer
     cut, and a prefix never tallies more; a digest only adds)."""
     cut = INPUT_STAGES[1][0]
-    entry: dict[str, Any] = {"i": index, "role": message.role, "text": message.text}
+    # Rendered without its text, which the memo tallies once for every stage.
+    entry: dict[str, Any] = {"i": index, "role": message.role, "text": ""}
     if calls:
         entry["tool_calls"] = [
             {"id": c.id, "tool": c.tool, "input": _uncut(input_json(c.input, cut, memo)), "result": result_note(c)}
@@ -241,8 +242,8 @@ def _detailed_floor(
         entry["pending_calls"] = [
             {"tool_use_id": c.tool_use_id, "tool": c.tool, "input": _uncut(input_json(c.input, cut, memo))} for c in waiting
         ]
-    parts = _entry_tally(entry, memo)
-    return 0 if parts is None else -(-parts[0] // 10) + 1
+    tenths = tally(plain_json(entry))[0] - _QUOTES + memo.tally(message.text)[0]
+    return -(-tenths // 10) + 1
 
 
 def _uncut(text: str) -> str:

@@ -278,3 +278,17 @@ def test_entry_costs_from_parts_equal_the_whole_entry_estimate(
         whole = estimate_tokens(plain_json(entry)) + 1
         assert entry_tokens(entry, memo) == whole == _accumulated(plain_json(entry)) + 1
         assert entry_tokens(entry, memo) == whole  # and again, from what the memo kept
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["command", "file_path", "content", "limit"]), st.one_of(_ANY_TEXT, st.integers())),
+       st.integers(min_value=0, max_value=5000), st.sampled_from([" ", "\n", "x", " \t\n"]))
+def test_one_line_input_reads_only_the_opening_of_long_texts(value: dict, repeat: int, filler: str) -> None:  # type: ignore[type-arg]
+    """The one-liner of an input with long texts is the whole pairs' line collapsed and cut."""
+    from fast_jev_compaction.history import one_line_input
+    from fast_jev_compaction.textutil import js_json, truncate
+
+    value = {k: v * repeat if isinstance(v, str) and k == "content" else v for k, v in value.items()}
+    value["content"] = filler * repeat + str(value.get("content", ""))
+    whole = " ".join(f"{k}={v}" if isinstance(v, str) else f"{k}={truncate(js_json(v), 200)}" for k, v in value.items())
+    assert one_line_input(value) == truncate(re.sub(r"\s+", " ", whole), 60)

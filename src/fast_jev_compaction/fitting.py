@@ -202,10 +202,13 @@ def fit_detailed(
         for index, message in enumerate(messages)
         if index in completed or index in pending or message.text.strip()
     ]
-    floors = [_detailed_floor(index, message, calls, waiting, memo) for index, message, calls, waiting in shown]
-    floor = state_base_tokens(goal) + sum(floors)
-    if floor > limit:
-        return None
+    floor = state_base_tokens(goal)
+    floors: list[int] = []
+    for index, message, calls, waiting in shown:
+        floors.append(_detailed_floor(index, message, calls, waiting, memo))
+        floor += floors[-1]
+        if floor > limit:
+            return None
     order = sorted(
         range(len(shown)),
         key=lambda p: not all(memo.has_read(outputs.get(c.tool_use_id) or "") for c in shown[p][2] or ()),

@@ -205,16 +205,30 @@ def one_line_input(value: dict[str, Any]) -> str:
     Upstream rendered a non-string value as the JSON of ``{key: value}``, which printed the key
     twice (``limit={"limit":100}``, §9.5); we print ``limit=100``.
     """
+    # The opening of the pairs with each text cut at _ONE_LINE_PEEK is the opening of the whole
+    # pairs, and with its spaces collapsed the opening of the whole line: once that is longer
+    # than the cut, the rest cannot show (a file written whole is not copied whole).
+    pairs = _pairs(value, _ONE_LINE_PEEK)
+    line = _SPACES.sub(" ", pairs[:_ONE_LINE_PEEK])
+    if len(line) <= 60 and len(pairs) > _ONE_LINE_PEEK:
+        line = _SPACES.sub(" ", _pairs(value, None))
+    return truncate(line, 60)
+
+
+_ONE_LINE_PEEK = 4096
+
+
+def _pairs(value: dict[str, Any], peek: int | None) -> str:
     parts = []
     for key, item in value.items():
         if isinstance(item, str):
-            parts.append(f"{key}={item}")
+            parts.append(f"{key}={item[:peek]}")
         else:
             try:
                 parts.append(f"{key}={truncate(js_json(item), 200)}")
             except (TypeError, ValueError):
                 parts.append(f"{key}={UNSERIALIZABLE}")
-    return truncate(_SPACES.sub(" ", " ".join(parts)), 60)
+    return " ".join(parts)
 
 
 def one_line_call(call: ToolCall) -> str:

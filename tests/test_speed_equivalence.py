@@ -292,3 +292,16 @@ def test_one_line_input_reads_only_the_opening_of_long_texts(value: dict, repeat
     value["content"] = filler * repeat + str(value.get("content", ""))
     whole = " ".join(f"{k}={v}" if isinstance(v, str) else f"{k}={truncate(js_json(v), 200)}" for k, v in value.items())
     assert one_line_input(value) == truncate(re.sub(r"\s+", " ", whole), 60)
+
+
+_TERM_ALPHABET = st.sampled_from(
+    list("aZ_9.-/ é\u0130x\n:") + ["abcdef", "parse_header", "src/a.py", "v2.0", "__init__", "x.y.z-", "ab12cd", "日本語"]
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(st.lists(_TERM_ALPHABET, max_size=60).map("".join), _ANY_TEXT))
+def test_term_pattern_finds_what_the_plain_pattern_finds(text: str) -> None:
+    from fast_jev_compaction.history import _TERM
+
+    assert _TERM.findall(text) == re.findall(r"[A-Za-z_][\w.\-/]{5,}[\w]", text)

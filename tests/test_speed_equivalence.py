@@ -305,3 +305,14 @@ def test_term_pattern_finds_what_the_plain_pattern_finds(text: str) -> None:
     from fast_jev_compaction.history import _TERM
 
     assert _TERM.findall(text) == re.findall(r"[A-Za-z_][\w.\-/]{5,}[\w]", text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.from_regex(r"t[0-9]{1,6}", fullmatch=True), _ANY_TEXT), _ANY_TEXT, st.integers(0, 10**9))
+def test_question_tokens_equal_the_estimate_of_the_questions(call_id: str, tool: str, chars: int) -> None:
+    from fast_jev_compaction.pairing import ToolCall
+    from fast_jev_compaction.questions import question_tokens, questions_for
+    from fast_jev_compaction.textutil import js_json
+
+    call = ToolCall(call_id, "toolu_1", tool, {}, 1, 2, chars, False, False)
+    assert question_tokens(call) == estimate_tokens(js_json(questions_for(call)))

@@ -151,6 +151,7 @@ class _Windows:
             )
         self._context_cost: dict[int, tuple[dict[str, Any], int]] = {}
         self._call_costs: dict[str, int] = {}
+        self._text_costs: dict[int, int] = {}
 
     def _brief(self, index: int, input_chars: int) -> dict[str, Any]:
         """A required entry: text abridged, calls structured with short inputs."""
@@ -230,8 +231,16 @@ class _Windows:
         if cost is None:
             cost = entry_tokens(self.memo.call(call, WINDOW_INPUT_CHARS, self.outputs.get(call.tool_use_id)), self.memo)
             if call.call_index not in self.required_entries:
-                cost += estimate_tokens(abridge(self.messages[call.call_index].text, ABRIDGE_HEAD, ABRIDGE_TAIL)) + 12
+                cost += self._text_cost(call.call_index)
             self._call_costs[call.id] = cost
+        return cost
+
+    def _text_cost(self, index: int) -> int:
+        # Shared by the calls of one message.
+        cost = self._text_costs.get(index)
+        if cost is None:
+            cost = estimate_tokens(abridge(self.messages[index].text, ABRIDGE_HEAD, ABRIDGE_TAIL)) + 12
+            self._text_costs[index] = cost
         return cost
 
     def _request(self, window: list[ToolCall]) -> list[Request]:

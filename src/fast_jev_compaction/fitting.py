@@ -233,6 +233,10 @@ def _detailed_floor(
     """At most the entry's cost at the ``full`` and ``inputs<=200`` stages (see fit_detailed):
     its exact tally rounded up, from its parts (a cut input's opening is a prefix of the longer
     cut, and a prefix never tallies more; a digest only adds)."""
+    if not calls and not waiting:
+        # Text only: the entry itself, from its parts' tallies.
+        parts = _entry_tally({"i": index, "role": message.role, "text": message.text}, memo)
+        return 0 if parts is None else -(-parts[0] // 10) + 1
     cut = INPUT_STAGES[1][0]
     # Rendered without its text, which the memo tallies once for every stage.
     entry: dict[str, Any] = {"i": index, "role": message.role, "text": ""}

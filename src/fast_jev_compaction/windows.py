@@ -130,6 +130,7 @@ class _Windows:
         self.max_request = max_request_tokens
         self.question_cost = question_cost
         self.memo = memo
+        self._abridged_texts: dict[int, str] = {}
         self.completed, self.pending = memo.by_message(pairing)
         self.outputs = memo.outputs(messages)
         total = len(messages)
@@ -156,7 +157,7 @@ class _Windows:
     def _brief(self, index: int, input_chars: int) -> dict[str, Any]:
         """A required entry: text abridged, calls structured with short inputs."""
         message = self.messages[index]
-        entry: dict[str, Any] = {"i": index, "role": message.role, "text": abridge(message.text, ABRIDGE_HEAD, ABRIDGE_TAIL)}
+        entry: dict[str, Any] = {"i": index, "role": message.role, "text": self._abridged(index)}
         if index in self.completed:
             entry["tool_calls"] = [
                 self.memo.call(c, input_chars, self.outputs.get(c.tool_use_id)) for c in self.completed[index]
@@ -172,7 +173,7 @@ class _Windows:
             message = self.messages[index]
             text = message.text
             if text:
-                text = abridge(text, ABRIDGE_HEAD, ABRIDGE_TAIL) if message.role == "user" else collapsed(len(text))
+                text = self._abridged(index) if message.role == "user" else collapsed(len(text))
             entry: dict[str, Any] = {"i": index, "role": message.role, "text": text}
             if index in self.completed:
                 entry["tool_calls"] = [self.memo.one_line(c) for c in self.completed[index]]
@@ -182,7 +183,7 @@ class _Windows:
 
     def _detailed(self, index: int, window: set[str]) -> dict[str, Any]:
         message = self.messages[index]
-        text = abridge(message.text, ABRIDGE_HEAD, ABRIDGE_TAIL)
+        text = self._abridged(index)
         calls = [
             self.memo.call(c, WINDOW_INPUT_CHARS, self.outputs.get(c.tool_use_id)) if c.id in window else self.memo.one_line(c)
             for c in self.completed.get(index, [])
@@ -235,11 +236,18 @@ class _Windows:
             self._call_costs[call.id] = cost
         return cost
 
+    def _abridged(self, index: int) -> str:
+        # One object per message, so that the memo tallies it once whichever entry shows it.
+        text = self._abridged_texts.get(index)
+        if text is None:
+            text = self._abridged_texts[index] = abridge(self.messages[index].text, ABRIDGE_HEAD, ABRIDGE_TAIL)
+        return text
+
     def _text_cost(self, index: int) -> int:
         # Shared by the calls of one message.
         cost = self._text_costs.get(index)
         if cost is None:
-            cost = estimate_tokens(abridge(self.messages[index].text, ABRIDGE_HEAD, ABRIDGE_TAIL)) + 12
+            cost = estimate_tokens(self._abridged(index)) + 12
             self._text_costs[index] = cost
         return cost
 

@@ -144,7 +144,7 @@ class _Windows:
         ]
         self.base = state_base_tokens(goal)
         self.required_entries = {i: self._brief(i, RECENT_INPUT_CHARS) for i in self.required}
-        self.required_tokens = sum(entry_tokens(e, memo) for e in self.required_entries.values())
+        self.required_tokens = sum(map(entry_tokens, self.required_entries.values()))
         if self.base + self.required_tokens > min(max_state_tokens, max_request_tokens):
             raise FittingError(
                 f"newest messages too large for Jev (~{self.base + self.required_tokens} tokens, "
@@ -177,7 +177,8 @@ class _Windows:
             entry: dict[str, Any] = {"i": index, "role": message.role, "text": text}
             if index in self.completed:
                 entry["tool_calls"] = [self.memo.one_line(c) for c in self.completed[index]]
-            cached = (entry, entry_tokens(entry, self.memo))
+            # Rendered whole: its parts show nowhere else.
+            cached = (entry, entry_tokens(entry))
             self._context_cost[index] = cached
         return cached
 

@@ -197,14 +197,15 @@ def fit_detailed(
     """
     completed, pending = memo.by_message(pairing)
     outputs = memo.outputs(messages)
-    shown = [
-        (index, message, completed.get(index), pending.get(index))
-        for index, message in enumerate(messages)
-        if index in completed or index in pending or message.text.strip()
-    ]
+    # Listed as the floors are summed: a long history is mostly past the limit before its end.
+    shown: list[tuple[int, SessionMessage, list[ToolCall] | None, list[PendingCall] | None]] = []
     floor = state_base_tokens(goal)
     floors: list[int] = []
-    for index, message, calls, waiting in shown:
+    for index, message in enumerate(messages):
+        calls, waiting = completed.get(index), pending.get(index)
+        if not calls and not waiting and not message.text.strip():
+            continue
+        shown.append((index, message, calls, waiting))
         floors.append(_detailed_floor(index, message, calls, waiting, memo))
         floor += floors[-1]
         if floor > limit:

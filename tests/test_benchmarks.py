@@ -51,3 +51,34 @@ def test_compaction_with_the_embedded_judge(benchmark, session):
     result = benchmark(compact_sync, session, LocalJudge())
     assert result.stats.requests == 0  # scored in process
     assert result.stats.chars_after < result.stats.chars_before
+
+
+def _plan_inputs(session):  # type: ignore[no-untyped-def]
+    from fast_jev_compaction.goal import goal_from_messages
+    from fast_jev_compaction.pairing import pair_tool_calls
+    from fast_jev_compaction.questions import question_tokens
+
+    pairing = pair_tool_calls(session, CORE_OPTIONS.preserve_recent_messages)
+    to_judge = list(pairing.candidates)
+    costs = {call.id: question_tokens(call) for call in to_judge}
+    return (session, pairing, to_judge, goal_from_messages(session), CORE_OPTIONS.preserve_recent_messages,
+            CORE_OPTIONS.max_state_tokens, CORE_OPTIONS.max_request_tokens, costs)
+
+
+@pytest.mark.parametrize("size", [200, 2000])
+def test_state_path(benchmark, size):
+    """The state path alone (windows.plan_requests: the single state against the windows, the
+    requests' states), on a session that fits one state and on one that needs windows."""
+    from fast_jev_compaction.questions import REQUEST_OVERHEAD_TOKENS
+    from fast_jev_compaction.windows import plan_requests
+
+    inputs = _plan_inputs(parse_transcript(list(transcript_lines(size))))
+    requests = benchmark(plan_requests, *inputs)
+    asked = [call.id for request in requests for call in request.calls]
+    assert sorted(asked) == sorted(call.id for call in inputs[2])
+    costs = inputs[-1]
+    assert all(
+        REQUEST_OVERHEAD_TOKENS + r.state_tokens + sum(costs[c.id] for c in r.calls) <= CORE_OPTIONS.max_request_tokens
+        for r in requests
+    )
+    assert (requests[0].stage == "windowed") == (size == 2000)

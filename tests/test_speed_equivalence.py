@@ -289,21 +289,66 @@ def test_fit_state_agrees_with_the_plain_walk(long_session, limit: int) -> None:
         )
 
 
-@settings(max_examples=200, deadline=None)
-@given(_TEXT, st.integers(min_value=1, max_value=60), _TEXT)
-def test_stage_costs_equal_the_whole_entry_estimate(text: str, repeat: int, call_input: str) -> None:
-    from fast_jev_compaction.fitting import _StageCosts
+_ANY_TEXT = st.one_of(_TEXT, st.text())
 
-    long_text = (text or "x") * (2000 // max(1, len(text or "x")) + repeat)
-    entry = {
-        "i": 7,
-        "role": "assistant",
-        "text": long_text,
-        "tool_calls": [{"id": "t1", "tool": "Read", "input": call_input, "result": "ok, 12 chars (omitted)"}],
-    }
-    costs = _StageCosts()
-    assert costs(entry) == entry_tokens(entry)
-    assert costs({**entry, "tool_calls": ["t1 Read x → ok 12ch"]}) == entry_tokens({**entry, "tool_calls": ["t1 Read x → ok 12ch"]})
+
+@settings(max_examples=400, deadline=None)
+@given(_ANY_TEXT, st.integers(min_value=0, max_value=60), _ANY_TEXT, st.lists(_ANY_TEXT, max_size=4), st.integers(0, 10**6))
+def test_entry_costs_from_parts_equal_the_whole_entry_estimate(
+    text: str, repeat: int, call_input: str, one_liners: list[str], index: int
+) -> None:
+    """entry_tokens with a memo adds up its parts' tallies; it gives the whole entry's estimate."""
+    long_text = text * repeat
+    call = {"id": "t1", "tool": "Read", "input": call_input, "result": "ok, 12 chars (omitted)", "digest": text}
+    pending = {"tool_use_id": "toolu_1", "tool": "Bash", "input": call_input}
+    memo = RenderMemo()
+    for entry in (
+        {"i": index, "role": "assistant", "text": long_text, "tool_calls": [call, *one_liners]},
+        {"i": index, "role": "user", "text": long_text},
+        {"i": index, "role": "assistant", "text": "", "tool_calls": [], "pending_calls": [pending]},
+        {"i": index, "role": "assistant", "text": text, "tool_calls": one_liners},
+    ):
+        whole = estimate_tokens(plain_json(entry)) + 1
+        assert entry_tokens(entry, memo) == whole == _accumulated(plain_json(entry)) + 1
+        assert entry_tokens(entry, memo) == whole  # and again, from what the memo kept
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["command", "file_path", "content", "limit"]), st.one_of(_ANY_TEXT, st.integers())),
+       st.integers(min_value=0, max_value=5000), st.sampled_from([" ", "\n", "x", " \t\n"]))
+def test_one_line_input_reads_only_the_opening_of_long_texts(value: dict, repeat: int, filler: str) -> None:  # type: ignore[type-arg]
+    """The one-liner of an input with long texts is the whole pairs' line collapsed and cut."""
+    from fast_jev_compaction.history import one_line_input
+    from fast_jev_compaction.textutil import js_json, truncate
+
+    value = {k: v * repeat if isinstance(v, str) and k == "content" else v for k, v in value.items()}
+    value["content"] = filler * repeat + str(value.get("content", ""))
+    whole = " ".join(f"{k}={v}" if isinstance(v, str) else f"{k}={truncate(js_json(v), 200)}" for k, v in value.items())
+    assert one_line_input(value) == truncate(re.sub(r"\s+", " ", whole), 60)
+
+
+_TERM_ALPHABET = st.sampled_from(
+    list("aZ_9.-/ é\u0130x\n:") + ["abcdef", "parse_header", "src/a.py", "v2.0", "__init__", "x.y.z-", "ab12cd", "日本語"]
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(st.lists(_TERM_ALPHABET, max_size=60).map("".join), _ANY_TEXT))
+def test_term_pattern_finds_what_the_plain_pattern_finds(text: str) -> None:
+    from fast_jev_compaction.history import _TERM
+
+    assert _TERM.findall(text) == re.findall(r"[A-Za-z_][\w.\-/]{5,}[\w]", text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.from_regex(r"t[0-9]{1,6}", fullmatch=True), _ANY_TEXT), _ANY_TEXT, st.integers(0, 10**9))
+def test_question_tokens_equal_the_estimate_of_the_questions(call_id: str, tool: str, chars: int) -> None:
+    from fast_jev_compaction.pairing import ToolCall
+    from fast_jev_compaction.questions import question_tokens, questions_for
+    from fast_jev_compaction.textutil import js_json
+
+    call = ToolCall(call_id, "toolu_1", tool, {}, 1, 2, chars, False, False)
+    assert question_tokens(call) == estimate_tokens(js_json(questions_for(call)))
 
 
 # -- lexicon: side effects -----------------------------------------------------------------------

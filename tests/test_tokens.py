@@ -139,6 +139,39 @@ def test_counted_estimate_equals_the_piece_by_piece_float_sum(text):
     assert estimate_tokens(text) == _accumulated(text)
 
 
+# Arbitrary text: any code point, lone surrogates included, and runs of the characters the
+# charmap treats apart (JavaScript-only spaces, its frequent characters, its filler range).
+_ANY_TEXT = st.one_of(
+    st.text(alphabet=st.characters(blacklist_categories=())),
+    st.lists(
+        st.one_of(
+            st.sampled_from(
+                list("\xa0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff\x1c\x85\u2026\u23ce\ue000\ue07f\u200b")
+                + [chr(c) for c in range(0x2000, 0x200B)]
+                + ["\U0001F600", "\ud83d", "\ude00", "abcdefg", "0123", " ", "."]
+            ),
+            st.text(max_size=4),
+        )
+    ).map("".join),
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_ANY_TEXT)
+def test_estimate_and_tally_match_the_js_pieces_on_any_text(text):
+    """The counted estimate and tally equal upstream's regex pieces added one by one."""
+    from fast_jev_compaction.tokens import _PIECE, _accumulated, tally
+
+    pieces = [(m.group(1), m.group(2), m.group(3)) for m in _PIECE.finditer(text)]
+    tenths = sum(
+        10 * (1 + (len(letters) - 1) // 6) if letters else 5 * len(digits) if digits else 9 * (1 + (ord(other) > 0xFFFF))
+        for letters, digits, other in pieces
+    )
+    others = sum(1 + (ord(other) > 0xFFFF) for _, _, other in pieces if other)
+    assert tally(text) == (tenths, others)
+    assert estimate_tokens(text) == _accumulated(text)
+
+
 def test_ten_others_accumulate_past_the_integer():
     # 0.9 added ten times is 9.000000000000002 in float: upstream rounds that up to 10.
     assert estimate_tokens("." * 10) == math.ceil(sum([0.9] * 10)) == 10

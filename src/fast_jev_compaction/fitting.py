@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Iterator, Sequence
 
 from .errors import FittingError
-from .history import RenderMemo, calls_by_message, history_entries, one_line_call
+from .history import RenderMemo, calls_by_message, history_entries, history_entry, input_json, one_line_call, result_note
 from .messages import SessionMessage
-from .pairing import Pairing, is_pinned
+from .pairing import Pairing, PendingCall, ToolCall, is_pinned
 from .questions import STATE_CONTEXT
 from .textutil import ELLIPSIS, abridge, collapsed, format_number, js_json, plain_json
 from .tokens import estimate_tokens, from_tally, tally
@@ -26,15 +26,64 @@ class FittedState:
     stage: str
 
 
-def entry_tokens(entry: dict[str, Any]) -> int:
-    """An entry's cost inside the history array; +1 for the separating comma."""
+def entry_tokens(entry: dict[str, Any], memo: RenderMemo | None = None) -> int:
+    """An entry's cost inside the history array; +1 for the separating comma.
+
+    With a memo, the entry is not rendered whole: its parts' tallies, each rendered once, add up
+    (tokens.tally), and only an estimate that depends on the order of the pieces is redone on
+    the whole entry.
+    """
+    if memo is not None:
+        parts = _entry_tally(entry, memo)
+        if parts is not None:
+            tokens = from_tally(*parts)
+            if tokens is not None:
+                return tokens + 1
     return estimate_tokens(plain_json(entry)) + 1
+
+
+def _entry_tally(entry: dict[str, Any], memo: RenderMemo) -> tuple[int, int] | None:
+    """``tally(plain_json(entry))`` from the tallies of its keys and values: the JSON of an
+    entry is its keys' and values' JSON joined by punctuation, which splits no run of letters or
+    digits. None for an entry of another shape."""
+    count = len(entry)
+    # The braces and the commas between the keys; each item of a list is ours to add.
+    tenths, others = 9 * (count + 1), count + 1
+    for key, value in entry.items():
+        found = _KEY_TALLIES.get(key)
+        if found is None:
+            return None
+        tenths += found[0]
+        others += found[1]
+        if type(value) is int:
+            if value < 0:
+                return None
+            tenths += 5 * len(str(value))
+        elif type(value) is str:
+            t, o = memo.tally(value)
+            tenths += t
+            others += o
+        elif type(value) is list:
+            # The brackets and the commas between the items.
+            items = len(value)
+            tenths += 9 * (items + 1) if items else 18
+            others += items + 1 if items else 2
+            for item in value:
+                if type(item) is not str and type(item) is not dict:
+                    return None
+                t, o = memo.tally(item)
+                tenths += t
+                others += o
+        else:
+            return None
+    return tenths, others
 
 
 def build_state(goal: str, history: list[dict[str, Any]]) -> dict[str, Any]:
     return {"context": STATE_CONTEXT, "goal": goal, "history": history}
 
 
+@lru_cache(maxsize=8)
 def state_base_tokens(goal: str) -> int:
     """The cost of a state with an empty history."""
     return estimate_tokens(js_json(build_state(goal, [])))
@@ -43,9 +92,10 @@ def state_base_tokens(goal: str) -> int:
 class _Budget:
     """Running estimate: base cost plus the cost of each live entry, updated one entry at a time."""
 
-    def __init__(self, goal: str, entries: list[dict[str, Any]], limit: float, costs: _StageCosts | None = None) -> None:
+    def __init__(self, goal: str, entries: list[dict[str, Any]], limit: float, memo: RenderMemo | None = None) -> None:
         self.base = state_base_tokens(goal)
-        self.costs = [entry_tokens(entry) if costs is None else costs(entry) for entry in entries]
+        self.memo = memo
+        self.costs = [entry_tokens(entry, memo) for entry in entries]
         self.tokens = self.base + sum(self.costs)
         self.limit = limit
 
@@ -53,40 +103,9 @@ class _Budget:
         return self.tokens <= self.limit
 
     def update(self, position: int, entry: dict[str, Any] | None) -> None:
-        new = 0 if entry is None else entry_tokens(entry)
+        new = 0 if entry is None else entry_tokens(entry, self.memo)
         self.tokens += new - self.costs[position]
         self.costs[position] = new
-
-
-class _StageCosts:
-    """``entry_tokens`` across the input stages, which change only the calls: an entry with text
-    only is estimated once (kept by message index), and a long text is tallied once and its
-    entry's other parts apart (tokens.tally), rather than the whole entry again at each stage."""
-
-    def __init__(self) -> None:
-        self.text_only: dict[int, int] = {}
-        self.long_texts: dict[int, tuple[str, tuple[int, int]]] = {}  # id -> (text, its tally)
-
-    def __call__(self, entry: dict[str, Any]) -> int:
-        if "tool_calls" not in entry and "pending_calls" not in entry:
-            cost = self.text_only.get(entry["i"])
-            if cost is None:
-                cost = self.text_only[entry["i"]] = entry_tokens(entry)
-            return cost
-        text = entry["text"]
-        if len(text) < _LONG_TEXT:
-            return entry_tokens(entry)
-        found = self.long_texts.get(id(text))
-        if found is None or found[0] is not text:
-            found = self.long_texts[id(text)] = (text, tally(plain_json(text)))
-        text_tenths, text_others = found[1]
-        rest_tenths, rest_others = tally(plain_json({**entry, "text": ""}))
-        tokens = from_tally(rest_tenths - _QUOTES + text_tenths, rest_others - 2 + text_others)
-        return entry_tokens(entry) if tokens is None else tokens + 1
-
-
-# Past this length a text's tally is worth keeping apart from its entry's.
-_LONG_TEXT = 2000
 
 
 def fit_state(
@@ -95,11 +114,15 @@ def fit_state(
     goal: str,
     preserve_recent_messages: int,
     max_state_tokens: float,
+    memo: RenderMemo | None = None,
 ) -> FittedState:
-    """Walk the stages in order and return the first state that fits ``max_state_tokens``."""
+    """Walk the stages in order and return the first state that fits ``max_state_tokens``.
+
+    ``memo`` holds what other states of the same compaction rendered already.
+    """
     total = len(messages)
-    memo = RenderMemo()
-    costs = _StageCosts()
+    if memo is None:
+        memo = RenderMemo()
     smallest_chars = INPUT_STAGES[-1][0]
 
     @cache
@@ -117,17 +140,18 @@ def fit_state(
     # without it. Only the work done depends on this choice, never the state.
     walk = len(pairing.calls) * _FULL_CALL_TOKENS <= max_state_tokens or any_can_fit()
     if walk:
-        for input_chars, stage in INPUT_STAGES:
-            entries = smallest()[0] if input_chars == smallest_chars else history_entries(messages, pairing, input_chars, memo)
-            budget = _Budget(goal, entries, max_state_tokens, costs)
-            if budget.fits():
-                return FittedState(build_state(goal, entries), budget.tokens, stage)
+        fitted = fit_detailed(messages, pairing, goal, max_state_tokens, memo)
+        if fitted is not None:
+            return fitted
+        budget = _Budget(goal, smallest()[0], max_state_tokens, memo)
+        if budget.fits():
+            return FittedState(build_state(goal, smallest()[0]), budget.tokens, INPUT_STAGES[-1][1])
 
     entries, pinned = smallest()
     # Old (unpinned) entries first, oldest first; pinned ones are only abridged, and last.
     order = [p for p in range(len(entries)) if not pinned[p]] + [p for p in range(len(entries)) if pinned[p]]
     left_out: set[int] = set()
-    for stage, position in _shrink(messages, pairing, entries, pinned, order, left_out):
+    for stage, position in _shrink(messages, pairing, entries, pinned, order, left_out, memo):
         if walk:
             budget.update(position, None if position in left_out else entries[position])
             if budget.fits():
@@ -150,12 +174,88 @@ def fit_state(
         merged.append(entry)
         merged_pinned.append(is_pin)
         copied = False
-    budget = _Budget(goal, merged, max_state_tokens)
+    budget = _Budget(goal, merged, max_state_tokens, memo)
     if budget.fits():
         return FittedState(build_state(goal, merged), budget.tokens, "old calls merged")
     raise FittingError(
         f"history too large for Jev (~{budget.tokens} tokens after truncation, limit {format_number(max_state_tokens)})"
     )
+
+
+def fit_detailed(
+    messages: Sequence[SessionMessage], pairing: Pairing, goal: str, limit: float, memo: RenderMemo
+) -> FittedState | None:
+    """The first of the stages that show every call with its output's digest (``full``,
+    ``inputs<=200``) whose state fits ``limit``, as :func:`fit_state` gives it; None when neither
+    fits.
+
+    Each entry has a floor, the cost of the entry with its calls' digests left out and their
+    inputs cut to the shorter stage's length, which no stage goes under. A stage starts from
+    the floors' sum and replaces them one entry at a time, entries whose outputs are read
+    already first, and is given up as soon as the sum passes ``limit``: most outputs are then
+    never read.
+    """
+    completed, pending = memo.by_message(pairing)
+    outputs = memo.outputs(messages)
+    # Listed as the floors are summed: a long history is mostly past the limit before its end.
+    shown: list[tuple[int, SessionMessage, list[ToolCall] | None, list[PendingCall] | None]] = []
+    floor = state_base_tokens(goal)
+    floors: list[int] = []
+    for index, message in enumerate(messages):
+        calls, waiting = completed.get(index), pending.get(index)
+        if not calls and not waiting and not message.text.strip():
+            continue
+        shown.append((index, message, calls, waiting))
+        floors.append(_detailed_floor(index, message, calls, waiting, memo))
+        floor += floors[-1]
+        if floor > limit:
+            return None
+    order = sorted(
+        range(len(shown)),
+        key=lambda p: not all(memo.has_read(outputs.get(c.tool_use_id) or "") for c in shown[p][2] or ()),
+    )
+    for input_chars, stage in INPUT_STAGES[:2]:
+        tokens = floor
+        entries: list[dict[str, Any]] = [{}] * len(shown)
+        for position in order:
+            index, message, calls, waiting = shown[position]
+            entry = entries[position] = history_entry(index, message, calls, waiting, input_chars, outputs, memo)
+            tokens += entry_tokens(entry, memo) - floors[position]
+            if tokens > limit:
+                break
+        else:
+            return FittedState(build_state(goal, entries), tokens, stage)
+    return None
+
+
+def _detailed_floor(
+    index: int, message: SessionMessage, calls: list[ToolCall] | None, waiting: list[PendingCall] | None, memo: RenderMemo
+) -> int:
+    """At most the entry's cost at the ``full`` and ``inputs<=200`` stages (see fit_detailed):
+    its exact tally rounded up, from its parts (a cut input's opening is a prefix of the longer
+    cut, and a prefix never tallies more; a digest only adds)."""
+    if not calls and not waiting:
+        # Text only: the entry itself, from its parts' tallies.
+        parts = _entry_tally({"i": index, "role": message.role, "text": message.text}, memo)
+        return 0 if parts is None else -(-parts[0] // 10) + 1
+    cut = INPUT_STAGES[1][0]
+    # Rendered without its text, which the memo tallies once for every stage.
+    entry: dict[str, Any] = {"i": index, "role": message.role, "text": ""}
+    if calls:
+        entry["tool_calls"] = [
+            {"id": c.id, "tool": c.tool, "input": _uncut(input_json(c.input, cut, memo)), "result": result_note(c)}
+            for c in calls
+        ]
+    if waiting:
+        entry["pending_calls"] = [
+            {"tool_use_id": c.tool_use_id, "tool": c.tool, "input": _uncut(input_json(c.input, cut, memo))} for c in waiting
+        ]
+    tenths = tally(plain_json(entry))[0] - _QUOTES + memo.tally(message.text)[0]
+    return -(-tenths // 10) + 1
+
+
+def _uncut(text: str) -> str:
+    return text[:-1] if text.endswith(ELLIPSIS) else text
 
 
 def _shrink(
@@ -165,6 +265,7 @@ def _shrink(
     pinned: list[bool],
     order: list[int],
     left_out: set[int],
+    memo: RenderMemo | None = None,
 ) -> Iterator[tuple[str, int]]:
     """The steps after the input stages, in order; each changes one entry in place (or adds it to
     ``left_out``) and yields the name of its stage and the entry's position."""
@@ -182,12 +283,14 @@ def _shrink(
         entry["text"] = collapsed(len(messages[entry["i"]].text))
         yield "old messages collapsed", position
 
-    completed, _ = calls_by_message(pairing)
+    if memo is None:
+        memo = RenderMemo()
+    completed, _ = memo.by_message(pairing)
     for position in order:
         entry = entries[position]
         if pinned[position] or "tool_calls" not in entry:
             continue
-        entry["tool_calls"] = [one_line_call(call) for call in completed[entry["i"]]]
+        entry["tool_calls"] = [memo.one_line(call) for call in completed[entry["i"]]]
         yield "old calls compacted", position
 
     for position in order:
@@ -256,6 +359,11 @@ def _floor_tokens(
 _FULL_CALL_TOKENS = 100
 _QUOTES = 18  # the tally of ``""``, the empty text
 _CUT_MARK = 9  # the tally of the ``…`` ending a cut input
+# Each key of a history entry with its quotes and the colon after it.
+_KEY_TALLIES = {
+    key: (tally(plain_json(key))[0] + 9, tally(plain_json(key))[1] + 1)
+    for key in ("i", "role", "text", "tool_calls", "pending_calls")
+}
 
 
 def _foldable(entry: dict[str, Any], pinned: bool) -> bool:

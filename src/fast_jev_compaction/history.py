@@ -10,7 +10,8 @@ from typing import Any, Sequence
 
 from .messages import SessionMessage
 from .pairing import Pairing, PendingCall, ToolCall
-from .textutil import js_json, truncate
+from .textutil import js_json, plain_json, truncate
+from .tokens import tally
 
 UNSERIALIZABLE = "[unserializable input]"
 _SPACES = re.compile(r"\s+")
@@ -30,7 +31,11 @@ def result_note(call: ToolCall) -> str:
 # How much of each output the state shows, per input stage: the judge reads content too, and a
 # digest shrinks with the inputs when the state has to.
 DIGEST_CHARS = {1000: 300, 200: 100}
-_TERM = re.compile(r"[A-Za-z_][\w.\-/]{5,}[\w]")
+# A name of 7 or more characters: a letter or "_", word characters, dots, dashes or slashes, and
+# a word character last. The lookbehind spares the attempts that start inside a word: a match
+# never does, since the attempt at the word's first letter reached as far (tests/test_speed_equivalence.py
+# checks the plain pattern ``[A-Za-z_][\w.\-/]{5,}[\w]`` finds the same).
+_TERM = re.compile(r"[A-Za-z_](?<![A-Za-z_][A-Za-z_])[\w.\-/]{5,}\w")
 _TERMS = 8
 _FLAT_ENDS = 1000
 _ASCII_TERM = re.compile(r"[0-9_./-]|.[A-Z]")
@@ -105,12 +110,22 @@ def _is_term(word: str) -> bool:
 
 
 class RenderMemo:
-    """Each input's JSON and each output's flattened text and terms, computed once however many
-    states (stages, windows) show them."""
+    """What the states of one compaction (stages, windows) show, rendered once: each input's
+    JSON, each output's flattened text and terms, each call's structured form per input length
+    and its one-liner, and the token tally (tokens.tally) of each rendered piece.
+
+    A memo serves one list of messages and its pairing: calls are known by their ids.
+    """
 
     def __init__(self) -> None:
         self._parts: dict[int, tuple[str, tuple[str, bool, str]]] = {}
         self._json: dict[int, tuple[dict[str, Any], str]] = {}
+        self._calls: dict[tuple[str, int], dict[str, Any]] = {}
+        self._pending: dict[tuple[str, int], dict[str, Any]] = {}
+        self._one_lines: dict[str, str] = {}
+        self._tallies: dict[int, tuple[object, tuple[int, int]]] = {}
+        self._grouped: tuple[Pairing, tuple[dict[int, list[ToolCall]], dict[int, list[PendingCall]]]] | None = None
+        self._outputs: tuple[Sequence[SessionMessage], dict[str, str]] | None = None
 
     def json(self, value: dict[str, Any]) -> str:
         found = self._json.get(id(value))
@@ -127,6 +142,53 @@ class RenderMemo:
             found = (text, _parts(text))
             self._parts[id(text)] = found
         return found[1]
+
+    def has_read(self, text: str) -> bool:
+        """Whether :meth:`parts` has read ``text`` already."""
+        found = self._parts.get(id(text))
+        return found is not None and found[0] is text
+
+    def call(self, call: ToolCall, input_chars: int, output: str | None) -> dict[str, Any]:
+        """:func:`structured_call`, the same object each time: states share it, none changes it."""
+        key = (call.id, input_chars)
+        found = self._calls.get(key)
+        if found is None:
+            found = self._calls[key] = structured_call(call, input_chars, output, self)
+        return found
+
+    def pending(self, call: PendingCall, input_chars: int) -> dict[str, Any]:
+        key = (call.tool_use_id, input_chars)
+        found = self._pending.get(key)
+        if found is None:
+            found = self._pending[key] = pending_call(call, input_chars, self)
+        return found
+
+    def one_line(self, call: ToolCall) -> str:
+        found = self._one_lines.get(call.id)
+        if found is None:
+            found = self._one_lines[call.id] = one_line_call(call)
+        return found
+
+    def tally(self, value: str | dict[str, Any]) -> tuple[int, int]:
+        """``tokens.tally(plain_json(value))``, kept by identity (the value is held so its id
+        stays valid while the memo lives)."""
+        found = self._tallies.get(id(value))
+        if found is None or found[0] is not value:
+            found = (value, tally(plain_json(value)))
+            self._tallies[id(value)] = found
+        return found[1]
+
+    def by_message(self, pairing: Pairing) -> tuple[dict[int, list[ToolCall]], dict[int, list[PendingCall]]]:
+        """:func:`calls_by_message`, grouped once."""
+        if self._grouped is None or self._grouped[0] is not pairing:
+            self._grouped = (pairing, calls_by_message(pairing))
+        return self._grouped[1]
+
+    def outputs(self, messages: Sequence[SessionMessage]) -> dict[str, str]:
+        """Each output's text by tool_use_id."""
+        if self._outputs is None or self._outputs[0] is not messages:
+            self._outputs = (messages, {r.tool_use_id: r.text for m in messages for r in m.toolResults or ()})
+        return self._outputs[1]
 
 
 def structured_call(call: ToolCall, input_chars: int, output: str | None = None, memo: RenderMemo | None = None) -> dict[str, Any]:
@@ -147,16 +209,30 @@ def one_line_input(value: dict[str, Any]) -> str:
     Upstream rendered a non-string value as the JSON of ``{key: value}``, which printed the key
     twice (``limit={"limit":100}``, §9.5); we print ``limit=100``.
     """
+    # The opening of the pairs with each text cut at _ONE_LINE_PEEK is the opening of the whole
+    # pairs, and with its spaces collapsed the opening of the whole line: once that is longer
+    # than the cut, the rest cannot show (a file written whole is not copied whole).
+    pairs = _pairs(value, _ONE_LINE_PEEK)
+    line = _SPACES.sub(" ", pairs[:_ONE_LINE_PEEK])
+    if len(line) <= 60 and len(pairs) > _ONE_LINE_PEEK:
+        line = _SPACES.sub(" ", _pairs(value, None))
+    return truncate(line, 60)
+
+
+_ONE_LINE_PEEK = 4096
+
+
+def _pairs(value: dict[str, Any], peek: int | None) -> str:
     parts = []
     for key, item in value.items():
         if isinstance(item, str):
-            parts.append(f"{key}={item}")
+            parts.append(f"{key}={item[:peek]}")
         else:
             try:
                 parts.append(f"{key}={truncate(js_json(item), 200)}")
             except (TypeError, ValueError):
                 parts.append(f"{key}={UNSERIALIZABLE}")
-    return truncate(_SPACES.sub(" ", " ".join(parts)), 60)
+    return " ".join(parts)
 
 
 def one_line_call(call: ToolCall) -> str:
@@ -182,18 +258,32 @@ def history_entries(
     Results are represented by the note (and digest) on their call, so result-only messages do
     not appear.
     """
-    completed, pending = calls_by_message(pairing)
-    outputs = {r.tool_use_id: r.text for m in messages for r in m.toolResults or ()}
+    if memo is None:
+        memo = RenderMemo()
+    completed, pending = memo.by_message(pairing)
+    outputs = memo.outputs(messages)
     entries: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
-        calls = completed.get(index, [])
-        waiting = pending.get(index, [])
-        if not message.text.strip() and not calls and not waiting:
-            continue
-        entry: dict[str, Any] = {"i": index, "role": message.role, "text": message.text}
-        if calls:
-            entry["tool_calls"] = [structured_call(call, input_chars, outputs.get(call.tool_use_id), memo) for call in calls]
-        if waiting:
-            entry["pending_calls"] = [pending_call(call, input_chars, memo) for call in waiting]
-        entries.append(entry)
+        calls = completed.get(index)
+        waiting = pending.get(index)
+        if calls or waiting or message.text.strip():
+            entries.append(history_entry(index, message, calls, waiting, input_chars, outputs, memo))
     return entries
+
+
+def history_entry(
+    index: int,
+    message: SessionMessage,
+    calls: list[ToolCall] | None,
+    waiting: list[PendingCall] | None,
+    input_chars: int,
+    outputs: dict[str, str],
+    memo: RenderMemo,
+) -> dict[str, Any]:
+    """The entry of one message (see :func:`history_entries`)."""
+    entry: dict[str, Any] = {"i": index, "role": message.role, "text": message.text}
+    if calls:
+        entry["tool_calls"] = [memo.call(call, input_chars, outputs.get(call.tool_use_id)) for call in calls]
+    if waiting:
+        entry["pending_calls"] = [memo.pending(call, input_chars) for call in waiting]
+    return entry

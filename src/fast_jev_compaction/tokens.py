@@ -6,14 +6,16 @@ both classes are spelled out. An astral character is two UTF-16 units in JavaScr
 pieces here too.
 
 Counting is done in C: the text is mapped to one class byte per character (letter ``a``, digit
-``0``, space, other ``.``), each letter run's first letter is marked ``A``, and ``bytes.count``
-gives the runs, the extra 6-letter blocks, the digits and the other pieces. The sum is exact in
-tenths; only when it lands on an integer can the float accumulation of JavaScript round it up,
-and then the pieces are added one by one as upstream does.
+``0``, space, other ``.``; a charmap codec takes JavaScript's non-ASCII spaces to a space byte and
+any other non-ASCII character to ``.``), each letter run's first letter is marked ``A``, and
+``bytes.count`` gives the runs, the extra 6-letter blocks, the digits and the other pieces. The
+sum is exact in tenths; only when it lands on an integer can the float accumulation of
+JavaScript round it up, and then the pieces are added one by one as upstream does.
 """
 
 from __future__ import annotations
 
+import codecs
 import math
 import re
 from functools import reduce
@@ -23,17 +25,21 @@ from operator import add
 _JS_SPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 _PIECE = re.compile(f"([A-Za-z]+)|([0-9]+)|([^{_JS_SPACE}A-Za-z0-9])")
 _OTHER_COST = 0.9
-# ASCII class bytes; a non-ASCII character encodes as "?" and so counts as other, unless it is a
-# JavaScript space (counted separately below).
+_WIDE_SPACES = "\xa0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff" + "".join(map(chr, range(0x2000, 0x200B)))
+# A character's byte in the charmap: ASCII as itself, the non-ASCII spaces from 0x80 on, then
+# frequent non-ASCII characters (spared the codec's error path); any other character is "?".
+_FREQUENT = "\u23ce\u2026\u2192\u2190\u2014\u2013\u2018\u2019\u201c\u201d\u2022\u00b7\u00d7\u00e9\u00e8\u00e0\u00fc\u00f6\u00e4\u2713\u2717\u2502\u251c\u2514\u2500"
+_CHARMAP = codecs.charmap_build(
+    "".join(map(chr, range(128))) + _WIDE_SPACES + _FREQUENT
+    + "".join(chr(0xE000 + i) for i in range(128 - len(_WIDE_SPACES) - len(_FREQUENT)))
+)
 _CLASSES = bytes(
     ord("a") if chr(b).isascii() and chr(b).isalpha() else
     ord("0") if chr(b).isascii() and chr(b).isdigit() else
-    ord(" ") if chr(b) in "\t\n\x0b\x0c\r " else
+    ord(" ") if chr(b) in "\t\n\x0b\x0c\r " or 0x80 <= b < 0x80 + len(_WIDE_SPACES) else
     ord(".")
     for b in range(256)
 )
-_WIDE_SPACES = list("\xa0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff") + [chr(c) for c in range(0x2000, 0x200B)]
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 def estimate_tokens(text: str) -> int:
@@ -76,18 +82,18 @@ def from_tally(tenths: int, others: int) -> int | None:
 
 def _pieces(text: str) -> tuple[int, int, bool, bytes]:
     """Tenths, 0.9 pieces, whether each "." class byte is one such piece, the marked class bytes."""
-    classes = text.encode("ascii", "replace").translate(_CLASSES)
-    marked = b" " + classes
-    marked = marked.replace(b" a", b" A").replace(b".a", b".A").replace(b"0a", b"0A")
+    if text.isascii():
+        classes = text.encode("ascii").translate(_CLASSES)
+        astral = 0
+    else:
+        classes = codecs.charmap_encode(text, "replace", _CHARMAP)[0].translate(_CLASSES)
+        # Each astral character is one "." byte and a second UTF-16 unit.
+        astral = len(text.encode("utf-16-le", "surrogatepass")) // 2 - len(text)
+    marked = (b" " + classes).replace(b" a", b" A").replace(b".a", b".A").replace(b"0a", b"0A")
     letters = marked.count(b"A") + marked.count(b"aaaaaa")
     digits = classes.count(b"0")
-    others = classes.count(b".")
-    plain = True  # each "." byte is exactly one 0.9 piece
-    if not text.isascii():
-        astral, wide = len(_ASTRAL.findall(text)), sum(map(text.count, _WIDE_SPACES))
-        others += astral - wide
-        plain = not astral and not wide
-    return 10 * letters + 5 * digits + 9 * others, others, plain, marked
+    others = classes.count(b".") + astral
+    return 10 * letters + 5 * digits + 9 * others, others, not astral, marked
 
 
 class _PieceCosts(dict[bytes, float]):

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .errors import FittingError
-from .fitting import ABRIDGE_HEAD, ABRIDGE_TAIL, build_state, entry_tokens, fit_state, state_base_tokens
-from .history import RenderMemo, calls_by_message, one_line_call, pending_call, structured_call
+from .fitting import ABRIDGE_HEAD, ABRIDGE_TAIL, build_state, entry_tokens, fit_detailed, fit_state, state_base_tokens
+from .history import RenderMemo
 from .messages import SessionMessage
 from .pairing import Pairing, ToolCall, is_pinned
 from .questions import REQUEST_OVERHEAD_TOKENS, batch_calls
@@ -35,8 +35,6 @@ WINDOW_INPUT_CHARS = 1000
 # tokens; on the corpus the state judge's held-out AUC went from 0.885 to 0.877 and no decision
 # through `fast-jev serve` changed (`fast-jev eval --serve`).
 SURROUND_PER_CALL = 150
-# fit_state's stages that still show every call with its output's digest.
-DETAILED_STAGES = frozenset({"full", "inputs<=200"})
 # Newest messages keep their calls' inputs at this length.
 RECENT_INPUT_CHARS = 60
 # The share of a window state's room given to the window's own calls; the rest shows the
@@ -70,41 +68,41 @@ def plan_requests(
 ) -> list[Request]:
     """The requests that ask about every call in ``to_judge``, each within both budgets."""
     largest_question = max(question_cost[call.id] for call in to_judge)
+    memo = RenderMemo()  # the single state and the windows show the same calls
     state_budget = max_request_tokens - REQUEST_OVERHEAD_TOKENS - largest_question
     if state_budget < 1:
         raise FittingError("request budget leaves no room for state and questions")
     limit = min(max_state_tokens, state_budget)
-    windows: _Windows | None = None
     try:
         windows = _Windows(messages, pairing, goal, preserve_recent_messages, max_state_tokens, max_request_tokens,
-                           question_cost)
-    except FittingError as exc:
+                           question_cost, memo)
+    except FittingError as overflow:
         # The newest messages alone overflow a window: only the staged single state can shrink them.
-        overflow = exc
-    else:
-        limit = min(limit, windows.focus(to_judge))
-    if not _hopeless(pairing, goal, limit):
-        try:
-            fitted = fit_state(messages, pairing, goal, preserve_recent_messages, limit)
-        except FittingError:
-            pass
-        else:
-            batches = batch_calls(to_judge, fitted.tokens, max_request_tokens, question_cost)
-            # The single state goes in every request: it is the plan only while it still shows
-            # the asked calls in detail and costs no more than the windows would.
-            if windows is None or (
-                fitted.stage in DETAILED_STAGES and len(batches) * fitted.tokens <= windows.cost(to_judge)
-            ):
+        if not _hopeless(pairing, goal, limit, memo):
+            try:
+                fitted = fit_state(messages, pairing, goal, preserve_recent_messages, limit, memo)
+            except FittingError:
+                pass
+            else:
+                batches = batch_calls(to_judge, fitted.tokens, max_request_tokens, question_cost)
                 return [Request(fitted.state, fitted.tokens, fitted.stage, batch) for batch in batches]
-    if windows is None:
-        raise overflow
+        raise overflow from None
+    # The single state goes in every request: it is the plan only while it still shows the asked
+    # calls in detail and costs no more than the windows would, so the stages past the detailed
+    # ones are not walked.
+    limit = min(limit, windows.focus(to_judge))
+    single = fit_detailed(messages, pairing, goal, limit, memo)
+    if single is not None and not _hopeless(pairing, goal, limit, memo):
+        batches = batch_calls(to_judge, single.tokens, max_request_tokens, question_cost)
+        if len(batches) * single.tokens <= windows.cost(to_judge):
+            return [Request(single.state, single.tokens, single.stage, batch) for batch in batches]
     return windows.requests(to_judge)
 
 
-def _hopeless(pairing: Pairing, goal: str, limit: float) -> bool:
+def _hopeless(pairing: Pairing, goal: str, limit: float, memo: RenderMemo) -> bool:
     """True when even one line per call cannot fit: every stage of fit_state keeps those lines."""
     total = state_base_tokens(goal)
-    lines = [one_line_call(call) for call in pairing.calls]
+    lines = [memo.one_line(call) for call in pairing.calls]
     if total + sum(map(most_tokens, lines)) <= limit:
         return False  # not even close: no need to estimate each line
     for line in lines:
@@ -124,15 +122,17 @@ class _Windows:
         max_state_tokens: float,
         max_request_tokens: float,
         question_cost: dict[str, int],
+        memo: RenderMemo,
     ) -> None:
         self.messages = messages
         self.goal = goal
         self.max_state = max_state_tokens
         self.max_request = max_request_tokens
         self.question_cost = question_cost
-        self.completed, self.pending = calls_by_message(pairing)
-        self.outputs = {r.tool_use_id: r.text for m in messages for r in m.toolResults or ()}
-        self.memo = RenderMemo()
+        self.memo = memo
+        self._abridged_texts: dict[int, str] = {}
+        self.completed, self.pending = memo.by_message(pairing)
+        self.outputs = memo.outputs(messages)
         total = len(messages)
         # Every message that shows anything, in order; the newest and the unfinished work are
         # in every window's state.
@@ -144,7 +144,7 @@ class _Windows:
         ]
         self.base = state_base_tokens(goal)
         self.required_entries = {i: self._brief(i, RECENT_INPUT_CHARS) for i in self.required}
-        self.required_tokens = sum(entry_tokens(e) for e in self.required_entries.values())
+        self.required_tokens = sum(map(entry_tokens, self.required_entries.values()))
         if self.base + self.required_tokens > min(max_state_tokens, max_request_tokens):
             raise FittingError(
                 f"newest messages too large for Jev (~{self.base + self.required_tokens} tokens, "
@@ -152,17 +152,18 @@ class _Windows:
             )
         self._context_cost: dict[int, tuple[dict[str, Any], int]] = {}
         self._call_costs: dict[str, int] = {}
+        self._text_costs: dict[int, int] = {}
 
     def _brief(self, index: int, input_chars: int) -> dict[str, Any]:
         """A required entry: text abridged, calls structured with short inputs."""
         message = self.messages[index]
-        entry: dict[str, Any] = {"i": index, "role": message.role, "text": abridge(message.text, ABRIDGE_HEAD, ABRIDGE_TAIL)}
+        entry: dict[str, Any] = {"i": index, "role": message.role, "text": self._abridged(index)}
         if index in self.completed:
             entry["tool_calls"] = [
-                structured_call(c, input_chars, self.outputs.get(c.tool_use_id), self.memo) for c in self.completed[index]
+                self.memo.call(c, input_chars, self.outputs.get(c.tool_use_id)) for c in self.completed[index]
             ]
         if index in self.pending:
-            entry["pending_calls"] = [pending_call(c, input_chars, self.memo) for c in self.pending[index]]
+            entry["pending_calls"] = [self.memo.pending(c, input_chars) for c in self.pending[index]]
         return entry
 
     def _context(self, index: int) -> tuple[dict[str, Any], int]:
@@ -172,19 +173,20 @@ class _Windows:
             message = self.messages[index]
             text = message.text
             if text:
-                text = abridge(text, ABRIDGE_HEAD, ABRIDGE_TAIL) if message.role == "user" else collapsed(len(text))
+                text = self._abridged(index) if message.role == "user" else collapsed(len(text))
             entry: dict[str, Any] = {"i": index, "role": message.role, "text": text}
             if index in self.completed:
-                entry["tool_calls"] = [one_line_call(c) for c in self.completed[index]]
+                entry["tool_calls"] = [self.memo.one_line(c) for c in self.completed[index]]
+            # Rendered whole: its parts show nowhere else.
             cached = (entry, entry_tokens(entry))
             self._context_cost[index] = cached
         return cached
 
     def _detailed(self, index: int, window: set[str]) -> dict[str, Any]:
         message = self.messages[index]
-        text = abridge(message.text, ABRIDGE_HEAD, ABRIDGE_TAIL)
+        text = self._abridged(index)
         calls = [
-            structured_call(c, WINDOW_INPUT_CHARS, self.outputs.get(c.tool_use_id), self.memo) if c.id in window else one_line_call(c)
+            self.memo.call(c, WINDOW_INPUT_CHARS, self.outputs.get(c.tool_use_id)) if c.id in window else self.memo.one_line(c)
             for c in self.completed.get(index, [])
         ]
         return {"i": index, "role": message.role, "text": text, "tool_calls": calls}
@@ -229,10 +231,25 @@ class _Windows:
         # anyway; kept, as the plan and the split both read it.
         cost = self._call_costs.get(call.id)
         if cost is None:
-            cost = entry_tokens(structured_call(call, WINDOW_INPUT_CHARS, self.outputs.get(call.tool_use_id), self.memo))
+            cost = entry_tokens(self.memo.call(call, WINDOW_INPUT_CHARS, self.outputs.get(call.tool_use_id)), self.memo)
             if call.call_index not in self.required_entries:
-                cost += estimate_tokens(abridge(self.messages[call.call_index].text, ABRIDGE_HEAD, ABRIDGE_TAIL)) + 12
+                cost += self._text_cost(call.call_index)
             self._call_costs[call.id] = cost
+        return cost
+
+    def _abridged(self, index: int) -> str:
+        # One object per message, so that the memo tallies it once whichever entry shows it.
+        text = self._abridged_texts.get(index)
+        if text is None:
+            text = self._abridged_texts[index] = abridge(self.messages[index].text, ABRIDGE_HEAD, ABRIDGE_TAIL)
+        return text
+
+    def _text_cost(self, index: int) -> int:
+        # Shared by the calls of one message.
+        cost = self._text_costs.get(index)
+        if cost is None:
+            cost = estimate_tokens(self._abridged(index)) + 12
+            self._text_costs[index] = cost
         return cost
 
     def _request(self, window: list[ToolCall]) -> list[Request]:
@@ -244,10 +261,10 @@ class _Windows:
             if index in self.required_entries:
                 # A window call inside a newest message: shown in detail there.
                 entry = {**self.required_entries[index], **self._detailed(index, ids)}
-                tokens += entry_tokens(entry) - entry_tokens(self.required_entries[index])
+                tokens += entry_tokens(entry, self.memo) - entry_tokens(self.required_entries[index], self.memo)
             else:
                 entry = self._detailed(index, ids)
-                tokens += entry_tokens(entry)
+                tokens += entry_tokens(entry, self.memo)
             entries[index] = entry
         questions = sum(self.question_cost[call.id] for call in window)
         limit = min(self.max_state, self.max_request - REQUEST_OVERHEAD_TOKENS - questions)
@@ -256,7 +273,7 @@ class _Windows:
             for index in {call.call_index for call in window}:
                 if index not in self.required_entries:
                     entry, cost = self._context(index)
-                    tokens += cost - entry_tokens(entries[index])
+                    tokens += cost - entry_tokens(entries[index], self.memo)
                     entries[index] = entry
             if tokens > limit:
                 raise FittingError(

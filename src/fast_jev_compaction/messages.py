@@ -26,6 +26,28 @@ def _no_extra() -> Mapping[str, Any]:
     return NO_EXTRA
 
 
+class _NoUses(list):
+    """An empty list that refuses to grow: equal to ``[]`` and a list to every reader, but
+    shared by all the messages without calls (half of a session's), so one mutated by mistake
+    raises instead of giving every other message its calls."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("NO_USES is shared by every message without calls; build a new list")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+
+
+# One shared "no calls" (an empty list per message is 0.1x a transcript's size in memory).
+NO_USES: list[ToolUse] = _NoUses()
+
+
+def _no_uses() -> list[ToolUse]:
+    return NO_USES
+
+
 @dataclass(frozen=True, slots=True)
 class ToolUse:
     """A tool_use block of an assistant message; ``text``/``isError`` copy its outcome."""
@@ -64,7 +86,7 @@ class SessionMessage:
 
     role: Role
     text: str = ""
-    toolUses: list[ToolUse] = field(default_factory=list)
+    toolUses: list[ToolUse] = field(default_factory=_no_uses)
     toolResults: list[ToolResult] | None = None
     handle: str | None = None
     extra: Mapping[str, Any] = field(default_factory=_no_extra)
@@ -218,7 +240,7 @@ def message_from_wire(value: Any, calls: Calls | None = None) -> SessionMessage:
     return SessionMessage(
         role=role,
         text=_str(data, "text", ""),
-        toolUses=_blocks(data, "toolUses", _tool_use, calls) or [],
+        toolUses=_blocks(data, "toolUses", _tool_use, calls) or NO_USES,
         toolResults=_blocks(data, "toolResults", _tool_result, calls),
         handle=_str(data, "handle", None, optional=True),
         extra=_extra(data, _MESSAGE_FIELDS),

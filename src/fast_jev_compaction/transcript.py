@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import TranscriptError
-from .messages import NO_EXTRA, MessageError, SessionMessage, ToolResult, ToolUse, parse_messages
+from .messages import NO_EXTRA, NO_USES, MessageError, SessionMessage, ToolResult, ToolUse, parse_messages
 
 __all__ = [
     "ACCEPTED_FORMATS",
@@ -200,7 +200,7 @@ class _Assembler:
         self.messages.append(SessionMessage(
             role=role,  # type: ignore[arg-type]  # only user/assistant records come here
             text="\n\n".join(blocks.texts or ()),
-            toolUses=blocks.uses or [],
+            toolUses=blocks.uses or NO_USES,
             toolResults=blocks.results,
             handle=handle,
             extra=_extras(blocks.extras, is_meta),

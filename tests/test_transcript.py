@@ -624,3 +624,18 @@ def test_messages_without_calls_share_one_empty_list_that_refuses_to_grow():
         with pytest.raises(TypeError):
             grow(NO_USES)
     assert NO_USES == [] and isinstance(NO_USES, list) and NO_USES + [1] == [1]
+
+
+def test_a_short_input_value_repeated_across_calls_is_one_string():
+    def call(n: int, command: str) -> str:
+        return json.dumps({"type": "assistant", "uuid": f"a{n}", "message": {"id": f"m{n}", "role": "assistant", "content": [
+            {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"command": command}}]}})
+
+    # Built at run time, so the two equal texts start as two strings.
+    short, long = "".join(["git ", "status"]), "x" * 4000
+    read = parse_transcript([call(1, short), call(2, short), call(3, long), call(4, long)])
+    wired = parse_messages([m.to_wire() for m in read])
+    for messages in (read, wired):
+        values = [m.toolUses[0].input["command"] for m in messages]
+        assert values == [short, short, long, long]
+        assert values[0] is values[1]

@@ -48,6 +48,19 @@ def _no_uses() -> list[ToolUse]:
     return NO_USES
 
 
+# Paths, commands and patterns repeat across a session's calls: a value this short is kept as
+# one string (interned), a file's content or a long command as it came.
+SHARED_VALUE_CHARS = 128
+
+
+def shared_input(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A call's input with its keys and short string values interned."""
+    return {
+        sys.intern(key): sys.intern(value) if type(value) is str and len(value) <= SHARED_VALUE_CHARS else value
+        for key, value in fields.items()
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class ToolUse:
     """A tool_use block of an assistant message; ``text``/``isError`` copy its outcome."""
@@ -189,9 +202,9 @@ def _tool_use(value: Any, calls: Calls | None) -> ToolUse:
             raise MessageError(("input", key, "[key]"), "Input should be a valid string")
     use = ToolUse(
         tool_use_id=_str(data, "tool_use_id"),
-        # Tool names and input keys repeat in every call: one string each.
+        # Tool names repeat in every call: one string each.
         tool=sys.intern(_str(data, "tool")),
-        input={sys.intern(key): item for key, item in tool_input.items()},
+        input=shared_input(tool_input),
         text=_str(data, "text", None, optional=True),
         isError=_bool(data, "isError"),
         extra=_extra(data, _USE_FIELDS),

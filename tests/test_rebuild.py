@@ -8,7 +8,7 @@ import dataclasses
 from fast_jev_compaction.decisions import DROP, KEEP, TRUNCATE, CallDecision, decide_call
 from fast_jev_compaction.digest import DigestShape
 from fast_jev_compaction.markers import carries_mark, saved_path
-from fast_jev_compaction.messages import SessionMessage
+from fast_jev_compaction.messages import NO_EXTRA, NO_USES, SessionMessage
 from fast_jev_compaction.pairing import pair_tool_calls
 from fast_jev_compaction.rebuild import MIN_SAVING, apply_decisions, cut_output
 from scripted_asker import assistant, dump, result, results, use, user
@@ -103,6 +103,11 @@ class TestApplyDecisions:
         assert out[1].toolUses == [] and out[1].handle is None
         assert out[0] is messages[0] and out[2] is messages[3] and out[3] is messages[4]
         assert dump(messages) == before
+
+    def test_a_rebuilt_message_without_calls_or_extras_holds_the_shared_empties(self):
+        out = rebuild(fixture(), {"a": DROP})
+        # One per message would be 0.1x a long session's size in memory.
+        assert out[1].toolUses is NO_USES and out[1].extra is NO_EXTRA
 
     def test_a_call_only_message_becomes_its_marker(self):
         messages = [user("go"), assistant("", use("a", "Read", file_path="f")), results(result("a", "r" * 3000)), user("end")]

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fast_jev_compaction.errors import CompactionError
-from fast_jev_compaction.messages import SessionMessage, parse_messages
+from fast_jev_compaction.messages import NO_USES, SessionMessage, parse_messages
 from fast_jev_compaction.transcript import (
     TranscriptError,
     TranscriptParse,
@@ -605,3 +605,37 @@ def test_merged_turns_precede_their_results(session: tuple[list[str], int, int])
     order = [r.tool_use_id for m in messages for r in m.toolResults or []]
     file_order = [json.loads(l)["message"]["content"][0]["tool_use_id"] for l in lines if '"tool_result"' in l]
     assert order == file_order
+
+
+def test_messages_without_calls_share_one_empty_list_that_refuses_to_grow():
+    lines = [
+        json.dumps({"type": "user", "uuid": "u1", "message": {"role": "user", "content": "hi"}}),
+        json.dumps({"type": "assistant", "uuid": "a1", "message": {"id": "m1", "role": "assistant",
+                                                                   "content": [{"type": "text", "text": "hello"}]}}),
+    ]
+    read = parse_transcript(lines)
+    wired = parse_messages([m.to_wire() for m in read])
+    for messages in (read, wired):
+        assert [m.toolUses for m in messages] == [[], []]
+        assert all(m.toolUses is NO_USES for m in messages)
+    assert SessionMessage(role="user").toolUses is NO_USES
+    # Shared by every message without calls: growing it would give them all a call.
+    for grow in (lambda u: u.append(1), lambda u: u.extend([1]), lambda u: u.insert(0, 1), lambda u: u.__iadd__([1])):
+        with pytest.raises(TypeError):
+            grow(NO_USES)
+    assert NO_USES == [] and isinstance(NO_USES, list) and NO_USES + [1] == [1]
+
+
+def test_a_short_input_value_repeated_across_calls_is_one_string():
+    def call(n: int, command: str) -> str:
+        return json.dumps({"type": "assistant", "uuid": f"a{n}", "message": {"id": f"m{n}", "role": "assistant", "content": [
+            {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"command": command}}]}})
+
+    # Built at run time, so the two equal texts start as two strings.
+    short, long = "".join(["git ", "status"]), "x" * 4000
+    read = parse_transcript([call(1, short), call(2, short), call(3, long), call(4, long)])
+    wired = parse_messages([m.to_wire() for m in read])
+    for messages in (read, wired):
+        values = [m.toolUses[0].input["command"] for m in messages]
+        assert values == [short, short, long, long]
+        assert values[0] is values[1]

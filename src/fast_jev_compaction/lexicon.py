@@ -223,7 +223,7 @@ def tool_kind(tool: str, fields: Mapping[str, Any]) -> str:
     return OTHER
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per call, beside its facts
 class CallShape:
     """What one call is: its kind and the keys that say when two calls did the same thing."""
 

@@ -26,6 +26,41 @@ def _no_extra() -> Mapping[str, Any]:
     return NO_EXTRA
 
 
+class _NoUses(list):
+    """An empty list that refuses to grow: equal to ``[]`` and a list to every reader, but
+    shared by all the messages without calls (half of a session's), so one mutated by mistake
+    raises instead of giving every other message its calls."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("NO_USES is shared by every message without calls; build a new list")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+
+
+# One shared "no calls" (an empty list per message is 0.1x a transcript's size in memory).
+NO_USES: list[ToolUse] = _NoUses()
+
+
+def _no_uses() -> list[ToolUse]:
+    return NO_USES
+
+
+# Paths, commands and patterns repeat across a session's calls: a value this short is kept as
+# one string (interned), a file's content or a long command as it came.
+SHARED_VALUE_CHARS = 128
+
+
+def shared_input(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A call's input with its keys and short string values interned."""
+    return {
+        sys.intern(key): sys.intern(value) if type(value) is str and len(value) <= SHARED_VALUE_CHARS else value
+        for key, value in fields.items()
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class ToolUse:
     """A tool_use block of an assistant message; ``text``/``isError`` copy its outcome."""
@@ -64,7 +99,7 @@ class SessionMessage:
 
     role: Role
     text: str = ""
-    toolUses: list[ToolUse] = field(default_factory=list)
+    toolUses: list[ToolUse] = field(default_factory=_no_uses)
     toolResults: list[ToolResult] | None = None
     handle: str | None = None
     extra: Mapping[str, Any] = field(default_factory=_no_extra)
@@ -167,9 +202,9 @@ def _tool_use(value: Any, calls: Calls | None) -> ToolUse:
             raise MessageError(("input", key, "[key]"), "Input should be a valid string")
     use = ToolUse(
         tool_use_id=_str(data, "tool_use_id"),
-        # Tool names and input keys repeat in every call: one string each.
+        # Tool names repeat in every call: one string each.
         tool=sys.intern(_str(data, "tool")),
-        input={sys.intern(key): item for key, item in tool_input.items()},
+        input=shared_input(tool_input),
         text=_str(data, "text", None, optional=True),
         isError=_bool(data, "isError"),
         extra=_extra(data, _USE_FIELDS),
@@ -218,7 +253,7 @@ def message_from_wire(value: Any, calls: Calls | None = None) -> SessionMessage:
     return SessionMessage(
         role=role,
         text=_str(data, "text", ""),
-        toolUses=_blocks(data, "toolUses", _tool_use, calls) or [],
+        toolUses=_blocks(data, "toolUses", _tool_use, calls) or NO_USES,
         toolResults=_blocks(data, "toolResults", _tool_result, calls),
         handle=_str(data, "handle", None, optional=True),
         extra=_extra(data, _MESSAGE_FIELDS),

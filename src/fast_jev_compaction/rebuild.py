@@ -14,7 +14,7 @@ from .decisions import DROP, TRUNCATE, CallDecision
 from .digest import DigestShape, digest
 from .lexicon import call_target
 from .markers import drop_marker, truncation_note
-from .messages import SessionMessage, ToolResult, ToolUse
+from .messages import NO_EXTRA, NO_USES, SessionMessage, ToolResult, ToolUse
 from .pairing import ToolCall
 from .stats import input_chars
 
@@ -153,9 +153,9 @@ def _rebuilt(message: SessionMessage, text: str, uses: list[ToolUse], results: l
     return SessionMessage(
         role=message.role,
         text=text,
-        toolUses=uses,
+        toolUses=uses or NO_USES,
         toolResults=results or None,
-        extra=extras,
+        extra=extras or NO_EXTRA,
     )
 
 

@@ -22,6 +22,7 @@ from .markers import carries_mark
 from .pairing import ToolCall, is_recent
 
 
+# Slotted: one per call (some 100k in a long session), alive together at the compaction's peak.
 @dataclass(slots=True)
 class CallFacts:
     """One call as the rules see it, with what the rest of the conversation says about it."""

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import TranscriptError
-from .messages import NO_EXTRA, MessageError, SessionMessage, ToolResult, ToolUse, parse_messages
+from .messages import NO_EXTRA, NO_USES, MessageError, SessionMessage, ToolResult, ToolUse, parse_messages, shared_input
 
 __all__ = [
     "ACCEPTED_FORMATS",
@@ -146,7 +146,7 @@ def _result_text(content: Any) -> str:
 
 def _as_input(value: Any) -> dict[str, Any]:
     if isinstance(value, dict):
-        return {sys.intern(key) if isinstance(key, str) else key: item for key, item in value.items()}
+        return shared_input(value)  # JSON object keys are strings
     # A non-object input (not seen in real files) is kept rather than dropped.
     return {} if value is None else {"value": value}
 
@@ -200,7 +200,7 @@ class _Assembler:
         self.messages.append(SessionMessage(
             role=role,  # type: ignore[arg-type]  # only user/assistant records come here
             text="\n\n".join(blocks.texts or ()),
-            toolUses=blocks.uses or [],
+            toolUses=blocks.uses or NO_USES,
             toolResults=blocks.results,
             handle=handle,
             extra=_extras(blocks.extras, is_meta),
@@ -254,7 +254,7 @@ class _Assembler:
                 name = block.get("name")
                 out.uses = _append(out.uses, ToolUse(
                     tool_use_id=tool_use_id,
-                    # Tool names and input keys repeat in every call: one string each.
+                    # Tool names repeat in every call: one string each (input: shared_input).
                     tool=sys.intern(name) if isinstance(name, str) else "unknown",
                     input=_as_input(block.get("input")),
                 ))

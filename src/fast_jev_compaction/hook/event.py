@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from json.decoder import JSONDecodeError
 from typing import Any, Callable, Mapping, Protocol
 
-from ..messages import Calls, MessageError, SessionMessage, message_from_wire
+from ..messages import Calls, MessageError, SessionMessage, message_from_wire, parse_messages
 
 _FIELDS = ("event", "trigger", "instructions", "agentId", "sessionId", "pluginRoot", "pluginData", "cwd", "options", "context")
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -85,16 +85,10 @@ def read_event(document: Any) -> HookEvent:
         raise MessageError((), "Input should be a valid dictionary or instance of HookEvent")
     if "messages" not in document:
         raise MessageError(("messages",), "Field required")
-    items = document["messages"]
-    if not isinstance(items, list):
-        raise MessageError(("messages",), "Input should be a valid list")
-    messages = []
-    calls: Calls = {}
-    for index, item in enumerate(items):
-        try:
-            messages.append(message_from_wire(item, calls))
-        except MessageError as exc:
-            raise exc.under("messages", index) from None
+    try:
+        messages = parse_messages(document["messages"])
+    except MessageError as exc:
+        raise exc.under("messages") from None
     return _event(document, messages)
 
 
@@ -134,15 +128,8 @@ def parse_event(source: str | TextSource, on_header: Callable[[dict[str, Any]], 
                 fields[key] = text.decode(_DECODER.raw_decode)
                 if key == "messages":
                     messages, problem = None, None
-            after = text.peek()
-            if after == ",":
-                text.at += 1
-                text.peek()
-                continue
-            if after == "}":
-                text.at += 1
+            if not text.more_after_value("}"):
                 break
-            raise text.error("Expecting ',' delimiter")
     if text.peek():
         raise text.error("Extra data")
     if on_header is not None:
@@ -177,15 +164,8 @@ def _messages(text: _Window) -> tuple[list[SessionMessage], MessageError | None]
                 problem = exc.under("messages", index)
         del item
         index += 1
-        after = text.peek()
-        if after == ",":
-            text.at += 1
-            text.peek()
-            continue
-        if after == "]":
-            text.at += 1
+        if not text.more_after_value("]"):
             return out, problem
-        raise text.error("Expecting ',' delimiter")
 
 
 class _Window:
@@ -229,6 +209,19 @@ class _Window:
             self.at = _SPACE.match(self.text, self.at).end()  # type: ignore[union-attr]  # matches ""
             if self.at < len(self.text) or not self.more():
                 return self.text[self.at : self.at + 1]
+
+    def more_after_value(self, close: str) -> bool:
+        """Past the separator after a member or item: True at ``,`` (another follows), False at
+        ``close`` (the container ends); anything else is the stdlib's delimiter error."""
+        after = self.peek()
+        if after == ",":
+            self.at += 1
+            self.peek()
+            return True
+        if after == close:
+            self.at += 1
+            return False
+        raise self.error("Expecting ',' delimiter")
 
     def decode(self, scan: Callable[[str, int], tuple[Any, int]]) -> Any:
         """The value ``scan`` reads at ``at``, once enough text has arrived to hold it whole."""

@@ -12,13 +12,18 @@ def dumped(messages):
     return [m.to_wire() for m in messages]
 
 
-def test_every_corpus_transcript_reads_the_same_streamed(corpus_dir):
-    streamed = 0
+def readable_corpus(corpus_dir):
+    """Each corpus transcript the whole-file reader accepts, with what it reads."""
     for path in sorted(corpus_dir.rglob("*.jsonl")):
         try:
-            whole = load_messages(path.read_text(encoding="utf-8"), source=path.name)
+            yield path, load_messages(path.read_text(encoding="utf-8"), source=path.name)
         except ValueError:
             continue
+
+
+def test_every_corpus_transcript_reads_the_same_streamed(corpus_dir):
+    streamed = 0
+    for path, whole in readable_corpus(corpus_dir):
         lines = _read_streamed(path)
         if lines is not None:
             streamed += 1
@@ -49,11 +54,7 @@ def test_sidechains_and_boundaries_are_read_in_two_passes(tmp_path, corpus_dir):
     # Every corpus transcript, including those with compact boundaries and sidechain records,
     # reads the same through read_messages as whole; only a preserved segment is read whole.
     bounded = 0
-    for path in sorted(corpus_dir.rglob("*.jsonl")):
-        try:
-            whole = load_messages(path.read_text(encoding="utf-8"), source=path.name)
-        except ValueError:
-            continue
+    for path, whole in readable_corpus(corpus_dir):
         assert dumped(read_messages(path)) == dumped(whole), path
         if "compact_boundary" in path.read_text(encoding="utf-8"):
             bounded += _read_streamed(path) is not None

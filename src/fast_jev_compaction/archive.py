@@ -34,12 +34,14 @@ def encoded(text: str) -> bytes:
     return text.encode("utf-8", errors="replace")
 
 
-def archive_name(text: str) -> str:
-    return hashlib.sha256(encoded(text)).hexdigest()[:NAME_HEX] + SUFFIX
+def archive_name(content: str | bytes, suffix: str = SUFFIX) -> str:
+    """The file's name: a hash of the bytes written, and ``suffix`` (``.txt`` for an output's text)."""
+    data = content if isinstance(content, bytes) else encoded(content)
+    return hashlib.sha256(data).hexdigest()[:NAME_HEX] + suffix
 
 
-def archive_path(directory: str, text: str) -> str:
-    return os.path.join(directory, archive_name(text))
+def archive_path(directory: str, content: str | bytes, suffix: str = SUFFIX) -> str:
+    return os.path.join(directory, archive_name(content, suffix))
 
 
 @dataclass

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..archive import NAME_HEX, write_archive
+from ..archive import archive_path, write_archive
 from ..markers import media_note, tools_note
 from ..messages import SessionMessage, ToolResult
 from .archive import MAX_ARCHIVE_AGE_DAYS, MAX_ARCHIVE_BYTES
@@ -149,7 +148,7 @@ def saved_path(directory: str, item: Media) -> str | None:
     extension = EXTENSIONS.get(item.media_type)
     if item.data is None or extension is None:
         return None
-    return os.path.join(directory, hashlib.sha256(item.data).hexdigest()[:NAME_HEX] + extension)
+    return archive_path(directory, item.data, extension)
 
 
 def notes_for(items: Sequence[Media], directory: str | None) -> tuple[list[str], dict[str, bytes]]:

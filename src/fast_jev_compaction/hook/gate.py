@@ -152,12 +152,13 @@ def after_pass(
     if trigger != "plugin":  # manual: the person asked for a compaction
         if freed == 0:
             return _nothing_left(window, target_percent)
-        return GateResult("replace", _moved(window, freed) or f"{percent(stats.reduction_ratio)} of the conversation freed")
+        moved = _moved(window, freed) if window is not None else f"{percent(stats.reduction_ratio)} of the conversation freed"
+        return GateResult("replace", moved)
     return _plugin_gate(stats, freed, window, target_percent, min_freed_percent)
 
 
-def _moved(window: Window | None, freed: int) -> str | None:
-    return None if window is None else f"context {points(window.percent)} → {points(window.percent_after(freed))}"
+def _moved(window: Window, freed: int) -> str:
+    return f"context {points(window.percent)} → {points(window.percent_after(freed))}"
 
 
 def _nothing_left(window: Window | None, target_percent: float) -> GateResult:
@@ -173,7 +174,7 @@ def _plugin_gate(
     if window is None:
         return GateResult("replace", f"{percent(stats.reduction_ratio)} of the conversation freed")
     before, after = window.percent, window.percent_after(freed)
-    moved = f"context {points(before)} → {points(after)}"
+    moved = _moved(window, freed)
     if after <= target_percent or before - after >= min_freed_percent:
         return GateResult("replace", moved)
     return GateResult(

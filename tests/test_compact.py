@@ -207,6 +207,19 @@ def test_identical_outputs_share_one_archive_file(tmp_path):
     assert out.decisions[0].archive_path == out.decisions[1].archive_path and len(out.archive) == 1
 
 
+def test_a_dropped_call_with_no_output_names_no_file(tmp_path):
+    """Nothing to read back: no archive file, and the marker says the call returned nothing."""
+    command = "make -C build install DESTDIR=/tmp/stage " + "V=1 " * 150
+    messages = [user("go"), *pair("quiet", "", "Bash", command=command), *pair("loud", "y" * 6000, "Read", file_path="a"), user("end")]
+    out = run(messages, ScriptedAsker(0.0), preserve_recent_messages=1, archive_dir=str(tmp_path))
+    quiet = out.decisions[0]
+    assert quiet.action == "drop" and quiet.archive_path is None
+    assert list(out.archive.values()) == ["y" * 6000]
+    marker = out.messages[1].text
+    assert marker.startswith("[fast-jev-compaction: the Bash call (make -C build install")
+    assert marker.endswith("ran here and returned no output]") and "saved at" not in marker
+
+
 def test_compact_sync_runs_the_same_flow():
     out = compact_sync(three_long_pairs(), ScriptedAsker(0.0), resolve_options(preserve_recent_messages=1, policy="threshold"))
     assert out.stats.dropped == 3 and len(out.messages) == 5

@@ -265,3 +265,38 @@ def test_the_spawned_hook_saves_a_kept_image_and_notes_the_loaded_tools(tmp_path
     )
     # Results without non-text content are what the compaction made of them, nothing added.
     assert results["toolu_005"] == "hello"
+
+
+def test_a_dropped_calls_image_is_reachable_from_its_marker(tmp_path: Path) -> None:
+    """The judge (a Jev-protocol server answering "not needed" to everything) drops a browser
+    call that returned a screenshot: its marker names a saved file, that file names the image."""
+    from jev_fault_server import FaultServer, Reply, Seen, answers_body
+
+    def drops_everything(seen: Seen) -> Reply:
+        return Reply(body=answers_body(list(seen.json()["questions"]), value=0.01))
+
+    data_dir = tmp_path / "data"
+    shot = [{"type": "text", "text": "Screenshot of the page"}, IMAGE_BLOCK]
+    script = "document.querySelectorAll('.row').forEach(r => r.scrollIntoView());\n" * 12
+    browser: list[dict[str, object]] = [
+        {"role": "assistant", "text": "Checking the page.", "toolUses": [
+            {"tool_use_id": "toolu_shot", "tool": "mcp__browser__screenshot", "input": {"script": script}, "result": shot,
+             "text": "Screenshot of the page"},
+        ], "handle": "a-shot"},
+        {"role": "user", "text": "", "toolUses": [], "toolResults": [
+            {"tool_use_id": "toolu_shot", "text": "Screenshot of the page", "isError": False, "result": shot},
+        ], "handle": "r-shot"},
+    ]
+    messages = tool_heavy_conversation()
+    messages[1:1] = browser
+    with FaultServer(drops_everything) as server:
+        options = {"apiKey": "sk-test-key-that-is-long-enough", "baseUrl": f"{server.url}/v1/systemone", "policy": "threshold"}
+        answer, _ = run_hook(json.dumps(event(messages, data_dir, options=options)).encode(), data_dir, HOME=str(tmp_path / "home"))
+
+    assert answer["action"] == "replace"
+    assert not any(r["tool_use_id"] == "toolu_shot" for m in answer["messages"] for r in m.get("toolResults") or [])
+    marker = next(line for m in answer["messages"] for line in m["text"].splitlines() if "mcp__browser__screenshot call" in line)
+    kept_text = Path(marker.split("is saved at ")[1].split(";")[0]).read_text(encoding="utf-8")
+    image = data_dir / "archive" / (hashlib.sha256(PNG).hexdigest()[:32] + ".png")
+    assert kept_text == f"Screenshot of the page\n{PREFIX} saved an image/png ({len(PNG)} bytes) of this output at {image}; Read it to see it again]"
+    assert image.read_bytes() == PNG

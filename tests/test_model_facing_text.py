@@ -59,6 +59,7 @@ EXPECTED_DROP = (
     "[fast-jev-compaction: the Read call (src/app.py) ran here; its 12,345-char output is saved at "
     f"{ARCHIVE}; Read it if needed]"
 )
+EXPECTED_EMPTY_DROP = "[fast-jev-compaction: the Bash call (mkdir -p build) ran here and returned no output]"
 EXPECTED_UNSAVED_DROP = (
     "[fast-jev-compaction: the Bash call (pytest -q) ran here; its 980-char error output was left out; "
     "re-run it if needed]"
@@ -98,6 +99,8 @@ def model_facing_texts() -> dict[str, str]:
         "unsaved error note": truncation_note(25617, 1500, True, None),
         "drop marker": drop_marker("Read", "src/app.py", 12345, False, ARCHIVE),
         "unsaved drop marker": drop_marker("Bash", "pytest -q", 980, True, None),
+        # Nothing to read back, whatever path it is given: the marker says the call ran and returned nothing.
+        "empty drop marker": drop_marker("Bash", "mkdir -p build", 0, False, ARCHIVE),
         "gap": gap(24396),
         "ids line": ids_line(["src/payments/ledger_client.py", "test_partial_refund_rounding"]),
         "lead note": LEAD_NOTE,
@@ -127,6 +130,7 @@ def test_markers_are_pinned():
     assert texts["unsaved error note"] == EXPECTED_UNSAVED_NOTE
     assert texts["drop marker"] == EXPECTED_DROP
     assert texts["unsaved drop marker"] == EXPECTED_UNSAVED_DROP
+    assert texts["empty drop marker"] == EXPECTED_EMPTY_DROP
     assert texts["gap"] == "[… 24,396 chars …]"
     assert texts["ids line"] == "[ids and paths further in: src/payments/ledger_client.py test_partial_refund_rounding]"
     assert texts["lead note"] == EXPECTED_LEAD
@@ -152,7 +156,7 @@ def test_markers_say_where_the_content_is_and_how_to_get_it(name):
     assert saved_path(text) == ARCHIVE
 
 
-@pytest.mark.parametrize("name", ["note", "unsaved error note", "drop marker", "unsaved drop marker"])
+@pytest.mark.parametrize("name", ["note", "unsaved error note", "drop marker", "unsaved drop marker", "empty drop marker"])
 def test_a_later_pass_recognises_every_marker(name):
     assert carries_mark("some output\n" + model_facing_texts()[name])
 

@@ -78,7 +78,9 @@ async def compact(
     shape = shape_of(opts)
 
     def saved_at(call: ToolCall) -> str | None:
-        return archive_path(opts.archive_dir, results[call.tool_use_id].text) if opts.archive_dir else None
+        # An empty output has nothing to read back: its marker says so instead of naming a file.
+        text = results[call.tool_use_id].text
+        return archive_path(opts.archive_dir, text) if opts.archive_dir and text else None
 
     # What each cut frees, worked out once (a digest, a marker) for the policy's probes and the
     # final decisions alike; the digests made on the way, for the rebuild.

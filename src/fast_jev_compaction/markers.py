@@ -44,6 +44,8 @@ def truncation_note(total_chars: int, kept_chars: int, is_error: bool, archive_p
 def drop_marker(tool: str, target: str, output_chars: int, is_error: bool, archive_path: str | None) -> str:
     """The line that stands, in the assistant message, where a dropped call was."""
     called = f"{tool} call ({target})" if target else f"{tool} call"
+    if output_chars == 0:
+        return f"{PREFIX}: the {called} ran here and returned no {'error text' if is_error else 'output'}]"
     what = "error output" if is_error else "output"
     if archive_path:
         return (

@@ -104,6 +104,10 @@ def run_compaction(
         asker = tally.watch(asker)
     if log.directory is not None:  # without a data folder nothing is archived: markers say to re-run
         options = replace(options, archive_dir=str(log.directory / ARCHIVE_DIR))
+    # Before the core, not after: a result's image note is then part of its text, so a kept
+    # result shows it, a cut one keeps it in its saved file, and a dropped one's marker points
+    # at a file that names the image.
+    messages = with_media(messages, event, options.archive_dir, log.error)
     from ..compaction import run_sync
 
     # The local judge answers in this process without waiting: no event loop to start.
@@ -129,7 +133,6 @@ def run_compaction(
         return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, gate.category)
 
     out = regroup(result.messages, carried_by(messages, _hung_texts(event, messages, log)))
-    out = with_media(out, event, options.archive_dir, log.error)
     if (result.stats.truncated or result.stats.dropped) and not any(m.text == LEAD_NOTE for m in out):
         # Once per history: a later pass finds it and adds none (the engine merges it into the
         # first user message of the request).

@@ -8,8 +8,10 @@ blocks as nothing. Without a note the model would find an empty result where it 
 
 Where the content is still there this module saves it to the archive, content-addressed and
 written once like the cut outputs, as a file the Read tool can show (``<hash>.png``), and the
-rebuilt result says where it went; where only a description is left, the result says what was
-there. The content comes from the tool's stored record the engine hands over as ``result``
+result says where it went; where only a description is left, the result says what was there.
+The notes go in before the compaction, so they are part of the result's text whatever it
+decides: a kept result shows them, a cut one's saved file holds them, and a dropped call's
+marker names that file. The content comes from the tool's stored record the engine hands over as ``result``
 (Read: ``{"type": "image", "file": {"base64", "type"}}``; ToolSearch: ``{"matches": [...]}``;
 an MCP tool: its content blocks, the very list the model read), and where that leaves it in doubt from the session
 transcript (the ``tool_result`` blocks the model read, base64 ``source.data`` included).
@@ -169,8 +171,9 @@ def notes_for(items: Sequence[Media], directory: str | None) -> tuple[list[str],
 def with_notes(
     messages: Sequence[SessionMessage], found: Mapping[str, list[Media]], directory: str | None
 ) -> tuple[list[SessionMessage], dict[str, bytes]]:
-    """Each rebuilt result with non-text items gets their notes after its text (once: a note
-    already there from an earlier pass is not repeated); unchanged messages come back as is."""
+    """Each result with non-text items (every result goes back rebuilt) gets their notes after
+    its text, once: a note already there from an earlier pass is not repeated; the other
+    messages come back as they are."""
     out: list[SessionMessage] = []
     files: dict[str, bytes] = {}
     for message in messages:
@@ -218,13 +221,14 @@ def found_media(original: Sequence[SessionMessage], transcript: Path | None) -> 
 
 
 def with_media(
-    out: Sequence[SessionMessage],
+    messages: Sequence[SessionMessage],
     event: HookEvent,
     archive_dir: str | None,
     report_error: Callable[[str], None],
 ) -> list[SessionMessage]:
-    """``out`` with a note in each rebuilt result for what its text cannot carry; a transcript or
-    archive that cannot be used costs the paths only (the notes then say what was there)."""
+    """The event's ``messages`` with a note in each result for what its text cannot carry, the
+    items it names saved; a transcript or archive that cannot be used costs the paths only (the
+    notes then say what was there)."""
     original = event.messages
     try:
         # A subagent's results are in its own transcript, not the session's: records only.
@@ -234,8 +238,8 @@ def with_media(
         report_error(f"transcript not read for images ({exc}); the stored records alone are used")
         found = found_media(original, None)
     if not found:
-        return list(out)
-    noted, files = with_notes(out, found, archive_dir)
+        return list(messages)
+    noted, files = with_notes(messages, found, archive_dir)
     if not files:
         return noted
     try:
@@ -243,4 +247,4 @@ def with_media(
         return noted
     except (OSError, ValueError) as exc:
         report_error(f"images not archived ({exc}); their notes say to re-run the tool instead")
-    return with_notes(out, found, None)[0]
+    return with_notes(messages, found, None)[0]

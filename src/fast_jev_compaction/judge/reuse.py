@@ -109,6 +109,8 @@ def long_ids(text: str, plain: bool | None = None) -> set[str]:
     """Tokens of 24+ characters that name something: hashes, ids, paths, URLs (``plain``:
     :func:`ascii_words` of ``text``, when known)."""
     found: set[str] = set()
+    if len(text) < ID_MIN_CHARS:  # most tool inputs' strings: a path, a flag, a description
+        return found
     for match in _URL.finditer(text):
         token = match.group(0).rstrip(".,;:")
         if len(token) >= ID_MIN_CHARS:
@@ -224,7 +226,7 @@ _KNOWN_RUN = re.compile(b"\x01{%d,}" % SHINGLE_WORDS)
 def _windows_of_known(words: list[str], known: Container[str] | None, heads: Container[str] | None = None) -> set[str]:
     """:func:`_windows` of ``words`` made only of words in ``known`` (every window when None):
     only those can equal a window of a text whose words are all in ``known``."""
-    if known is None:
+    if known is None or len(words) < SHINGLE_WORDS:
         return _windows(words, heads)
     found: set[str] = set()
     for run in _KNOWN_RUN.finditer(bytes(map(known.__contains__, words))):

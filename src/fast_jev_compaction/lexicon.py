@@ -147,6 +147,12 @@ def as_text(value: Any) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
+    if len(text) > 4 * limit:
+        # A long value (a command, a prompt): its head, blanks folded, holds the clip unless it
+        # is mostly blanks; its blanks fold the same way as the whole text's.
+        head = _SPACES.sub(" ", text[: 4 * limit]).lstrip()
+        if len(head) > limit and head[limit:].strip():
+            return head[: limit - 1] + "…"
     text = _SPACES.sub(" ", text).strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from fast_jev_compaction.archive import archive_name
-from fast_jev_compaction.asker import JevAsker, Usage
+from fast_jev_compaction.asker import AskResult, JevAsker, Usage
 from fast_jev_compaction.compaction import compact, compact_sync, shape_of
 from fast_jev_compaction.errors import FittingError, JevResponseError
 from fast_jev_compaction.fitting import fit_state
@@ -223,6 +223,38 @@ def test_a_dropped_call_with_no_output_names_no_file(tmp_path):
 def test_compact_sync_runs_the_same_flow():
     out = compact_sync(three_long_pairs(), ScriptedAsker(0.0), resolve_options(preserve_recent_messages=1, policy="threshold"))
     assert out.stats.dropped == 3 and len(out.messages) == 5
+
+
+class _AtOnce:
+    """An asker that says it answers without waiting, and notes whether a loop was running."""
+
+    answers_at_once = True
+
+    def __init__(self, waits: bool = False) -> None:
+        self.waits = waits
+        self.loops: list[object] = []
+
+    async def ask(self, state, questions):
+        self.loops.append(asyncio._get_running_loop())
+        if self.waits:
+            await asyncio.sleep(0.001)
+        return AskResult({name: {"type": "noul", "noul": 0.0} for name in questions})
+
+
+def test_an_asker_that_answers_at_once_is_stepped_without_an_event_loop():
+    asker = _AtOnce()
+    out = compact_sync(three_long_pairs(), asker, resolve_options(preserve_recent_messages=1, policy="threshold"))
+    assert out.stats.dropped == 3 and asker.loops == [None]
+
+
+def test_an_asker_that_says_it_answers_at_once_but_waits_stops_with_an_error():
+    options = resolve_options(preserve_recent_messages=1, policy="threshold")
+    with pytest.raises(RuntimeError):
+        compact_sync(three_long_pairs(), _AtOnce(waits=True), options)
+    # Without the claim, the same asker gets a loop and finishes.
+    asker = _AtOnce(waits=True)
+    asker.answers_at_once = False
+    assert compact_sync(three_long_pairs(), asker, options).stats.dropped == 3 and asker.loops[0] is not None
 
 
 def test_message_chars():

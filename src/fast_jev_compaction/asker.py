@@ -41,3 +41,14 @@ class JevAsker(Protocol):
     """
 
     async def ask(self, state: Any, questions: Mapping[str, Any]) -> AskResult: ...
+
+
+def answers_at_once(asker: Any) -> bool:
+    """Whether ``asker`` answers without waiting on anything (no I/O, timer or other task): it
+    scores calls in process (``score_calls``) or says so with ``answers_at_once = True``.
+
+    A compaction with such an asker is stepped through without an event loop
+    (``compaction.run_sync``), which would cost more than a small compaction itself; one that
+    waits after all stops with an error rather than hang.
+    """
+    return callable(getattr(asker, "score_calls", None)) or getattr(asker, "answers_at_once", False) is True

@@ -10,7 +10,7 @@ from typing import Any, Coroutine, Sequence, TypeVar
 from .answer_cache import AnswerCache, answer_key, judge_scope, situations
 from .answers import read_noul_answers
 from .archive import archive_path
-from .asker import AskResult, JevAsker
+from .asker import AskResult, JevAsker, answers_at_once
 from .batches import run_bounded
 from .decisions import KEEP, PINNED, SMALL, TRUNCATE, UNDER_CUT, Action, CallDecision
 from .digest import IDS_SHARE, DigestShape
@@ -258,7 +258,7 @@ def compact_sync(
     cache: AnswerCache | None = None,
 ) -> CompactResult:
     """:func:`compact` for callers without an event loop."""
-    return run_sync(compact(messages, asker, options, cache), waits=not in_process(asker))
+    return run_sync(compact(messages, asker, options, cache), waits=not answers_at_once(asker))
 
 
 def in_process(asker: Any) -> bool:
@@ -269,8 +269,9 @@ def in_process(asker: Any) -> bool:
 def run_sync(coroutine: Coroutine[Any, Any, T], *, waits: bool = True) -> T:
     """Run ``coroutine`` to its end.
 
-    ``waits=False`` is for a compaction with an in-process judge: it never waits on anything, so
-    it is stepped once, without asyncio (tens of milliseconds to import). Otherwise a fresh loop
+    ``waits=False`` is for a compaction whose judge answers at once (``asker.answers_at_once``):
+    it never waits on anything, so it is stepped once, without asyncio (tens of milliseconds to
+    import, and a fraction of a millisecond per loop). Otherwise a fresh loop
     runs it; not ``asyncio.run``, whose SIGINT handler, when restored, makes Python 3.11's
     ``signal`` module format the repr of the finished task, result included, which for a large
     conversation takes longer than the compaction itself.
@@ -281,7 +282,7 @@ def run_sync(coroutine: Coroutine[Any, Any, T], *, waits: bool = True) -> T:
         except StopIteration as done:
             return done.value
         coroutine.close()
-        raise RuntimeError("an in-process judge waited on an event loop")
+        raise RuntimeError("a judge that answers at once waited on an event loop")
     import asyncio
 
     loop = asyncio.new_event_loop()

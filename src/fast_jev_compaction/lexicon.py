@@ -147,6 +147,12 @@ def as_text(value: Any) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
+    if len(text) > 4 * limit:
+        # A long value (a command, a prompt): its head, blanks folded, holds the clip unless it
+        # is mostly blanks; its blanks fold the same way as the whole text's.
+        head = _SPACES.sub(" ", text[: 4 * limit]).lstrip()
+        if len(head) > limit and head[limit:].strip():
+            return head[: limit - 1] + "…"
     text = _SPACES.sub(" ", text).strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -167,8 +173,13 @@ def program_words(segment: str) -> list[str]:
 
 def shell_kind(command: str) -> str:
     lowered = command.lower()
-    if any(any(word in lowered for word in words) and pattern.search(lowered) for pattern, words in _SIDE_EFFECT):
-        return SIDE_EFFECT
+    # Plain loops: a generator per pattern cost more than most of the searches it guards.
+    for pattern, words in _SIDE_EFFECT:
+        for word in words:
+            if word in lowered:
+                if pattern.search(lowered):
+                    return SIDE_EFFECT
+                break
     if _TEST_BUILD.search(lowered):
         return TEST_BUILD
     segments = [s for s in _COMMAND_SPLIT.split(lowered) if s.strip()]
@@ -189,14 +200,12 @@ def _is_inspect(segment: str) -> bool:
 
 def command_head(command: str) -> str:
     """The part of a command that names what ran: ``pytest``, ``npm test``, ``git push``."""
-    segments = [s for s in _COMMAND_SPLIT.split(command.strip()) if s.strip()]
-    chosen = ""
-    for segment in segments:  # `cd dir && make` is about make, not cd
-        words = program_words(segment)
-        if words and basename(words[0]) != "cd":
-            chosen = segment
+    words: list[str] = []
+    for segment in _COMMAND_SPLIT.split(command.strip()):  # `cd dir && make` is about make, not cd
+        found = program_words(segment)
+        if found and basename(found[0]) != "cd":
+            words = found
             break
-    words = program_words(chosen)
     if not words:
         return ""
     program = basename(words[0]).lower()
@@ -214,6 +223,11 @@ def tool_kind(tool: str, fields: Mapping[str, Any]) -> str:
         return kind
     if name in SHELL_TOOLS:
         return shell_kind(as_text(fields.get("command", fields.get("cmd", ""))))
+    return _named_kind(tool)
+
+
+def _named_kind(tool: str) -> str:
+    """The kind of a tool that is neither in the table nor a shell."""
     # mcp__server__verb_noun, or CamelCase (SendMessage, TeamCreate): look at the words
     short = _CAMEL_BOUNDARY.sub("_", tool.strip().rsplit("__", 1)[-1]).lower()
     if _MUTATING_VERB.search(short):
@@ -236,24 +250,30 @@ class CallShape:
 
 
 def call_shape(tool: str, fields: Mapping[str, Any]) -> CallShape:
-    kind = tool_kind(tool, fields)
-    path = next(
-        (v for k in ("file_path", "notebook_path", "path") if isinstance(v := fields.get(k), str) and v.strip()),
-        "",
-    )
-    if kind in (READ, EDIT) and path:
-        offset, limit = fields.get("offset"), fields.get("limit")
-        span = "" if offset in (None, "", 0, 1) and limit in (None, "") else f"{as_text(offset)}:{as_text(limit)}"
-        return CallShape(kind, file=path, span=span, rerun_key=f"read:{path}:{span}" if kind == READ else "")
-    command = fields.get("command", fields.get("cmd"))
-    if tool.strip().lower() in SHELL_TOOLS and command is not None:
-        normalized = " ".join(as_text(command).split())
-        head = command_head(normalized)
-        return CallShape(kind, command=normalized, head=head, rerun_key=f"cmd:{normalized}" if normalized else "")
-    if kind == TODO and tool.strip().lower() == "todowrite":
+    # tool_kind's steps, inline: the name lower-cased and a shell command rendered once each.
+    name = tool.strip().lower()
+    kind = KIND_BY_TOOL.get(name)
+    if kind is None and name in SHELL_TOOLS:
+        text = as_text(fields.get("command", fields.get("cmd", "")))
+        kind = shell_kind(text)
+        if fields.get("command", fields.get("cmd")) is not None:
+            normalized = " ".join(text.split())
+            head = command_head(normalized)
+            return CallShape(kind, command=normalized, head=head, rerun_key=f"cmd:{normalized}" if normalized else "")
+        return CallShape(kind)
+    if kind is None:
+        kind = _named_kind(tool)
+    if kind == READ or kind == EDIT:
+        for key in ("file_path", "notebook_path", "path"):
+            path = fields.get(key)
+            if isinstance(path, str) and path.strip():
+                offset, limit = fields.get("offset"), fields.get("limit")
+                span = "" if offset in (None, "", 0, 1) and limit in (None, "") else f"{as_text(offset)}:{as_text(limit)}"
+                return CallShape(kind, file=path, span=span, rerun_key=f"read:{path}:{span}" if kind == READ else "")
+    if kind == TODO and name == "todowrite":
         return CallShape(kind, rerun_key="todo")
-    if kind in (SEARCH, FETCH):
-        return CallShape(kind, rerun_key=f"{tool.strip().lower()}:{as_text(dict(fields))}")
+    if kind == SEARCH or kind == FETCH:
+        return CallShape(kind, rerun_key=f"{name}:{as_text(dict(fields))}")
     return CallShape(kind)
 
 

@@ -57,6 +57,10 @@ class ConstantAsker:
     """The judge left out: every question answered 0.5 at once, through the whole state path
     (fitting, windows, batches, validation), so the timing is the core's own."""
 
+    # It waits on nothing: the compaction is stepped through without an event loop, as with the
+    # embedded judge (an event loop is the transport's cost, not the core's).
+    answers_at_once = True
+
     def __init__(self, measure: bool = False) -> None:
         # Measuring each request's size is the judge's work, not the core's: off while timing.
         self.measure = measure

@@ -21,7 +21,7 @@ from ..messages import SessionMessage
 from ..pairing import Pairing, ToolCall
 from ..textutil import js_json
 from .lexicon import basename, command_head, tool_kind
-from .reuse import ReuseIndex, build_reuse_index, long_ids, word_set
+from .reuse import ReuseIndex, ascii_words, build_reuse_index, long_ids, word_set
 
 KINDS = (
     "read", "search", "fetch", "edit", "side_effect", "test_build", "inspect", "shell",
@@ -137,6 +137,9 @@ def result_text(messages: Sequence[SessionMessage], call: ToolCall) -> str:
 
 def terms(text: str) -> set[str]:
     """Identifier-like words of four letters or more, lower-cased, common words left out."""
+    if text.isascii():
+        # Lower-casing ASCII moves no match: the text is lower-cased once, not term by term.
+        return set(_TERM.findall(text.lower())) - _STOP_TERMS
     return set(map(str.lower, _TERM.findall(text))) - _STOP_TERMS
 
 
@@ -257,7 +260,9 @@ def call_features(
     texts = {
         n: result_text(messages, call) for n, call in enumerate(calls) if wanted is None or call.tool_use_id in wanted
     }
-    reuse = index if index is not None else build_reuse_index(messages, word_set(texts.values()))
+    # whether each output's words are all ASCII, looked at once for its three token walks
+    plain = {n: ascii_words(text) for n, text in texts.items()}
+    reuse = index if index is not None else build_reuse_index(messages, word_set(texts.values(), plain.values()))
     targets = [call_target(call) for call in calls]
 
     prompt_positions = [i for i, m in enumerate(messages) if prompt_text(m)]
@@ -322,8 +327,8 @@ def call_features(
             read_again = max(last_read.get((target.path, ""), -1), last_read.get((target.path, target.range), -1))
             values["edited_unread"] = 1.0 if last_edit.get(target.path, -1) > max(n, read_again) else 0.0
 
-        ids = long_ids(text)
-        reused = reuse.reuses(text, call.result_index, ids)
+        ids = long_ids(text, plain[n])
+        reused = reuse.reuses(text, call.result_index, ids, plain[n])
         if reused:
             values["reused"] = 1.0
             values["reused_log"] = math.log1p(len(reused))

@@ -45,28 +45,36 @@ _ASCII_RUNS = re.compile(r"[\x00-\x7f]+")
 _LONG_ENOUGH = (ID_MIN_CHARS - 1).__lt__
 
 
-def _ascii_runs(text: str, table: bytes, lower: bool = False) -> list[str] | None:
+def ascii_words(text: str) -> bool:
+    """Whether every word character of ``text`` (``\\w``: alphanumeric or ``_``) is ASCII, so
+    the byte tables below see all its words and ids. Removing Read line numbers (ASCII digits,
+    blanks and "→") does not change it: a text's tokens share one answer."""
+    return text.isascii() or not any(c.isalnum() for c in set(_ASCII_RUNS.sub("", text)))
+
+
+def _ascii_runs(text: str, table: bytes, lower: bool = False, plain: bool | None = None) -> list[str] | None:
     """The runs of ``table``'s characters in ``text`` (in ``text.lower()`` with ``lower``); None
     when a non-ASCII character is a word character (``\\w``: alphanumeric or ``_``), which the
-    table cannot see.
+    table cannot see. ``plain``: :func:`ascii_words` of ``text``, when the caller has it.
 
     Lower-casing the ASCII bytes gives the runs lower-casing the text would: a non-ASCII
     character that is not a word character lower-cases to one non-ASCII character, never to an
     ASCII one or to several (all of them checked), and it is a "?" either way. Bytes lower-case
     many times faster than a text holding non-ASCII characters.
     """
-    if not text.isascii() and any(c.isalnum() for c in set(_ASCII_RUNS.sub("", text))):
+    if not (ascii_words(text) if plain is None else plain):
         return None
     encoded = text.encode("ascii", "replace")
     return (encoded.lower() if lower else encoded).translate(table).decode("ascii").split()
 
 
-def normalized_words(text: str) -> list[str]:
-    """Lower-cased word tokens, with Read line numbers removed."""
+def normalized_words(text: str, plain: bool | None = None) -> list[str]:
+    """Lower-cased word tokens, with Read line numbers removed (``plain``: :func:`ascii_words`
+    of ``text``, when known)."""
     # A line number ends in "→" or a tab: without either there is none to remove.
     if "→" in text or "\t" in text:
         text = _LINE_NUMBER.sub("", text)
-    words = _ascii_runs(text, _ONLY_WORDS, lower=True)
+    words = _ascii_runs(text, _ONLY_WORDS, lower=True, plain=plain)
     return _WORD.findall(text.lower()) if words is None else words
 
 
@@ -97,14 +105,17 @@ def shingles(text: str) -> set[str]:
     return _windows(normalized_words(text))
 
 
-def long_ids(text: str) -> set[str]:
-    """Tokens of 24+ characters that name something: hashes, ids, paths, URLs."""
+def long_ids(text: str, plain: bool | None = None) -> set[str]:
+    """Tokens of 24+ characters that name something: hashes, ids, paths, URLs (``plain``:
+    :func:`ascii_words` of ``text``, when known)."""
     found: set[str] = set()
+    if len(text) < ID_MIN_CHARS:  # most tool inputs' strings: a path, a flag, a description
+        return found
     for match in _URL.finditer(text):
         token = match.group(0).rstrip(".,;:")
         if len(token) >= ID_MIN_CHARS:
             found.add(token)
-    runs = _ascii_runs(text, _ONLY_IDS)
+    runs = _ascii_runs(text, _ONLY_IDS, plain=plain)
     # compress/map keep the length filter in C: most runs are short words
     long_runs = _ID.findall(text) if runs is None else compress(runs, map(_LONG_ENOUGH, map(len, runs)))
     for token in long_runs:
@@ -189,13 +200,16 @@ class ReuseIndex:
             if seen is not None and position < seen:
                 first[key] = position
 
-    def reuses(self, output: str, result_index: int, ids: set[str] | None = None) -> dict[str, int]:
+    def reuses(
+        self, output: str, result_index: int, ids: set[str] | None = None, plain: bool | None = None
+    ) -> dict[str, int]:
         """The output's distinctive snippets that come back, each with the last later message
-        repeating it; ``ids``: the output's :func:`long_ids`, when the caller has them."""
+        repeating it; ``ids``: the output's :func:`long_ids`, ``plain`` its :func:`ascii_words`,
+        when the caller has them."""
         found: dict[str, int] = {}
         first, last, size = self.first, self.last, self.size
-        candidates = _windows_of_known(normalized_words(output), self.vocabulary, self.heads)
-        for snippet in candidates | (long_ids(output) if ids is None else ids):
+        candidates = _windows_of_known(normalized_words(output, plain), self.vocabulary, self.heads)
+        for snippet in candidates | (long_ids(output, plain) if ids is None else ids):
             key = hash(snippet)
             if first.get(key, size) <= result_index:
                 continue
@@ -212,7 +226,7 @@ _KNOWN_RUN = re.compile(b"\x01{%d,}" % SHINGLE_WORDS)
 def _windows_of_known(words: list[str], known: Container[str] | None, heads: Container[str] | None = None) -> set[str]:
     """:func:`_windows` of ``words`` made only of words in ``known`` (every window when None):
     only those can equal a window of a text whose words are all in ``known``."""
-    if known is None:
+    if known is None or len(words) < SHINGLE_WORDS:
         return _windows(words, heads)
     found: set[str] = set()
     for run in _KNOWN_RUN.finditer(bytes(map(known.__contains__, words))):
@@ -220,12 +234,13 @@ def _windows_of_known(words: list[str], known: Container[str] | None, heads: Con
     return found
 
 
-def word_set(texts: Iterable[str]) -> set[str]:
+def word_set(texts: Iterable[str], plain: Iterable[bool] | None = None) -> set[str]:
     """Every word of :func:`normalized_words` of ``texts``, and a few more (Read line numbers
-    are kept: removing them only takes words away), without the patterns' cost."""
+    are kept: removing them only takes words away), without the patterns' cost; ``plain``:
+    :func:`ascii_words` of each text, in order, when known."""
     found: set[str] = set()
-    for text in texts:
-        words = _ascii_runs(text, _ONLY_WORDS, lower=True)
+    for text, known in zip(texts, plain) if plain is not None else ((text, None) for text in texts):
+        words = _ascii_runs(text, _ONLY_WORDS, lower=True, plain=known)
         found.update(_WORD.findall(text.lower()) if words is None else words)
     return found
 
@@ -240,15 +255,19 @@ def build_reuse_index(messages: Sequence[SessionMessage], outputs: set[str] | No
     for position, message in enumerate(messages):
         found: set[str] = set()
         for text in channel_texts(message):
-            words = normalized_words(text)
+            plain = ascii_words(text)  # one look for both token kinds
+            words = normalized_words(text, plain)
             vocabulary.update(words)
             found |= _windows_of_known(words, outputs)
-            found |= long_ids(text)
+            found |= long_ids(text, plain)
         index.add_channel(position, found)
     # A user text only moves back where an indexed snippet was first seen: only its windows made
     # of channel words (and of the outputs' words) can matter.
     known = vocabulary if outputs is None else vocabulary & outputs
     for position, message in enumerate(messages):
         if message.role == "user" and message.text:
-            index.add_user(position, _windows_of_known(normalized_words(message.text), known) | long_ids(message.text))
+            plain = ascii_words(message.text)
+            index.add_user(
+                position, _windows_of_known(normalized_words(message.text, plain), known) | long_ids(message.text, plain)
+            )
     return index

@@ -12,8 +12,10 @@ import math
 import re
 from typing import Any
 
+from .lazy_pattern import lazy_pattern
+
 ELLIPSIS = "\u2026"
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONE_SURROGATE = lazy_pattern("[\ud800-\udfff]")
 _UNWRITABLE = re.compile("[\ud800-\udfff\x00]")
 # One encoder each, built once: json.dumps with options builds a new one per call, which costs
 # more than encoding a short value.

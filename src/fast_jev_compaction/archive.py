@@ -46,6 +46,8 @@ def archive_path(directory: str, content: str | bytes, suffix: str = SUFFIX) -> 
 
 @dataclass
 class ArchiveReport:
+    """How many archive files one write made, found already there, or removed to bound the folder."""
+
     written: int = 0
     reused: int = 0
     removed: int = 0

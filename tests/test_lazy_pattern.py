@@ -36,3 +36,12 @@ def test_a_bad_pattern_fails_at_its_first_use() -> None:
     pattern = lazy_pattern("(unclosed")
     with pytest.raises(re.error):
         pattern.search("x")
+
+
+def test_copies_and_pickles_search_as_the_original() -> None:
+    import copy
+    import pickle
+
+    pattern = lazy_pattern(r"\bx+\b")
+    for twin in (copy.copy(pattern), copy.deepcopy(pattern), pickle.loads(pickle.dumps(pattern))):
+        assert twin.findall("x xx y") == ["x", "xx"]

@@ -26,6 +26,8 @@ class _Lazy:
     def __getattr__(self, name: str) -> Any:
         # Only reached while nothing is compiled (or for a name no pattern has): the attributes
         # set here are found directly from then on, at the cost of a compiled pattern's own.
+        if name.startswith("_"):  # protocols probing for hooks (copy, pickle), or _source unset
+            raise AttributeError(name)
         compiled = re.compile(*self._source)
         for attribute in _ATTRIBUTES:
             setattr(self, attribute, getattr(compiled, attribute))

@@ -7,6 +7,7 @@ missing) still answers with a fallback, so the engine runs its built-in summary.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import time
@@ -66,6 +67,9 @@ def _run() -> int:
     # Everything this process creates (hook.log, the decision log, archives) is the user's alone.
     os.umask(0o077)
     _silence_stderr()
+    # The imports make thousands of objects that all live to the end (classes, functions,
+    # compiled patterns): collecting while they are made only walks them again and again.
+    gc.disable()
     try:
         from fast_jev_compaction.hook.entry import main
     except ImportError:
@@ -80,6 +84,9 @@ def _run() -> int:
             return _answer_without_package(exc)
     except Exception as exc:  # noqa: BLE001
         return _answer_without_package(exc)
+    finally:
+        gc.freeze()
+        gc.enable()
     try:
         return main(sys.argv[1:], started=_STARTED)
     except BaseException:  # noqa: BLE001 - main answers itself; this only guards the exit code

@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fast_jev_compaction.commands.spawned import run_child
+import fast_jev_compaction
+from fast_jev_compaction.commands.spawned import plugin_python, run_child
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -34,7 +35,28 @@ def test_bench_reports_peak_memory_and_the_hooks_start() -> None:
     (row,) = report["results"]
     assert row["cli_code"] == 0 and row["cli_over_size"] >= 0 and row["hook_over_size"] >= 0
     start = report["hook_start"]
-    assert start["messages"] == 30 and start["runs"] == 5 and start["failed"] == 0
-    assert 0 < start["cpu_ms_min"] <= start["cpu_ms"] <= start["cpu_ms_max"]
-    # The bare interpreter is measured beside it, and a hook does more than start Python.
-    assert 0 < start["interpreter_cpu_ms"] < start["cpu_ms"]
+    assert start["messages"] == 30
+    # Under the plugin-like venv, and under the bench's own interpreter beside it.
+    assert start["bench_python"] == sys.executable and "plugin's" in start["python"]
+    for row in (start, start["bench_interpreter"]):
+        # A hook that lacked an import would answer a (quick) fallback instead.
+        assert row["runs"] == 5 and row["failed"] == 0 and row["action"] == "replace"
+        assert 0 < row["cpu_ms_min"] <= row["cpu_ms"] <= row["cpu_ms_max"]
+        # The bare interpreter is measured beside it, and a hook does more than start Python.
+        assert 0 < row["interpreter_cpu_ms"] < row["cpu_ms"]
+
+
+_WHAT_IT_SEES = """
+import importlib.util, json, sys, fast_jev_compaction
+print(json.dumps({"pytest": importlib.util.find_spec("pytest") is not None, "package": fast_jev_compaction.__file__,
+                  "prefix": sys.prefix, "site": [p for p in sys.path if p.endswith("site-packages")]}))
+"""
+
+
+def test_the_plugin_like_interpreter_holds_the_package_and_nothing_of_the_benchs(tmp_path: Path) -> None:
+    python = plugin_python(tmp_path / "venv")
+    seen = json.loads(subprocess.run([python, "-I", "-c", _WHAT_IT_SEES], capture_output=True, text=True, check=True).stdout)
+    assert seen["package"] == fast_jev_compaction.__file__
+    assert Path(seen["prefix"]) == tmp_path / "venv"
+    # The bench's interpreter has pytest (it runs this test); the venv sees only its own site-packages.
+    assert not seen["pytest"] and all(Path(p).is_relative_to(tmp_path) for p in seen["site"])

@@ -396,3 +396,17 @@ def test_last_naming_finds_what_a_walk_text_by_text_finds(texts: list[str], chun
         assert features._last_naming(enumerate(texts), names) == expected
     finally:
         features._NAMING_CHUNK_CHARS = previous
+
+
+# -- textutil: an ASCII text without a NUL is left alone without a search -----------------------
+
+_UNWRITABLE_PLAIN = re.compile("[\ud800-\udfff\x00]")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(["a", " ", "\x00", "\ud83d", "\ude80", "é", "🚀", "\\"]), max_size=12))
+def test_escape_unwritable_escapes_what_the_pattern_finds(text: str) -> None:
+    from fast_jev_compaction.textutil import escape_unwritable
+
+    expected = _UNWRITABLE_PLAIN.sub(lambda m: "\\x00" if m.group() == "\x00" else f"\\u{ord(m.group()):04x}", text)
+    assert escape_unwritable(text) == expected

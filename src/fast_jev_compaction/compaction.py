@@ -5,13 +5,9 @@ from __future__ import annotations
 import time
 from array import array
 from dataclasses import dataclass, field, replace
-from typing import Any, Coroutine, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Coroutine, Sequence, TypeVar
 
-from .answer_cache import AnswerCache, answer_key, judge_scope, situations
-from .answers import read_noul_answers
 from .archive import archive_path
-from .asker import AskResult, JevAsker, answers_at_once
-from .batches import run_bounded
 from .decisions import KEEP, PINNED, SMALL, TRUNCATE, UNDER_CUT, Action, CallDecision
 from .digest import IDS_SHARE, DigestShape
 from .goal import goal_from_messages
@@ -19,11 +15,14 @@ from .messages import SessionMessage, ToolResult
 from .options import CompactOptions, validate_threshold
 from .pairing import Pairing, ToolCall, pair_tool_calls
 from .policy import Scored, budget_decisions, could_cut, threshold_decisions
-from .questions import REQUEST_OVERHEAD_TOKENS, batch_questions, question_tokens
 from .rebuild import apply_decisions, freed_chars
 from .rules import Verdict, call_facts, settle
 from .stats import CompactStats, message_chars, rebuilt_chars
-from .windows import WINDOWED, Request, plan_requests
+
+if TYPE_CHECKING:
+    from .answer_cache import AnswerCache
+    from .asker import AskResult, JevAsker
+    from .windows import Request
 
 T = TypeVar("T")
 
@@ -198,6 +197,8 @@ async def _answers(judging: _Judging, to_judge: list[ToolCall], cache: AnswerCac
     to_judge = [call for call in to_judge if could_cut(call, len(judging.messages), opts, remote=True)]
     if cache is None or not to_judge:
         return await _ask(judging, to_judge) if to_judge else {}
+    from .answer_cache import answer_key, judge_scope, situations
+
     scope = judge_scope(asker)
     where = situations(judging.pairing.calls)
     keys = {
@@ -215,6 +216,13 @@ async def _answers(judging: _Judging, to_judge: list[ToolCall], cache: AnswerCac
 
 async def _ask(judging: _Judging, to_judge: list[ToolCall]) -> dict[str, tuple[float, float]]:
     """A remote judge's (keep_call, keep_result) for each call in ``to_judge``, by call id."""
+    # Only a judge that takes states and requests needs these: an in-process one (the hook's
+    # usual judge) never imports them.
+    from .answers import read_noul_answers
+    from .batches import run_bounded
+    from .questions import REQUEST_OVERHEAD_TOKENS, batch_questions, question_tokens
+    from .windows import WINDOWED, plan_requests
+
     messages, pairing, asker, opts, stats = judging.messages, judging.pairing, judging.asker, judging.opts, judging.stats
     question_cost = {call.id: question_tokens(call) for call in to_judge}
     requests = plan_requests(
@@ -258,6 +266,8 @@ def compact_sync(
     cache: AnswerCache | None = None,
 ) -> CompactResult:
     """:func:`compact` for callers without an event loop."""
+    from .asker import answers_at_once
+
     return run_sync(compact(messages, asker, options, cache), waits=not answers_at_once(asker))
 
 

@@ -48,6 +48,8 @@ def action_name(value: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class CallDecision:
+    """What becomes of one tool call, with the judge's probabilities and why."""
+
     id: str
     tool_use_id: str
     tool: str

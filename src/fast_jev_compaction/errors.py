@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from .lazy_pattern import lazy_pattern
+
 Audience = Literal["cli", "plugin"]
 
 EXIT_OK = 0
@@ -150,7 +152,7 @@ class JevConfigError(JevError):
         super().__init__(message)
 
 
-_PLACEHOLDER = re.compile(r"\{(\w+)(?:=([^}]*))?\}")
+_PLACEHOLDER = lazy_pattern(r"\{(\w+)(?:=([^}]*))?\}")
 
 
 def render_hint(hint: str, audience: Audience = "cli") -> str:

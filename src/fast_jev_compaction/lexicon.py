@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final, Mapping
 
+from .lazy_pattern import lazy_pattern
+
 READ: Final = "read"
 SEARCH: Final = "search"
 FETCH: Final = "fetch"
@@ -63,12 +65,12 @@ SHELL_TOOLS: Final = frozenset({"bash", "shell", "powershell", "exec_command", "
 
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 # MCP and other unknown tools: the verb in the name says whether a call mutates.
-_MUTATING_VERB = re.compile(
+_MUTATING_VERB = lazy_pattern(
     r"(?:^|[_\-.])(create|update|delete|remove|send|post|push|merge|write|comment|publish|deploy|"
     r"close|set|add|edit|upload|move|rename|approve|assign|trigger|run|execute|insert|patch|put)"
     r"(?:$|[_\-.])"
 )
-_READING_VERB = re.compile(
+_READING_VERB = lazy_pattern(
     r"(?:^|[_\-.])(get|list|search|fetch|read|view|find|query|describe|show|lookup|browse|"
     r"status|info)(?:$|[_\-.])"
 )
@@ -101,7 +103,8 @@ _SIDE_EFFECT_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (r"\b(?:ssh|scp|rsync)\s", ("ssh", "scp", "rsync")),
     (r"(?:^|[^0-9&>\-=])>>?\s*(?!&|/dev/null)[^\s&|;>]", (">",)),  # redirection into a file
 )
-_SIDE_EFFECT = tuple((re.compile(pattern), words) for pattern, words in _SIDE_EFFECT_PATTERNS)
+# Compiled when a command first holds one of its words (lazy_pattern).
+_SIDE_EFFECT = tuple((lazy_pattern(pattern), words) for pattern, words in _SIDE_EFFECT_PATTERNS)
 _TEST_BUILD = re.compile(
     r"\b(?:pytest|py\.test|tox|nox|jest|vitest|mocha|rspec|phpunit|ctest|tsc|mypy|pyright|ruff|"
     r"flake8|pylint|eslint|clippy|unittest)\b"

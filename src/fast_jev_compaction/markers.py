@@ -7,14 +7,15 @@ conversation always leaves a marker behind, so the model can see that the work w
 
 from __future__ import annotations
 
-import re
 from typing import Final
+
+from .lazy_pattern import lazy_pattern
 
 PREFIX: Final = "[fast-jev-compaction"
 
 # Recognises our own marks, current and earlier spellings, so a later pass never cuts a cut.
-_OWN_MARK = re.compile(r"\[fast-jev-compaction (?:kept |truncated |removed |moved |ran |trimmed )|\[fast-jev-compaction: ")
-_SAVED_AT = re.compile(r"(?:saved at|full output:) (\S+?)(?:;|\s|\])")
+_OWN_MARK = lazy_pattern(r"\[fast-jev-compaction (?:kept |truncated |removed |moved |ran |trimmed )|\[fast-jev-compaction: ")
+_SAVED_AT = lazy_pattern(r"(?:saved at|full output:) (\S+?)(?:;|\s|\])")
 
 
 def carries_mark(text: str) -> bool:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
+from .lazy_pattern import lazy_pattern
+
 ELLIPSIS = "\u2026"
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-_UNWRITABLE = re.compile("[\ud800-\udfff\x00]")
+_LONE_SURROGATE = lazy_pattern("[\ud800-\udfff]")
+_UNWRITABLE = lazy_pattern("[\ud800-\udfff\x00]")
 # One encoder each, built once: json.dumps with options builds a new one per call, which costs
 # more than encoding a short value.
 _JS_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -74,7 +75,8 @@ def escape_unwritable(text: str) -> str:
     A tool output cut mid-emoji arrives as a lone surrogate, which strict UTF-8 refuses to encode;
     a NUL ends a C string. Everything else is left as it is.
     """
-    if not _UNWRITABLE.search(text):
+    # An ASCII text without a NUL has neither (and most texts are): the pattern is not even compiled.
+    if (text.isascii() and "\x00" not in text) or not _UNWRITABLE.search(text):
         return text
     return _UNWRITABLE.sub(lambda m: "\\x00" if m.group() == "\x00" else f"\\u{ord(m.group()):04x}", text)
 

@@ -272,6 +272,12 @@ def hook_start_row(repeat: int) -> dict[str, Any] | None:
     return hook_start(max(5, 3 * repeat))
 
 
+def _start_trouble(start: dict[str, Any]) -> str:
+    failed = f"; {start['failed']} runs failed" if start["failed"] else ""
+    answered = "" if start["action"] == "replace" else f"; it answered {start['action']}, not replace"
+    return failed + answered
+
+
 def spawned_lines(rows: list[dict[str, Any]], start: dict[str, Any] | None) -> list[str]:
     """Peak memory per transcript (spawned CLI and hook, and tracemalloc's in process) and the hook's start."""
     lines = []
@@ -287,7 +293,13 @@ def spawned_lines(rows: list[dict[str, Any]], start: dict[str, Any] | None) -> l
         lines.append(
             f"hook start: {start['cpu_ms']:.1f} ms of CPU for a {start['messages']}-message event "
             f"(median of {start['runs']} spawned runs, {start['cpu_ms_min']:.1f}-{start['cpu_ms_max']:.1f}; "
-            f"the interpreter alone {start['interpreter_cpu_ms']:.1f})"
-            + (f"; {start['failed']} runs failed" if start["failed"] else "")
+            f"the interpreter alone {start['interpreter_cpu_ms']:.1f}) in {start['python']}"
+            + _start_trouble(start)
+        )
+        bench = start["bench_interpreter"]
+        lines.append(
+            f"hook start under the bench's own interpreter {start['bench_python']} (its site-packages and .pth files): "
+            f"{bench['cpu_ms']:.1f} ms ({bench['cpu_ms_min']:.1f}-{bench['cpu_ms_max']:.1f}; "
+            f"the interpreter alone {bench['interpreter_cpu_ms']:.1f})" + _start_trouble(bench)
         )
     return lines

@@ -10,6 +10,7 @@ measures what the transcript costs and not the interpreter and its imports.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -25,6 +26,10 @@ HOOK_EVENT_MESSAGES = 30
 # (compaction, regrouping, the answer, the decision log) is what is measured; the embedded judge
 # whatever keys the environment holds.
 HOOK_OPTIONS = {"judge": "local", "minReductionRatio": 0}
+# What the hook imports from outside the standard library on that event: nothing (no httpx or
+# tenacity with the local judge). The interpreter made like the plugin's names only these beside
+# the package, so a new one shows: the hook answers ``fallback`` there.
+HOOK_DEPENDENCIES: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,38 +88,101 @@ def _small_messages() -> list[Any]:
     return parse_transcript(list(transcript_lines(HOOK_EVENT_MESSAGES)))
 
 
-def hook_command() -> list[str] | None:
+def hook_command(python: str = sys.executable) -> list[str] | None:
     """How the plugin's mod starts the hook; None outside a checkout (no hooks/ to run)."""
-    return [sys.executable, "-I", str(HOOK_SCRIPT)] if HOOK_SCRIPT.is_file() else None
+    return [python, "-I", str(HOOK_SCRIPT)] if HOOK_SCRIPT.is_file() else None
+
+
+def plugin_python(folder: Path) -> str:
+    """An interpreter set up as ``hooks/bootstrap.py`` sets up the plugin's, made in ``folder``.
+
+    A venv of the bench's Python without the system site-packages, made ``--without-pip``, whose
+    site-packages holds one ``.pth`` naming the folder the package is in. A compaction with the
+    local judge imports nothing outside the standard library (``HOOK_DEPENDENCIES``), so no other
+    location is named: what a site-packages ``.pth`` of the bench's interpreter imports at start
+    (this sandbox's imports ``certifi``) is not counted, as the plugin's interpreter does not pay it.
+    """
+    import venv
+
+    venv.EnvBuilder(with_pip=False, symlinks=os.name != "nt").create(folder)
+    python = str(folder / ("Scripts/python.exe" if os.name == "nt" else "bin/python"))
+    asked = subprocess.run(
+        [python, "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True, text=True, check=True,
+    )
+    package_folder = Path(__file__).resolve().parents[2]
+    locations = [str(package_folder), *(_location(name) for name in HOOK_DEPENDENCIES)]
+    (Path(asked.stdout.strip()) / "fast_jev_compaction.pth").write_text("\n".join(dict.fromkeys(locations)) + "\n", encoding="utf-8")
+    return python
+
+
+def _location(module: str) -> str:
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError(f"the hook imports {module}, which this interpreter lacks")
+    # A package's folder is named after it; its parent is what goes on sys.path.
+    return str(Path(spec.origin).parents[1 if spec.submodule_search_locations else 0])
 
 
 def hook_start(runs: int) -> dict[str, Any] | None:
     """CPU of a spawned hook answering a generated 30-message event, median and range of ``runs``,
-    and of the bare interpreter started the same way.
+    under an interpreter like the plugin's (``plugin_python``), and of the bare interpreter started
+    the same way; then both again under the bench's own interpreter, for comparison.
 
-    The two are interleaved so that both see the same neighbours: on a shared machine, or under a
+    All four are interleaved so that they see the same neighbours: on a shared machine, or under a
     Python whose site-packages import something at start, the interpreter alone can cost several
-    times its quiet figure, and the hook's number means little without it.
+    times its quiet figure, and the hook's number means little without it. One run first reads the
+    answer: a hook that could not import what it needs answers ``fallback``, faster, and would pass
+    for a quick start.
     """
-    command = hook_command()
-    if command is None:
+    if not HOOK_SCRIPT.is_file():
         return None
-    bare = [sys.executable, "-I", "-c", "pass"]
-    children, interpreters = [], []
-    with tempfile.TemporaryDirectory(prefix="fast-jev-bench-hook-") as folder:
-        event = _write_event(_small_messages(), Path(folder), "event.json")
+    with tempfile.TemporaryDirectory(prefix="fast-jev-bench-hook-") as name:
+        folder = Path(name)
+        python = plugin_python(folder / "venv")
+        event = _write_event(_small_messages(), folder, "event.json")
+        pythons = {"plugin": python, "bench": sys.executable}
+        answers = {where: _answer_action(interpreter, event) for where, interpreter in pythons.items()}
+        hooks: dict[str, list[Child]] = {where: [] for where in pythons}
+        bare: dict[str, list[Child]] = {where: [] for where in pythons}
         for _ in range(max(1, runs)):
-            children.append(run_child(command, event))
-            interpreters.append(run_child(bare))
-    cpu_ms = sorted(child.cpu_s * 1000 for child in children)
+            for where, interpreter in pythons.items():
+                hooks[where].append(run_child([interpreter, "-I", str(HOOK_SCRIPT)], event))
+                bare[where].append(run_child([interpreter, "-I", "-c", "pass"]))
+    rows = {where: _start_row(hooks[where], bare[where], answers[where]) for where in pythons}
     return {
         "messages": HOOK_EVENT_MESSAGES,
-        "runs": len(children),
+        "python": f"a venv like the plugin's (of {getattr(sys, '_base_executable', sys.executable)}, "
+        "without the system site-packages, holding the package)",
+        **rows["plugin"],
+        "bench_python": sys.executable,
+        "bench_interpreter": rows["bench"],
+    }
+
+
+def _answer_action(python: str, event: Path) -> str:
+    with event.open("rb") as source:
+        answered = subprocess.run(
+            [python, "-I", str(HOOK_SCRIPT)], stdin=source, capture_output=True, check=False
+        )
+    try:
+        return str(json.loads(answered.stdout)["action"])
+    except (ValueError, KeyError, TypeError):
+        return "none"
+
+
+def _start_row(hooks: list[Child], bare: list[Child], action: str) -> dict[str, Any]:
+    cpu_ms = sorted(child.cpu_s * 1000 for child in hooks)
+    return {
+        "runs": len(hooks),
+        "action": action,
         "cpu_ms": round(statistics.median(cpu_ms), 1),
         "cpu_ms_min": round(cpu_ms[0], 1),
         "cpu_ms_max": round(cpu_ms[-1], 1),
-        "interpreter_cpu_ms": round(statistics.median(child.cpu_s * 1000 for child in interpreters), 1),
-        "failed": sum(child.code != 0 for child in children),
+        "interpreter_cpu_ms": round(statistics.median(child.cpu_s * 1000 for child in bare), 1),
+        "failed": sum(child.code != 0 for child in hooks),
     }
 
 

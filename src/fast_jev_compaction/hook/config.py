@@ -22,8 +22,11 @@ def _d(name: str) -> Any:
     return OPTION[name].default
 
 
-@dataclass(frozen=True)
+# repr=False: the class writes its own, which never shows the key.
+@dataclass(frozen=True, repr=False)
 class HookConfig:
+    """The plugin options one hook run works with, each checked or at its default."""
+
     keep_threshold: float = _d("keep_threshold")
     preserve_recent_messages: int = _d("preserve_recent_messages")
     compact_at_percent: float = _d("compact_at_percent")

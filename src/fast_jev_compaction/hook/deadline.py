@@ -36,6 +36,8 @@ class DeadlineError(Exception):
 
 @dataclass(frozen=True)
 class Deadline:
+    """The hook run's time: ``timeout_s`` from ``started`` (monotonic), as the mod counts it."""
+
     timeout_s: float
     started: float = field(default_factory=time.monotonic)
 

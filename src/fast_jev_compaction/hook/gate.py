@@ -105,6 +105,8 @@ Verdict = Literal["replace", "skip", "fallback"]
 
 @dataclass(frozen=True)
 class GateResult:
+    """Whether a pass's history replaces the context, and why."""
+
     verdict: Verdict
     reason: str
     category: str | None = None  # the decision log's fallback category

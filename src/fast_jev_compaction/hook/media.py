@@ -19,8 +19,6 @@ transcript (the ``tool_result`` blocks the model read, base64 ``source.data`` in
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import os
 from dataclasses import dataclass, replace
@@ -66,6 +64,9 @@ class Media:
 def _decoded(data: Any) -> bytes | None:
     if not isinstance(data, str) or not data:
         return None
+    import base64  # only a session with an image or a document decodes one
+    import binascii
+
     try:
         return base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):

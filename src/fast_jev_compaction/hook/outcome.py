@@ -17,6 +17,8 @@ Answer = dict[str, Any]
 
 @dataclass
 class Outcome:
+    """How a hook run ended: the answer sent and what the decision log records of it."""
+
     answer: Answer
     action: str
     reason: str

@@ -15,6 +15,8 @@ from ..asker import AskResult, JevAsker
 
 @dataclass
 class Tally:
+    """What the judge was asked in one hook run, failed asks included."""
+
     requests: int = 0  # asks started, retries not included
     retries: int = 0  # extra attempts, of failed asks too (``JevError.retries``)
     failed: int = 0  # asks that raised

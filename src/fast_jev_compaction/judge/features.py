@@ -17,6 +17,7 @@ from itertools import accumulate
 from typing import Iterable, Mapping, Sequence
 
 from ..goal import prompt_text
+from ..lazy_pattern import lazy_pattern
 from ..messages import SessionMessage
 from ..pairing import Pairing, ToolCall
 from ..textutil import js_json
@@ -57,17 +58,16 @@ _HALF_LIFE_MESSAGES = 20.0
 _PROMPTS_SATURATION = 5
 # rebuild.truncated_result_text leaves results up to its 300-char head plus a 120-char margin alone
 _TINY_CHARS = 420
-_ERROR_WORD = re.compile(
-    r"\b(?:error|exception|traceback|failed|failure|fatal|panic|assert(?:ion)?|denied|not found)\b", re.IGNORECASE
-)
+_ERROR_WORDS = r"\b(?:error|exception|traceback|failed|failure|fatal|panic|assert(?:ion)?|denied|not found)\b"
+_ERROR_WORD = lazy_pattern(_ERROR_WORDS, re.IGNORECASE)
 # The same words in a lower-cased text, and where each can start: only a text holding one of
 # these stems is searched, and only where one starts. Lower-casing keeps every position, word
 # boundary and ASCII letter except for four non-ASCII letters that IGNORECASE also matches to
 # ASCII ones (İ ı ſ K): a text holding one of those is searched as it is.
-_ERROR_WORD_LOWER = re.compile(_ERROR_WORD.pattern)
+_ERROR_WORD_LOWER = lazy_pattern(_ERROR_WORDS)
 _ERROR_STEMS = ("error", "exception", "traceback", "fail", "fatal", "panic", "assert", "denied", "not found")
-_FOLDS_TO_ASCII = re.compile("[\u0130\u0131\u017f\u212a]")
-_TERM = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+_FOLDS_TO_ASCII = lazy_pattern("[\u0130\u0131\u017f\u212a]")
+_TERM = lazy_pattern(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 _STOP_TERMS = frozenset(
     """this that with from have will what when where which there their they them then than into
     your about would could should been were also just like make sure need only some more most very

@@ -25,12 +25,12 @@ from ..asker import AskResult, Usage
 from ..messages import SessionMessage
 from ..pairing import Pairing, ToolCall
 from ..textutil import js_json
-from ..tokens import estimate_tokens
 from .model import JudgeModel, load_state_model
-from .state import JudgeInputError, parse_question, read_state, validate_questions, validate_state
-from .state_features import question_features, sized, state_features
 
-__all__ = ["JudgeInputError", "LocalJudge", "validate_questions", "validate_state"]
+# Reading a state (judge/state.py, judge/state_features.py, tokens) is imported by the methods
+# that take one: the compaction's in-process scoring, the hook's, never does.
+
+__all__ = ["LocalJudge"]
 
 _CACHE_SIZE = 4
 
@@ -89,6 +89,8 @@ class LocalJudge:
         return self.answer_with_usage(state, questions)[0]
 
     def answer_with_usage(self, state: Any, questions: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], Usage]:
+        from ..tokens import estimate_tokens
+
         state_json, scored = self._score(state, questions)
         answers = {
             name: {"type": "noul", "noul": _sigmoid(sum(parts.values()))} for name, parts in scored.items()
@@ -106,6 +108,9 @@ class LocalJudge:
     # -- internals ------------------------------------------------------------------------------
 
     def _features(self, state: Mapping[str, Any]) -> tuple[str, dict[str, dict[str, float]]]:
+        from .state import read_state
+        from .state_features import state_features
+
         key = js_json(state)
         with self._lock:
             cached = self._cache.get(key)
@@ -120,6 +125,9 @@ class LocalJudge:
         return key, features
 
     def _score(self, state: Any, questions: Mapping[str, Any]) -> tuple[str, dict[str, dict[str, float]]]:
+        from .state import parse_question, validate_questions, validate_state
+        from .state_features import question_features, sized
+
         mapping = validate_state(state)
         validate_questions(questions)
         state_json, features = self._features(mapping)

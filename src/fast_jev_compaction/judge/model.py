@@ -40,6 +40,8 @@ def _sigmoid(z: float) -> float:
 
 @dataclass(frozen=True)
 class JudgeModel:
+    """A fitted logistic model: keep_result from weighted features, keep_call floored by kind."""
+
     bias: float
     weights: Mapping[str, float]
     call_floors: Mapping[str, float] = field(default_factory=dict)  # kind -> floor

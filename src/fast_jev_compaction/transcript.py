@@ -144,9 +144,9 @@ def _result_text(content: Any) -> str:
     return _result_item_text(content)
 
 
-def _as_input(value: Any) -> dict[str, Any]:
+def _as_input(value: Any, shared: dict[Any, Any]) -> dict[str, Any]:
     if isinstance(value, dict):
-        return shared_input(value)  # JSON object keys are strings
+        return shared_input(value, shared)  # JSON object keys are strings
     # A non-object input (not seen in real files) is kept rather than dropped.
     return {} if value is None else {"value": value}
 
@@ -184,6 +184,8 @@ class _Assembler:
         self.stats = stats
         # Each call id met so far, mapped to itself, so a result shares its call's string.
         self._seen_ids: dict[str, str] = {}
+        # Short input values and whole inputs, one each (messages.shared_input).
+        self._inputs: dict[Any, Any] = {}
         # message.id -> the turn's position, times two, plus one once a text block has come for
         # it: one small int, not a tuple, per turn.
         self._turns: dict[str, int] = {}
@@ -256,7 +258,7 @@ class _Assembler:
                     tool_use_id=tool_use_id,
                     # Tool names repeat in every call: one string each (input: shared_input).
                     tool=sys.intern(name) if isinstance(name, str) else "unknown",
-                    input=_as_input(block.get("input")),
+                    input=_as_input(block.get("input"), self._inputs),
                 ))
             elif kind == "tool_result" and isinstance(block.get("tool_use_id"), str):
                 given: str = block["tool_use_id"]
@@ -275,6 +277,7 @@ class _Assembler:
         """The messages, each call carrying its first result's outcome."""
         self._turns.clear()
         self._seen_ids.clear()
+        self._inputs.clear()
         outcomes: dict[str, ToolResult] = {}
         for message in self.messages:
             for result in message.toolResults or ():

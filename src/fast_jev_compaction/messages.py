@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, Sequence
 
 Role = Literal["user", "assistant"]
 ROLES: tuple[Role, ...] = ("user", "assistant")
@@ -108,12 +108,16 @@ class ToolResult:
 
 @dataclass(frozen=True, slots=True)
 class SessionMessage:
-    """One conversation message: text plus its tool blocks."""
+    """One conversation message: text plus its tool blocks.
+
+    The readers give the blocks as tuples (most messages hold one, and a list costs 32 bytes
+    more); a caller may give lists. Compare them item by item, not with ``==`` across the two.
+    """
 
     role: Role
     text: str = ""
-    toolUses: list[ToolUse] = field(default_factory=_no_uses)
-    toolResults: list[ToolResult] | None = None
+    toolUses: Sequence[ToolUse] = field(default_factory=_no_uses)
+    toolResults: Sequence[ToolResult] | None = None
     handle: str | None = None
     extra: Mapping[str, Any] = field(default_factory=_no_extra)
 
@@ -244,7 +248,7 @@ def _tool_result(value: Any, shared: Shared | None) -> ToolResult:
     return ToolResult(tool_use_id=tool_use_id, text=text, isError=_bool(data, "isError"), extra=_extra(data, _RESULT_FIELDS))
 
 
-def _blocks(data: Mapping[str, Any], key: str, read: Any, shared: Shared | None) -> list[Any] | None:
+def _blocks(data: Mapping[str, Any], key: str, read: Any, shared: Shared | None) -> tuple[Any, ...] | None:
     items = _list(data, key)
     if items is None:
         return None
@@ -254,7 +258,8 @@ def _blocks(data: Mapping[str, Any], key: str, read: Any, shared: Shared | None)
             out.append(read(item, shared))
         except MessageError as exc:
             raise exc.under(key, index) from None
-    return out
+    # A tuple: a list is 32 bytes more, and most messages hold one block.
+    return tuple(out)
 
 
 def message_from_wire(value: Any, shared: Shared | None = None) -> SessionMessage:

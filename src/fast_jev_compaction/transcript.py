@@ -206,8 +206,9 @@ class _Assembler:
         self.messages.append(SessionMessage(
             role=role,  # type: ignore[arg-type]  # only user/assistant records come here
             text="\n\n".join(blocks.texts or ()),
-            toolUses=blocks.uses or NO_USES,
-            toolResults=blocks.results,
+            # Tuples: a list is 32 bytes more, and most messages hold one block.
+            toolUses=tuple(blocks.uses) if blocks.uses else NO_USES,
+            toolResults=None if blocks.results is None else tuple(blocks.results),
             handle=handle,
             extra=_extras(blocks.extras, is_meta),
         ))
@@ -224,8 +225,8 @@ class _Assembler:
         self.messages[at] = replace(
             old,
             text=text,
-            toolUses=old.toolUses + blocks.uses if blocks.uses else old.toolUses,
-            toolResults=(old.toolResults or []) + blocks.results if blocks.results else old.toolResults,
+            toolUses=(*old.toolUses, *blocks.uses) if blocks.uses else old.toolUses,
+            toolResults=(*(old.toolResults or ()), *blocks.results) if blocks.results else old.toolResults,
             extra=_extras(extras + blocks.extras if extras and blocks.extras else extras or blocks.extras,
                           old.extra.get("isMeta") is True),
         )

@@ -639,3 +639,25 @@ def test_a_short_input_value_repeated_across_calls_is_one_string():
         values = [m.toolUses[0].input["command"] for m in messages]
         assert values == [short, short, long, long]
         assert values[0] is values[1]
+
+
+def test_equal_inputs_of_short_values_are_one_dict_and_unequal_ones_stay_apart():
+    def call(n: int, tool_input: dict[str, object]) -> str:
+        return json.dumps({"type": "assistant", "uuid": f"a{n}", "message": {"id": f"m{n}", "role": "assistant", "content": [
+            {"type": "tool_use", "id": f"toolu_{n}", "name": "Read", "input": tool_input}]}})
+
+    inputs: list[dict[str, object]] = [
+        {"file_path": "a.py"}, {"file_path": "a.py"},
+        {"file_path": "a.py", "limit": 1}, {"file_path": "a.py", "limit": 1},
+        {"file_path": "a.py", "limit": True},  # equal to the one before in Python, not in JSON
+        {"limit": 1, "file_path": "a.py"},  # the same items in another order print differently
+        {"file_path": "a.py", "limit": 1.5}, {"file_path": "a.py", "limit": 1.5},
+        {"file_path": "x" * 4000}, {"file_path": "x" * 4000},
+    ]
+    read = parse_transcript([call(n, given) for n, given in enumerate(inputs)])
+    wired = parse_messages([m.to_wire() for m in read])
+    for messages in (read, wired):
+        got = [m.toolUses[0].input for m in messages]
+        assert [json.dumps(g) for g in got] == [json.dumps(g) for g in inputs]
+        assert got[0] is got[1] and got[2] is got[3]
+        assert len({id(g) for g in got[3:]}) == 7  # a bool, a reorder, floats, long values: each its own

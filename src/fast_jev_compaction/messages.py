@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, Sequence
 
 Role = Literal["user", "assistant"]
 ROLES: tuple[Role, ...] = ("user", "assistant")
@@ -49,16 +49,29 @@ def _no_uses() -> list[ToolUse]:
 
 
 # Paths, commands and patterns repeat across a session's calls: a value this short is kept as
-# one string (interned), a file's content or a long command as it came.
+# one string per document, a file's content or a long command as it came.
 SHARED_VALUE_CHARS = 128
 
 
-def shared_input(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """A call's input with its keys and short string values interned."""
-    return {
-        sys.intern(key): sys.intern(value) if type(value) is str and len(value) <= SHARED_VALUE_CHARS else value
-        for key, value in fields.items()
-    }
+def shared_input(fields: Mapping[str, Any], shared: dict[Any, Any]) -> dict[str, Any]:
+    """A call's input with its keys interned and its short string values one string each; an
+    input made only of such strings and ints is one dict for every call with the same input (a
+    re-read, a re-run: the dict costs more than its strings). ``shared`` is the document's
+    table of both, dropped once it is read; nothing changes a call's input in place.
+    """
+    made: dict[str, Any] = {}
+    whole = True
+    for key, value in fields.items():
+        kind = type(value)
+        if kind is str and len(value) <= SHARED_VALUE_CHARS:
+            value = shared.setdefault(value, value)
+        elif kind is not int:  # bool is not int here: True and 1 must not share a dict
+            whole = False
+        made[sys.intern(key)] = value
+    if not whole:
+        return made
+    # Keys and values in turn: a str value and an int never compare equal, so neither do keys.
+    return shared.setdefault(tuple(item for pair in made.items() for item in pair), made)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,12 +108,16 @@ class ToolResult:
 
 @dataclass(frozen=True, slots=True)
 class SessionMessage:
-    """One conversation message: text plus its tool blocks."""
+    """One conversation message: text plus its tool blocks.
+
+    The readers give the blocks as tuples (most messages hold one, and a list costs 32 bytes
+    more); a caller may give lists. Compare them item by item, not with ``==`` across the two.
+    """
 
     role: Role
     text: str = ""
-    toolUses: list[ToolUse] = field(default_factory=_no_uses)
-    toolResults: list[ToolResult] | None = None
+    toolUses: Sequence[ToolUse] = field(default_factory=_no_uses)
+    toolResults: Sequence[ToolResult] | None = None
     handle: str | None = None
     extra: Mapping[str, Any] = field(default_factory=_no_extra)
 
@@ -188,11 +205,18 @@ _RESULT_FIELDS = frozenset({"tool_use_id", "text", "isError"})
 _MESSAGE_FIELDS = frozenset({"role", "text", "toolUses", "toolResults", "handle"})
 
 
-# Calls whose result is still to come: id -> (the call's id string, the output copied on it).
-Calls = dict[str, tuple[str, "str | None"]]
+class Shared:
+    """What the messages of one document share: the calls whose result is still to come (id ->
+    the call's id string and the output copied on it) and :func:`shared_input`'s table."""
+
+    __slots__ = ("calls", "inputs")
+
+    def __init__(self) -> None:
+        self.calls: dict[str, tuple[str, str | None]] = {}
+        self.inputs: dict[Any, Any] = {}
 
 
-def _tool_use(value: Any, calls: Calls | None) -> ToolUse:
+def _tool_use(value: Any, shared: Shared | None) -> ToolUse:
     data = _dict(value, (), "ToolUse")
     tool_input = data.get("input", {})
     if not isinstance(tool_input, dict):
@@ -204,43 +228,45 @@ def _tool_use(value: Any, calls: Calls | None) -> ToolUse:
         tool_use_id=_str(data, "tool_use_id"),
         # Tool names repeat in every call: one string each.
         tool=sys.intern(_str(data, "tool")),
-        input=shared_input(tool_input),
+        input=shared_input(tool_input, shared.inputs if shared is not None else {}),
         text=_str(data, "text", None, optional=True),
         isError=_bool(data, "isError"),
         extra=_extra(data, _USE_FIELDS),
     )
-    if calls is not None:
-        calls[use.tool_use_id] = (use.tool_use_id, use.text)
+    if shared is not None:
+        shared.calls[use.tool_use_id] = (use.tool_use_id, use.text)
     return use
 
 
-def _tool_result(value: Any, calls: Calls | None) -> ToolResult:
+def _tool_result(value: Any, shared: Shared | None) -> ToolResult:
     data = _dict(value, (), "ToolResult")
     tool_use_id, text = _str(data, "tool_use_id"), _str(data, "text", "")
-    call = calls.pop(tool_use_id, None) if calls is not None else None
+    call = shared.calls.pop(tool_use_id, None) if shared is not None else None
     if call is not None:
         # The output comes twice on the wire, on the call and in its result: one string is kept.
         tool_use_id, text = call[0], call[1] if call[1] == text else text
     return ToolResult(tool_use_id=tool_use_id, text=text, isError=_bool(data, "isError"), extra=_extra(data, _RESULT_FIELDS))
 
 
-def _blocks(data: Mapping[str, Any], key: str, read: Any, calls: Calls | None) -> list[Any] | None:
+def _blocks(data: Mapping[str, Any], key: str, read: Any, shared: Shared | None) -> tuple[Any, ...] | None:
     items = _list(data, key)
     if items is None:
         return None
     out = []
     for index, item in enumerate(items):
         try:
-            out.append(read(item, calls))
+            out.append(read(item, shared))
         except MessageError as exc:
             raise exc.under(key, index) from None
-    return out
+    # A tuple: a list is 32 bytes more, and most messages hold one block.
+    return tuple(out)
 
 
-def message_from_wire(value: Any, calls: Calls | None = None) -> SessionMessage:
+def message_from_wire(value: Any, shared: Shared | None = None) -> SessionMessage:
     """Check one SessionMessage-shaped JSON value and build it; :class:`MessageError` names the bad field.
 
-    ``calls``, kept across the messages of one document, lets a result share its call's strings.
+    ``shared``, kept across the messages of one document, lets a result share its call's
+    strings and calls their inputs.
     """
     data = _dict(value, (), "SessionMessage")
     role = data.get("role")
@@ -253,8 +279,8 @@ def message_from_wire(value: Any, calls: Calls | None = None) -> SessionMessage:
     return SessionMessage(
         role=role,
         text=_str(data, "text", ""),
-        toolUses=_blocks(data, "toolUses", _tool_use, calls) or NO_USES,
-        toolResults=_blocks(data, "toolResults", _tool_result, calls),
+        toolUses=_blocks(data, "toolUses", _tool_use, shared) or NO_USES,
+        toolResults=_blocks(data, "toolResults", _tool_result, shared),
         handle=_str(data, "handle", None, optional=True),
         extra=_extra(data, _MESSAGE_FIELDS),
     )
@@ -265,10 +291,10 @@ def parse_messages(data: Any) -> list[SessionMessage]:
     if not isinstance(data, list):
         raise MessageError((), "Input should be a valid list")
     out = []
-    calls: Calls = {}
+    shared = Shared()
     for index, item in enumerate(data):
         try:
-            out.append(message_from_wire(item, calls))
+            out.append(message_from_wire(item, shared))
         except MessageError as exc:
             raise exc.under(index) from None
     return out

@@ -69,35 +69,37 @@ def is_recent(call: ToolCall, messages_total: int) -> bool:
 
 def pair_tool_calls(messages: Sequence[SessionMessage], preserve_recent_messages: int) -> Pairing:
     """Pair calls with results, rejecting structures that could make a drop unsafe."""
-    uses: dict[str, tuple[int, Any]] = {}
-    use_order: list[str] = []
+    # Positions only, in the order met: a tuple per call and per result would be 0.2x of a
+    # transcript's size of short-lived objects, interleaved with the calls that stay.
+    call_at: dict[str, int] = {}
     for index, message in enumerate(messages):
         for use in message.toolUses:
-            if use.tool_use_id in uses:
+            if use.tool_use_id in call_at:
                 raise PairingError(f"Duplicate tool_use_id: {use.tool_use_id}")
-            uses[use.tool_use_id] = (index, use)
-            use_order.append(use.tool_use_id)
+            call_at[use.tool_use_id] = index
 
-    results: dict[str, tuple[int, Any]] = {}
+    result_at: dict[str, int] = {}
     orphans: list[str] = []
     for index, message in enumerate(messages):
         for result in message.toolResults or ():
-            if result.tool_use_id in results:
+            if result.tool_use_id in result_at:
                 raise PairingError(f"Duplicate tool_result: {result.tool_use_id}")
-            results[result.tool_use_id] = (index, result)
-            if result.tool_use_id not in uses:
+            result_at[result.tool_use_id] = index
+            at = call_at.get(result.tool_use_id)
+            if at is None:
                 orphans.append(result.tool_use_id)
-            elif index < uses[result.tool_use_id][0]:
+            elif index < at:
                 raise PairingError(f"Tool result precedes its call: {result.tool_use_id}")
 
     total = len(messages)
     pairing = Pairing(orphan_results=orphans)
-    for tool_use_id in use_order:
-        call_index, use = uses[tool_use_id]
-        if tool_use_id not in results:
+    for tool_use_id, call_index in call_at.items():
+        use = next(u for u in messages[call_index].toolUses if u.tool_use_id == tool_use_id)
+        result_index = result_at.get(tool_use_id)
+        if result_index is None:
             pairing.pending.append(PendingCall(tool_use_id, use.tool, use.input, call_index))
             continue
-        result_index, result = results[tool_use_id]
+        result = next(r for r in messages[result_index].toolResults or () if r.tool_use_id == tool_use_id)
         pinned = is_pinned(call_index, total, preserve_recent_messages) or is_pinned(
             result_index, total, preserve_recent_messages
         )

@@ -50,11 +50,12 @@ def apply_decisions(
     none is made twice.
     """
     pinned = {call.tool_use_id for call in calls if call.pinned}
-    by_id = {call.tool_use_id: call for call in calls}
     # A forged or stale decision cannot touch a pinned call.
     cuts = {
         d.tool_use_id: d for d in decisions if d.action in (TRUNCATE, DROP) and d.tool_use_id not in pinned
     }
+    # The cut calls only: this runs at a compaction's peak of memory.
+    by_id = {call.tool_use_id: call for call in calls if call.tool_use_id in cuts}
     # Where the cut calls sit, when every one is a call of these messages: the other messages are
     # passed over without a look at their blocks.
     touched = (

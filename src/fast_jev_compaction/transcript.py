@@ -144,9 +144,9 @@ def _result_text(content: Any) -> str:
     return _result_item_text(content)
 
 
-def _as_input(value: Any) -> dict[str, Any]:
+def _as_input(value: Any, shared: dict[Any, Any]) -> dict[str, Any]:
     if isinstance(value, dict):
-        return shared_input(value)  # JSON object keys are strings
+        return shared_input(value, shared)  # JSON object keys are strings
     # A non-object input (not seen in real files) is kept rather than dropped.
     return {} if value is None else {"value": value}
 
@@ -173,7 +173,7 @@ def _append(items: list[Any] | None, item: Any) -> list[Any]:
 class _Assembler:
     """Makes the messages as their records come, so that no builder of every message is alive
     beside the messages themselves (a long session's reading would otherwise leave their memory
-    behind, unusable by the rest); each call gets its outcome once all are read.
+    behind, unusable by the rest); a call gets its outcome when its result comes.
 
     A later fragment of a model turn (same ``message.id``) replaces the turn's message by one
     holding both, at the turn's first position, which precedes every result of its calls.
@@ -182,8 +182,14 @@ class _Assembler:
     def __init__(self, stats: TranscriptStats) -> None:
         self.messages: list[SessionMessage] = []
         self.stats = stats
-        # Each call id met so far, mapped to itself, so a result shares its call's string.
-        self._seen_ids: dict[str, str] = {}
+        # Each call met so far, by id: its result shares the id string and copies its outcome
+        # onto it.
+        self._calls: dict[str, ToolUse] = {}
+        # A result came before its call or after another for the same call: the outcomes are
+        # then set once all are read, in message order, as when they are all in order.
+        self._unordered = False
+        # Short input values and whole inputs, one each (messages.shared_input).
+        self._inputs: dict[Any, Any] = {}
         # message.id -> the turn's position, times two, plus one once a text block has come for
         # it: one small int, not a tuple, per turn.
         self._turns: dict[str, int] = {}
@@ -200,8 +206,9 @@ class _Assembler:
         self.messages.append(SessionMessage(
             role=role,  # type: ignore[arg-type]  # only user/assistant records come here
             text="\n\n".join(blocks.texts or ()),
-            toolUses=blocks.uses or NO_USES,
-            toolResults=blocks.results,
+            # Tuples: a list is 32 bytes more, and most messages hold one block.
+            toolUses=tuple(blocks.uses) if blocks.uses else NO_USES,
+            toolResults=None if blocks.results is None else tuple(blocks.results),
             handle=handle,
             extra=_extras(blocks.extras, is_meta),
         ))
@@ -218,8 +225,8 @@ class _Assembler:
         self.messages[at] = replace(
             old,
             text=text,
-            toolUses=old.toolUses + blocks.uses if blocks.uses else old.toolUses,
-            toolResults=(old.toolResults or []) + blocks.results if blocks.results else old.toolResults,
+            toolUses=(*old.toolUses, *blocks.uses) if blocks.uses else old.toolUses,
+            toolResults=(*(old.toolResults or ()), *blocks.results) if blocks.results else old.toolResults,
             extra=_extras(extras + blocks.extras if extras and blocks.extras else extras or blocks.extras,
                           old.extra.get("isMeta") is True),
         )
@@ -229,7 +236,7 @@ class _Assembler:
         if isinstance(content, str):
             out.texts = [content]
             return out
-        seen_ids = self._seen_ids
+        calls = self._calls
         for block in content:
             if isinstance(block, str):
                 # Not an API block shape, but it is text: keep it readable.
@@ -247,24 +254,30 @@ class _Assembler:
                     out.extras = _append(out.extras, block)
             elif kind == "tool_use" and isinstance(block.get("id"), str):
                 tool_use_id: str = block["id"]
-                if tool_use_id in seen_ids:
+                if tool_use_id in calls:
                     self.stats.duplicate_tool_uses += 1
                     continue
-                seen_ids[tool_use_id] = tool_use_id
                 name = block.get("name")
-                out.uses = _append(out.uses, ToolUse(
+                use = calls[tool_use_id] = ToolUse(
                     tool_use_id=tool_use_id,
                     # Tool names repeat in every call: one string each (input: shared_input).
                     tool=sys.intern(name) if isinstance(name, str) else "unknown",
-                    input=_as_input(block.get("input")),
-                ))
+                    input=_as_input(block.get("input"), self._inputs),
+                )
+                out.uses = _append(out.uses, use)
             elif kind == "tool_result" and isinstance(block.get("tool_use_id"), str):
                 given: str = block["tool_use_id"]
-                out.results = _append(out.results, ToolResult(
-                    tool_use_id=seen_ids.get(given, given),
+                call = calls.get(given)
+                result = ToolResult(
+                    tool_use_id=given if call is None else call.tool_use_id,
                     text=_result_text(block.get("content")),
                     isError=block.get("is_error") is True,
-                ))
+                )
+                if call is None or call.text is not None:
+                    self._unordered = True
+                else:
+                    _set_outcome(call, result)
+                out.results = _append(out.results, result)
             else:
                 # thinking, redacted_thinking, image, document, server tools, id-less tool
                 # blocks: nothing here may vanish, so later stages get the raw block.
@@ -274,18 +287,18 @@ class _Assembler:
     def finish(self) -> list[SessionMessage]:
         """The messages, each call carrying its first result's outcome."""
         self._turns.clear()
-        self._seen_ids.clear()
-        outcomes: dict[str, ToolResult] = {}
-        for message in self.messages:
-            for result in message.toolResults or ():
-                outcomes.setdefault(result.tool_use_id, result)
-        for message in self.messages:
-            # The lists are this reader's own until it returns them: set in place.
-            uses = message.toolUses
-            for index, use in enumerate(uses):
-                outcome = outcomes.get(use.tool_use_id)
-                if outcome is not None:
-                    uses[index] = _with_outcome(use, outcome)
+        self._calls.clear()
+        self._inputs.clear()
+        if self._unordered:
+            outcomes: dict[str, ToolResult] = {}
+            for message in self.messages:
+                for result in message.toolResults or ():
+                    outcomes.setdefault(result.tool_use_id, result)
+            for message in self.messages:
+                for use in message.toolUses:
+                    outcome = outcomes.get(use.tool_use_id)
+                    if outcome is not None:
+                        _set_outcome(use, outcome)
         return self.messages
 
 
@@ -298,9 +311,14 @@ def _extras(blocks: list[Any] | None, is_meta: bool) -> Mapping[str, Any]:
     return extras or NO_EXTRA
 
 
-def _with_outcome(use: ToolUse, result: ToolResult) -> ToolUse:
-    """Copy the result onto the call, as Claude Code's ToolUseSummary does."""
-    return replace(use, text=result.text, isError=True if result.isError else None)
+def _set_outcome(use: ToolUse, result: ToolResult) -> None:
+    """Copy the result onto the call, as Claude Code's ToolUseSummary does.
+
+    In place: the call is this reader's own until it returns the messages, and a copy per call
+    would leave the first one's memory behind, interleaved with the messages that stay.
+    """
+    object.__setattr__(use, "text", result.text)
+    object.__setattr__(use, "isError", True if result.isError else None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from json.decoder import JSONDecodeError
 from typing import Any, Callable, Mapping, Protocol
 
-from ..messages import Calls, MessageError, SessionMessage, message_from_wire, parse_messages
+from ..messages import MessageError, SessionMessage, Shared, message_from_wire, parse_messages
 
 _FIELDS = ("event", "trigger", "instructions", "agentId", "sessionId", "pluginRoot", "pluginData", "cwd", "options", "context")
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -154,12 +154,12 @@ def _messages(text: _Window) -> tuple[list[SessionMessage], MessageError | None]
         text.at += 1
         return out, None
     index = 0
-    calls: Calls = {}
+    shared = Shared()
     while True:
         item = text.decode(_DECODER.raw_decode)
         if problem is None:
             try:
-                out.append(message_from_wire(item, calls))
+                out.append(message_from_wire(item, shared))
             except MessageError as exc:
                 problem = exc.under("messages", index)
         del item

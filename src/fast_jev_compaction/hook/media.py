@@ -22,12 +22,13 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, replace
+from itertools import chain
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..archive import archive_path, write_archive
 from ..markers import media_note, tools_note
-from ..messages import SessionMessage, ToolResult
+from ..messages import SessionMessage, ToolResult, ToolUse
 from .archive import MAX_ARCHIVE_AGE_DAYS, MAX_ARCHIVE_BYTES
 from .event import HookEvent
 from .meta import MAX_TRANSCRIPT_BYTES, transcript_file
@@ -200,14 +201,16 @@ def found_media(original: Sequence[SessionMessage], transcript: Path | None) -> 
     the transcript. Most compactions have neither and never open it.
     """
     found: dict[str, list[Media]] = {}
-    # The same record rides on the call and on its result; the result's is read first.
-    blocks = [(r.tool_use_id, r.extra) for m in original for r in m.toolResults or []]
-    blocks += [(u.tool_use_id, u.extra) for m in original for u in m.toolUses]
-    for tool_use_id, extra in blocks:
-        if tool_use_id not in found and "result" in extra:
-            items = from_record(extra["result"])
+    # The same record rides on the call and on its result; the result's is read first. Walked,
+    # not listed: a pair per block of a long session is the hook's peak of memory.
+    blocks: Iterator[ToolResult | ToolUse] = chain(
+        (r for m in original for r in m.toolResults or ()), (u for m in original for u in m.toolUses)
+    )
+    for block in blocks:
+        if block.tool_use_id not in found and "result" in block.extra:
+            items = from_record(block.extra["result"])
             if items:
-                found[tool_use_id] = items
+                found[block.tool_use_id] = items
     wanted = {
         r.tool_use_id
         for m in original

@@ -59,7 +59,8 @@ class _Turn:
 
 def _merged(role: str, sources: Sequence[SessionMessage], uses: list[ToolUse], results: list[ToolResult], carried: str = "") -> SessionMessage | None:
     """One message from several; a single source that already is that message comes back as is."""
-    if len(sources) == 1 and not carried and sources[0].toolUses == uses and (sources[0].toolResults or []) == results:
+    # The blocks compared one by one: a message may hold them in a tuple, the turn in a list.
+    if len(sources) == 1 and not carried and [*sources[0].toolUses] == uses and [*(sources[0].toolResults or ())] == results:
         return sources[0]
     text = joined([m.text for m in sources if m.text.strip()]) + carried
     if not text.strip() and not uses and not results:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from fast_jev_compaction.errors import FittingError
 from fast_jev_compaction.fitting import INPUT_STAGES, _Budget, _floor_tokens, entry_tokens, fit_state
 from fast_jev_compaction.goal import goal_from_messages
-from fast_jev_compaction.history import RenderMemo, _is_term, _top_terms, history_entries
+from fast_jev_compaction.history import RenderMemo, _is_term, _is_term_bytes, _term_counts, _top_terms, history_entries
 from fast_jev_compaction.judge.features import error_lines, terms
 from fast_jev_compaction.judge.reuse import (
     build_reuse_index,
@@ -222,7 +222,8 @@ def test_hashed_reuses_match_the_plain_index(
 def test_top_terms_are_the_most_repeated_terms(words: list[str]) -> None:
     counts = Counter(words)
     kept = [term for term in counts if _is_term(term)]
-    assert _top_terms(counts) == sorted(kept, key=lambda t: (-counts[t], t))[:8]
+    as_bytes = Counter({term.encode(): times for term, times in counts.items()})
+    assert _top_terms(as_bytes) == sorted(kept, key=lambda t: (-counts[t], t))[:8]
 
 
 # -- fitting -------------------------------------------------------------------------------------
@@ -338,6 +339,17 @@ def test_term_pattern_finds_what_the_plain_pattern_finds(text: str) -> None:
     from fast_jev_compaction.history import _TERM
 
     assert _TERM.findall(text) == re.findall(r"[A-Za-z_][\w.\-/]{5,}[\w]", text)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(st.lists(_TERM_ALPHABET, max_size=60).map("".join), _ANY_TEXT))
+def test_term_counts_count_what_the_plain_pattern_finds(text: str) -> None:
+    """The runs cut in C count each term as the regex over the whole text finds it, and the
+    test of a term's bytes is the test of the term."""
+    expected = Counter(re.findall(r"[A-Za-z_][\w.\-/]{5,}[\w]", text))
+    counts = _term_counts(text)
+    assert {word.decode("utf-8", "surrogatepass"): times for word, times in counts.items()} == expected
+    assert all(_is_term_bytes(word) == _is_term(word.decode("utf-8", "surrogatepass")) for word in counts)
 
 
 @settings(max_examples=500, deadline=None)

@@ -18,7 +18,15 @@ from hypothesis import strategies as st
 from fast_jev_compaction.errors import FittingError
 from fast_jev_compaction.fitting import INPUT_STAGES, _Budget, _floor_tokens, entry_tokens, fit_state
 from fast_jev_compaction.goal import goal_from_messages
-from fast_jev_compaction.history import RenderMemo, _is_term, _is_term_bytes, _term_counts, _top_terms, history_entries
+from fast_jev_compaction.history import (
+    RenderMemo,
+    _is_term,
+    _is_term_bytes,
+    _term_counts,
+    _top_terms,
+    history_entries,
+    input_json,
+)
 from fast_jev_compaction.judge.features import error_lines, terms
 from fast_jev_compaction.judge.reuse import (
     build_reuse_index,
@@ -32,7 +40,7 @@ from fast_jev_compaction.judge.reuse import (
 from fast_jev_compaction.messages import SessionMessage
 from fast_jev_compaction.pairing import is_pinned, pair_tool_calls
 from fast_jev_compaction.synthetic import transcript_lines
-from fast_jev_compaction.textutil import plain_json
+from fast_jev_compaction.textutil import _JS_ENCODER, _PLAIN_ENCODER, _js_encode, _plain_encode, js_json, plain_json, truncate
 from fast_jev_compaction.tokens import _accumulated, estimate_tokens, from_tally, most_tokens, tally
 from fast_jev_compaction.transcript import parse_transcript
 
@@ -224,6 +232,35 @@ def test_top_terms_are_the_most_repeated_terms(words: list[str]) -> None:
     kept = [term for term in counts if _is_term(term)]
     as_bytes = Counter({term.encode(): times for term, times in counts.items()})
     assert _top_terms(as_bytes) == sorted(kept, key=lambda t: (-counts[t], t))[:8]
+
+
+
+_JSON_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | _TEXT | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.dictionaries(_TEXT, _JSON_VALUE | st.text(min_size=990, max_size=1100), max_size=5), st.sampled_from([1, 60, 200, 999, 1000]))
+def test_inputs_cut_before_rendering_render_as_the_whole(value: dict, limit: int) -> None:  # type: ignore[type-arg]
+    """A memo renders an input with its long texts cut; every cut a state shows is the same, and
+    the encoders made once print what the standard ones print."""
+    memo = RenderMemo()
+    try:
+        expected = truncate(js_json(value), limit)
+    except (TypeError, ValueError):
+        expected = "[unserializable input]"
+    assert input_json(value, limit, memo) == expected
+    for encoder, encode in ((_JS_ENCODER, _js_encode), (_PLAIN_ENCODER, _plain_encode)):
+        try:
+            standard = encoder.encode(value)
+        except ValueError:
+            with pytest.raises(ValueError):
+                encode(value)
+        else:
+            assert encode(value) == standard
 
 
 # -- fitting -------------------------------------------------------------------------------------

@@ -19,9 +19,28 @@ _SPACES = re.compile(r"\s+")
 
 def input_json(value: dict[str, Any], limit: int, memo: RenderMemo | None = None) -> str:
     try:
-        return truncate(memo.json(value) if memo is not None else js_json(value), limit)
+        if memo is not None and limit <= _INPUT_CUT:
+            return truncate(memo.json(value), limit)
+        return truncate(js_json(value), limit)
     except (TypeError, ValueError):
         return UNSERIALIZABLE
+
+
+# The longest cut of an input that states show (the largest input stage).
+_INPUT_CUT = 1000
+
+
+def _cut_input(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` with each top-level text longer than ``_INPUT_CUT`` cut to that length.
+
+    JSON escapes each character on its own into one or more, so the cut text's JSON opens as the
+    whole text's does for at least ``_INPUT_CUT`` characters, and so does the input's (a cut
+    input is longer than that either way): every ``truncate`` up to that length is the same,
+    without rendering a written file's whole content.
+    """
+    if not any(type(item) is str and len(item) > _INPUT_CUT for item in value.values()):
+        return value
+    return {key: item[:_INPUT_CUT] if type(item) is str else item for key, item in value.items()}
 
 
 def result_note(call: ToolCall) -> str:
@@ -164,9 +183,10 @@ class RenderMemo:
         self._outputs: tuple[Sequence[SessionMessage], dict[str, str]] | None = None
 
     def json(self, value: dict[str, Any]) -> str:
+        """The JSON of ``value``, good for any cut up to ``_INPUT_CUT`` (see :func:`_cut_input`)."""
         found = self._json.get(id(value))
         if found is None or found[0] is not value:
-            found = (value, js_json(value))
+            found = (value, js_json(_cut_input(value)))
             self._json[id(value)] = found
         return found[1]
 

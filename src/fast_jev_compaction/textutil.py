@@ -10,15 +10,39 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from typing import Any, Callable
 
 ELLIPSIS = "\u2026"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _UNWRITABLE = re.compile("[\ud800-\udfff\x00]")
 # One encoder each, built once: json.dumps with options builds a new one per call, which costs
-# more than encoding a short value.
+# more than encoding a short value, and so does JSONEncoder.encode (a closure, a C encoder and a
+# dict of the containers it is in, per value). Values here come from parsed JSON or are built by
+# us, never circular, so the C encoder runs without that dict.
 _JS_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _PLAIN_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def _c_encoder(encoder: json.JSONEncoder) -> Callable[[Any], str]:
+    """``encoder.encode`` through one C encoder made once (the plain method where there is none)."""
+    if c_make_encoder is None:  # pragma: no cover - CPython always has the accelerator
+        return encoder.encode
+    chunks = c_make_encoder(
+        None, encoder.default, encode_basestring, None, encoder.key_separator, encoder.item_separator,
+        encoder.sort_keys, encoder.skipkeys, encoder.allow_nan,
+    )
+
+    def encode(value: Any) -> str:
+        if type(value) is str:
+            return encode_basestring(value)
+        return "".join(chunks(value, 0))
+
+    return encode
+
+
+_js_encode = _c_encoder(_JS_ENCODER)
+_plain_encode = _c_encoder(_PLAIN_ENCODER)
 
 
 def _js_value(value: Any) -> Any:
@@ -47,13 +71,13 @@ def _needs_js_mapping(value: Any) -> bool:
 def js_json(value: Any) -> str:
     """``JSON.stringify(value)``: no spaces, raw UTF-8, lone surrogates escaped, ``1.0`` as ``1``."""
     try:
-        text = _JS_ENCODER.encode(value)
+        text = _js_encode(value)
     except ValueError:  # a non-finite float: JavaScript prints null
         text = None
     # Only an integral float prints differently, and its Python form always holds ".0" or "e+":
     # without either, the walk that rewrites floats is not needed.
     if text is None or ((".0" in text or "e+" in text) and _needs_js_mapping(value)):
-        text = _JS_ENCODER.encode(_js_value(value))
+        text = _js_encode(_js_value(value))
     if not text.isascii() and _LONE_SURROGATE.search(text):
         text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
@@ -62,7 +86,7 @@ def js_json(value: Any) -> str:
 def plain_json(value: Any) -> str:
     """:func:`js_json` for values built of str, int, bool, None, lists and dicts only (no floats
     to re-print), such as state entries, whose inputs are already rendered: no pre-walk."""
-    text = _PLAIN_ENCODER.encode(value)
+    text = _plain_encode(value)
     if not text.isascii() and _LONE_SURROGATE.search(text):
         text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text

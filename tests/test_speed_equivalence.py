@@ -40,7 +40,17 @@ from fast_jev_compaction.judge.reuse import (
 from fast_jev_compaction.messages import SessionMessage
 from fast_jev_compaction.pairing import is_pinned, pair_tool_calls
 from fast_jev_compaction.synthetic import transcript_lines
-from fast_jev_compaction.textutil import _JS_ENCODER, _PLAIN_ENCODER, _js_encode, _plain_encode, js_json, plain_json, truncate
+from fast_jev_compaction.textutil import (
+    _JS_ENCODER,
+    _PLAIN_ENCODER,
+    _js_encode,
+    _plain_encode,
+    collapse_spaces,
+    has_lone_surrogate,
+    js_json,
+    plain_json,
+    truncate,
+)
 from fast_jev_compaction.tokens import _accumulated, estimate_tokens, from_tally, most_tokens, tally
 from fast_jev_compaction.transcript import parse_transcript
 
@@ -261,6 +271,19 @@ def test_inputs_cut_before_rendering_render_as_the_whole(value: dict, limit: int
                 encode(value)
         else:
             assert encode(value) == standard
+
+
+
+_SPACED = st.lists(st.sampled_from(list(" \t\n\x0b\x1c\x85\xa0\u2028\u3000\u200bab\u00e9\ud800")), max_size=20).map("".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(_SPACED, _TEXT, st.text()))
+def test_text_checks_in_c_match_the_regexes(text: str) -> None:
+    """Whitespace collapsed by split and join, and lone surrogates found by the UTF-8 encoder,
+    as the regexes they replace find them."""
+    assert collapse_spaces(text) == re.sub(r"\s+", " ", text)
+    assert has_lone_surrogate(text) == (re.search("[\ud800-\udfff]", text) is not None)
 
 
 # -- fitting -------------------------------------------------------------------------------------

@@ -10,11 +10,10 @@ from typing import Any, Sequence
 
 from .messages import SessionMessage
 from .pairing import Pairing, PendingCall, ToolCall
-from .textutil import js_json, plain_json, truncate
+from .textutil import collapse_spaces, js_json, plain_json, truncate
 from .tokens import tally
 
 UNSERIALIZABLE = "[unserializable input]"
-_SPACES = re.compile(r"\s+")
 
 
 def input_json(value: dict[str, Any], limit: int, memo: RenderMemo | None = None) -> str:
@@ -269,9 +268,9 @@ def one_line_input(value: dict[str, Any]) -> str:
     # pairs, and with its spaces collapsed the opening of the whole line: once that is longer
     # than the cut, the rest cannot show (a file written whole is not copied whole).
     pairs = _pairs(value, _ONE_LINE_PEEK)
-    line = _SPACES.sub(" ", pairs[:_ONE_LINE_PEEK])
+    line = collapse_spaces(pairs[:_ONE_LINE_PEEK])
     if len(line) <= 60 and len(pairs) > _ONE_LINE_PEEK:
-        line = _SPACES.sub(" ", _pairs(value, None))
+        line = collapse_spaces(_pairs(value, None))
     return truncate(line, 60)
 
 

@@ -78,7 +78,7 @@ def js_json(value: Any) -> str:
     # without either, the walk that rewrites floats is not needed.
     if text is None or ((".0" in text or "e+" in text) and _needs_js_mapping(value)):
         text = _js_encode(_js_value(value))
-    if not text.isascii() and _LONE_SURROGATE.search(text):
+    if not text.isascii() and has_lone_surrogate(text):
         text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
 
@@ -87,9 +87,27 @@ def plain_json(value: Any) -> str:
     """:func:`js_json` for values built of str, int, bool, None, lists and dicts only (no floats
     to re-print), such as state entries, whose inputs are already rendered: no pre-walk."""
     text = _plain_encode(value)
-    if not text.isascii() and _LONE_SURROGATE.search(text):
+    if not text.isascii() and has_lone_surrogate(text):
         text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate: the one thing strict UTF-8 cannot encode, and
+    its encoder finds it in a third of the instructions of a regex search."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def collapse_spaces(text: str) -> str:
+    """``re.sub(r"\\s+", " ", text)``: each run of whitespace one space (split and joined in C)."""
+    inner = " ".join(text.split())
+    if not inner:
+        return " " if text else ""
+    return f"{' ' if text[0].isspace() else ''}{inner}{' ' if text[-1].isspace() else ''}"
 
 
 def escape_unwritable(text: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from itertools import compress, filterfalse, groupby, repeat
-from operator import ge, itemgetter
+from operator import ge
 from typing import Any, Sequence
 
 from .messages import SessionMessage
@@ -124,8 +124,10 @@ def _top_terms(counts: Counter[bytes]) -> list[str]:
     """The ``_TERMS`` most repeated terms, ties alphabetical (UTF-8 bytes sort as their code
     points do): words are tested in that order only until enough are found, not all of them."""
     chosen: list[str] = []
-    for _, group in groupby(counts.most_common(), key=itemgetter(1)):
-        for word in sorted(map(itemgetter(0), group)):
+    times = counts.__getitem__
+    # The words alone, by count (most_common would make a pair of each).
+    for _, group in groupby(sorted(counts, key=times, reverse=True), key=times):
+        for word in sorted(group):
             if _is_term_bytes(word):
                 chosen.append(word.decode("utf-8", "surrogatepass"))
                 if len(chosen) == _TERMS:

@@ -18,7 +18,15 @@ from hypothesis import strategies as st
 from fast_jev_compaction.errors import FittingError
 from fast_jev_compaction.fitting import INPUT_STAGES, _Budget, _floor_tokens, entry_tokens, fit_state
 from fast_jev_compaction.goal import goal_from_messages
-from fast_jev_compaction.history import RenderMemo, _is_term, _top_terms, history_entries
+from fast_jev_compaction.history import (
+    RenderMemo,
+    _is_term,
+    _is_term_bytes,
+    _term_counts,
+    _top_terms,
+    history_entries,
+    input_json,
+)
 from fast_jev_compaction.judge.features import error_lines, terms
 from fast_jev_compaction.judge.reuse import (
     build_reuse_index,
@@ -32,7 +40,17 @@ from fast_jev_compaction.judge.reuse import (
 from fast_jev_compaction.messages import SessionMessage
 from fast_jev_compaction.pairing import is_pinned, pair_tool_calls
 from fast_jev_compaction.synthetic import transcript_lines
-from fast_jev_compaction.textutil import plain_json
+from fast_jev_compaction.textutil import (
+    _JS_ENCODER,
+    _PLAIN_ENCODER,
+    _js_encode,
+    _plain_encode,
+    collapse_spaces,
+    has_lone_surrogate,
+    js_json,
+    plain_json,
+    truncate,
+)
 from fast_jev_compaction.tokens import _accumulated, estimate_tokens, from_tally, most_tokens, tally
 from fast_jev_compaction.transcript import parse_transcript
 
@@ -222,7 +240,50 @@ def test_hashed_reuses_match_the_plain_index(
 def test_top_terms_are_the_most_repeated_terms(words: list[str]) -> None:
     counts = Counter(words)
     kept = [term for term in counts if _is_term(term)]
-    assert _top_terms(counts) == sorted(kept, key=lambda t: (-counts[t], t))[:8]
+    as_bytes = Counter({term.encode(): times for term, times in counts.items()})
+    assert _top_terms(as_bytes) == sorted(kept, key=lambda t: (-counts[t], t))[:8]
+
+
+
+_JSON_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | _TEXT | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.dictionaries(_TEXT, _JSON_VALUE | st.text(min_size=990, max_size=1100), max_size=5), st.sampled_from([1, 60, 200, 999, 1000]))
+def test_inputs_cut_before_rendering_render_as_the_whole(value: dict, limit: int) -> None:  # type: ignore[type-arg]
+    """A memo renders an input with its long texts cut; every cut a state shows is the same, and
+    the encoders made once print what the standard ones print."""
+    memo = RenderMemo()
+    try:
+        expected = truncate(js_json(value), limit)
+    except (TypeError, ValueError):
+        expected = "[unserializable input]"
+    assert input_json(value, limit, memo) == expected
+    for encoder, encode in ((_JS_ENCODER, _js_encode), (_PLAIN_ENCODER, _plain_encode)):
+        try:
+            standard = encoder.encode(value)
+        except ValueError:
+            with pytest.raises(ValueError):
+                encode(value)
+        else:
+            assert encode(value) == standard
+
+
+
+_SPACED = st.lists(st.sampled_from(list(" \t\n\x0b\x1c\x85\xa0\u2028\u3000\u200bab\u00e9\ud800")), max_size=20).map("".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(_SPACED, _TEXT, st.text()))
+def test_text_checks_in_c_match_the_regexes(text: str) -> None:
+    """Whitespace collapsed by split and join, and lone surrogates found by the UTF-8 encoder,
+    as the regexes they replace find them."""
+    assert collapse_spaces(text) == re.sub(r"\s+", " ", text)
+    assert has_lone_surrogate(text) == (re.search("[\ud800-\udfff]", text) is not None)
 
 
 # -- fitting -------------------------------------------------------------------------------------
@@ -338,6 +399,17 @@ def test_term_pattern_finds_what_the_plain_pattern_finds(text: str) -> None:
     from fast_jev_compaction.history import _TERM
 
     assert _TERM.findall(text) == re.findall(r"[A-Za-z_][\w.\-/]{5,}[\w]", text)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(st.lists(_TERM_ALPHABET, max_size=60).map("".join), _ANY_TEXT))
+def test_term_counts_count_what_the_plain_pattern_finds(text: str) -> None:
+    """The runs cut in C count each term as the regex over the whole text finds it, and the
+    test of a term's bytes is the test of the term."""
+    expected = Counter(re.findall(r"[A-Za-z_][\w.\-/]{5,}[\w]", text))
+    counts = _term_counts(text)
+    assert {word.decode("utf-8", "surrogatepass"): times for word, times in counts.items()} == expected
+    assert all(_is_term_bytes(word) == _is_term(word.decode("utf-8", "surrogatepass")) for word in counts)
 
 
 @settings(max_examples=500, deadline=None)

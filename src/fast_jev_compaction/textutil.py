@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from typing import Any, Callable
 
 from .lazy_pattern import lazy_pattern
 
@@ -17,9 +18,32 @@ ELLIPSIS = "\u2026"
 _LONE_SURROGATE = lazy_pattern("[\ud800-\udfff]")
 _UNWRITABLE = lazy_pattern("[\ud800-\udfff\x00]")
 # One encoder each, built once: json.dumps with options builds a new one per call, which costs
-# more than encoding a short value.
+# more than encoding a short value, and so does JSONEncoder.encode (a closure, a C encoder and a
+# dict of the containers it is in, per value). Values here come from parsed JSON or are built by
+# us, never circular, so the C encoder runs without that dict.
 _JS_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _PLAIN_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def _c_encoder(encoder: json.JSONEncoder) -> Callable[[Any], str]:
+    """``encoder.encode`` through one C encoder made once (the plain method where there is none)."""
+    if c_make_encoder is None:  # pragma: no cover - CPython always has the accelerator
+        return encoder.encode
+    chunks = c_make_encoder(
+        None, encoder.default, encode_basestring, None, encoder.key_separator, encoder.item_separator,
+        encoder.sort_keys, encoder.skipkeys, encoder.allow_nan,
+    )
+
+    def encode(value: Any) -> str:
+        if type(value) is str:
+            return encode_basestring(value)
+        return "".join(chunks(value, 0))
+
+    return encode
+
+
+_js_encode = _c_encoder(_JS_ENCODER)
+_plain_encode = _c_encoder(_PLAIN_ENCODER)
 
 
 def _js_value(value: Any) -> Any:
@@ -48,14 +72,14 @@ def _needs_js_mapping(value: Any) -> bool:
 def js_json(value: Any) -> str:
     """``JSON.stringify(value)``: no spaces, raw UTF-8, lone surrogates escaped, ``1.0`` as ``1``."""
     try:
-        text = _JS_ENCODER.encode(value)
+        text = _js_encode(value)
     except ValueError:  # a non-finite float: JavaScript prints null
         text = None
     # Only an integral float prints differently, and its Python form always holds ".0" or "e+":
     # without either, the walk that rewrites floats is not needed.
     if text is None or ((".0" in text or "e+" in text) and _needs_js_mapping(value)):
-        text = _JS_ENCODER.encode(_js_value(value))
-    if not text.isascii() and _LONE_SURROGATE.search(text):
+        text = _js_encode(_js_value(value))
+    if not text.isascii() and has_lone_surrogate(text):
         text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
 
@@ -63,10 +87,28 @@ def js_json(value: Any) -> str:
 def plain_json(value: Any) -> str:
     """:func:`js_json` for values built of str, int, bool, None, lists and dicts only (no floats
     to re-print), such as state entries, whose inputs are already rendered: no pre-walk."""
-    text = _PLAIN_ENCODER.encode(value)
-    if not text.isascii() and _LONE_SURROGATE.search(text):
+    text = _plain_encode(value)
+    if not text.isascii() and has_lone_surrogate(text):
         text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate: the one thing strict UTF-8 cannot encode, and
+    its encoder finds it in a third of the instructions of a regex search."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def collapse_spaces(text: str) -> str:
+    """``re.sub(r"\\s+", " ", text)``: each run of whitespace one space (split and joined in C)."""
+    inner = " ".join(text.split())
+    if not inner:
+        return " " if text else ""
+    return f"{' ' if text[0].isspace() else ''}{inner}{' ' if text[-1].isspace() else ''}"
 
 
 def escape_unwritable(text: str) -> str:

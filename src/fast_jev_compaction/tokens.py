@@ -33,6 +33,7 @@ _CHARMAP = codecs.charmap_build(
     "".join(map(chr, range(128))) + _WIDE_SPACES + _FREQUENT
     + "".join(chr(0xE000 + i) for i in range(128 - len(_WIDE_SPACES) - len(_FREQUENT)))
 )
+_LETTERS = bytes(ord("a") if b == ord("a") else ord(" ") for b in range(256))
 _CLASSES = bytes(
     ord("a") if chr(b).isascii() and chr(b).isalpha() else
     ord("0") if chr(b).isascii() and chr(b).isdigit() else
@@ -44,12 +45,13 @@ _CLASSES = bytes(
 
 def estimate_tokens(text: str) -> int:
     """Estimated Jev tokens for ``text`` (``''`` -> 0, ``hello world`` -> 2)."""
-    tenths, others, plain, marked = _pieces(text)
+    tenths, others, plain, classes = _pieces(text)
     estimate = from_tally(tenths, others)
     if estimate is not None:
         return estimate
     if plain:
         # The pieces in order, costed through a dict and added left to right, all in C.
+        marked = (b" " + classes).replace(b" a", b" A").replace(b".a", b".A").replace(b"0a", b"0A")
         return math.ceil(reduce(add, map(_COSTS.__getitem__, _CLASS_PIECES.findall(marked)), 0.0))
     return _accumulated(text)
 
@@ -81,7 +83,7 @@ def from_tally(tenths: int, others: int) -> int | None:
 
 
 def _pieces(text: str) -> tuple[int, int, bool, bytes]:
-    """Tenths, 0.9 pieces, whether each "." class byte is one such piece, the marked class bytes."""
+    """Tenths, 0.9 pieces, whether each "." class byte is one such piece, the class bytes."""
     if text.isascii():
         classes = text.encode("ascii").translate(_CLASSES)
         astral = 0
@@ -89,11 +91,13 @@ def _pieces(text: str) -> tuple[int, int, bool, bytes]:
         classes = codecs.charmap_encode(text, "replace", _CHARMAP)[0].translate(_CLASSES)
         # Each astral character is one "." byte and a second UTF-16 unit.
         astral = len(text.encode("utf-16-le", "surrogatepass")) // 2 - len(text)
-    marked = (b" " + classes).replace(b" a", b" A").replace(b".a", b".A").replace(b"0a", b"0A")
+    # Letters as "a" and the rest as spaces, after a space: one replacement marks each run's
+    # first letter (three are needed on the class bytes themselves).
+    marked = (b" " + classes.translate(_LETTERS)).replace(b" a", b" A")
     letters = marked.count(b"A") + marked.count(b"aaaaaa")
     digits = classes.count(b"0")
     others = classes.count(b".") + astral
-    return 10 * letters + 5 * digits + 9 * others, others, not astral, marked
+    return 10 * letters + 5 * digits + 9 * others, others, not astral, classes
 
 
 class _PieceCosts(dict[bytes, float]):

@@ -107,6 +107,9 @@ async def compact(
             # Never asked: the policy keeps it whatever the judge would say.
             by_id[call.tool_use_id] = CallDecision(call.id, call.tool_use_id, call.tool, 1.0, 1.0, KEEP, UNDER_CUT)
     scored = [Scored(call, *answers[call.id]) for call in to_judge if call.id in answers]
+    rule_names = {v.rule for v in verdicts.values()}
+    # Both live on, in ``scored`` and ``by_id``: their maps go before the policy's probes.
+    del answers, verdicts
     if opts.policy == "threshold":
         judged = threshold_decisions(scored, opts.keep_threshold)
     else:
@@ -121,8 +124,7 @@ async def compact(
         )
     by_id.update((d.tool_use_id, d) for d in judged)
 
-    rule_names = {v.rule for v in verdicts.values()}
-    del verdicts, answers, scored, judged
+    del scored, judged
     decisions: list[CallDecision] = []
     archive: dict[str, str] = {}
     # The rebuild's cuts only; a call's probes, its memo entries and its first decision go as it

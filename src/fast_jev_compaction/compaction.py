@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Coroutine, Sequence, TypeVar
 
 from .archive import archive_path
-from .decisions import KEEP, PINNED, SMALL, TRUNCATE, UNDER_CUT, Action, CallDecision
+from .decisions import DROP, KEEP, PINNED, SMALL, TRUNCATE, UNDER_CUT, Action, CallDecision
 from .digest import IDS_SHARE, DigestShape
 from .goal import goal_from_messages
 from .messages import SessionMessage, ToolResult
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from .windows import Request
 
 T = TypeVar("T")
+# A cut may be None (nothing worth cutting): this says no cut was made at all.
+_NO_CUT: Any = object()
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,9 @@ async def compact(
             # Never asked: the policy keeps it whatever the judge would say.
             by_id[call.tool_use_id] = CallDecision(call.id, call.tool_use_id, call.tool, 1.0, 1.0, KEEP, UNDER_CUT)
     scored = [Scored(call, *answers[call.id]) for call in to_judge if call.id in answers]
+    rule_names = {v.rule for v in verdicts.values()}
+    # Both live on, in ``scored`` and ``by_id``: their maps go before the policy's probes.
+    del answers, verdicts
     if opts.policy == "threshold":
         judged = threshold_decisions(scored, opts.keep_threshold)
     else:
@@ -119,12 +124,18 @@ async def compact(
         )
     by_id.update((d.tool_use_id, d) for d in judged)
 
+    del scored, judged
     decisions: list[CallDecision] = []
     archive: dict[str, str] = {}
+    # The rebuild's cuts only; a call's probes, its memo entries and its first decision go as it
+    # is decided, so they never stand beside the final decisions whole (a compaction's peak).
+    kept_cuts: dict[tuple[str, str | None], str | None] = {}
     for call in pairing.calls:
-        decision = by_id[call.tool_use_id]
+        decision = by_id.pop(call.tool_use_id)
+        # A probed truncation's cut is filed under its saved file's path.
+        probed = (call.tool_use_id, TRUNCATE) in freed_memo
+        path = saved_at(call) if decision.action != KEEP or probed else None
         if decision.action != KEEP:
-            path = saved_at(call)
             decision = replace(decision, archive_path=path, chars_freed=freed(call, decision.action))
             if decision.chars_freed <= 0:
                 # Nothing to gain (an output shorter than its digest or its marker): it stays,
@@ -132,12 +143,15 @@ async def compact(
                 decision = replace(decision, action=KEEP, reason=SMALL, archive_path=None, chars_freed=0)
             elif path is not None:
                 archive[path] = results[call.tool_use_id].text
+        freed_memo.pop((call.tool_use_id, TRUNCATE), None)
+        freed_memo.pop((call.tool_use_id, DROP), None)
+        cut = cuts.pop((call.tool_use_id, path), _NO_CUT)
+        if decision.action == TRUNCATE and cut is not _NO_CUT:
+            kept_cuts[(call.tool_use_id, path)] = cut
         decisions.append(decision)
-    rule_names = {v.rule for v in verdicts.values()}
-    # What only the decisions needed goes before the rebuild, a compaction's peak of memory.
+    del by_id
     freed_memo.clear()
-    cuts = {key: cuts[key] for d in decisions if d.action == TRUNCATE and (key := (d.tool_use_id, d.archive_path)) in cuts}
-    del by_id, verdicts, answers, scored, judged
+    cuts = kept_cuts
     out = apply_decisions(messages, decisions, pairing.calls, shape, cuts)
 
     stats.messages_after = len(out)

@@ -133,6 +133,9 @@ def run_compaction(
         return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, gate.category)
 
     out = regroup(result.messages, carried_by(messages, _hung_texts(event, messages, log)))
+    # The rebuilt history lives on as ``out``; the outcome's record reads the decisions, calls
+    # and figures only, so the turns regroup merged are not kept beside it while it is wired.
+    result = replace(result, messages=[])
     if (result.stats.truncated or result.stats.dropped) and not any(m.text == LEAD_NOTE for m in out):
         # Once per history: a later pass finds it and adds none (the engine merges it into the
         # first user message of the request).

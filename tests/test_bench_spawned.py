@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import fast_jev_compaction
+from fast_jev_compaction.commands.bench import spawned_lines
 from fast_jev_compaction.commands.spawned import plugin_python, run_child
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,10 +65,10 @@ def test_the_plugin_like_interpreter_holds_the_package_and_nothing_of_the_benchs
 
 
 def test_the_text_report_says_which_transcripts_have_no_memory_figure() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "fast_jev_compaction.cli", "bench", str(REPO / "examples" / "session.jsonl"), "--repeat", "1"],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "peak memory over the transcript's size" not in proc.stdout
-    assert "peak memory: not read for 1 transcript(s) under 1.0 MB" in proc.stdout
+    # The rows of a transcript under the size (``spawned_memory`` gave nothing) and of one over it.
+    small = {"file": "small.jsonl", "peak_over_size": 7.0}
+    large = {"file": "large.jsonl", "peak_over_size": 2.1, "cli_over_size": 2.7, "cli_code": 0, "hook_over_size": 2.7}
+    lines = spawned_lines([small, large], None)
+    assert [line for line in lines if "small.jsonl" in line] == []
+    assert any(line.startswith("peak memory over the transcript's size: fast-jev compact 2.7x, hook 2.7x") for line in lines)
+    assert any(line.startswith("peak memory: not read for 1 transcript(s) under 1.0 MB") for line in lines)

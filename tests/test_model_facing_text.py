@@ -131,6 +131,7 @@ def test_markers_are_pinned():
     assert texts["drop marker"] == EXPECTED_DROP
     assert texts["unsaved drop marker"] == EXPECTED_UNSAVED_DROP
     assert texts["empty drop marker"] == EXPECTED_EMPTY_DROP
+    assert saved_path(texts["empty drop marker"]) is None  # nothing for a later pass to read back
     assert texts["gap"] == "[… 24,396 chars …]"
     assert texts["ids line"] == "[ids and paths further in: src/payments/ledger_client.py test_partial_refund_rounding]"
     assert texts["lead note"] == EXPECTED_LEAD

@@ -43,6 +43,11 @@ class JevAsker(Protocol):
     async def ask(self, state: Any, questions: Mapping[str, Any]) -> AskResult: ...
 
 
+def in_process(asker: Any) -> bool:
+    """Whether ``asker`` scores calls itself, in this process, without requests."""
+    return callable(getattr(asker, "score_calls", None))
+
+
 def answers_at_once(asker: Any) -> bool:
     """Whether ``asker`` answers without waiting on anything (no I/O, timer or other task): it
     scores calls in process (``score_calls``) or says so with ``answers_at_once = True``.
@@ -51,4 +56,4 @@ def answers_at_once(asker: Any) -> bool:
     (``compaction.run_sync``), which would cost more than a small compaction itself; one that
     waits after all stops with an error rather than hang.
     """
-    return callable(getattr(asker, "score_calls", None)) or getattr(asker, "answers_at_once", False) is True
+    return in_process(asker) or getattr(asker, "answers_at_once", False) is True

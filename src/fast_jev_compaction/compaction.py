@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Coroutine, Sequence, TypeVar
 
 from .archive import archive_path
+from .asker import answers_at_once, in_process
 from .decisions import DROP, KEEP, PINNED, SMALL, TRUNCATE, UNDER_CUT, Action, CallDecision
 from .digest import IDS_SHARE, DigestShape
 from .goal import goal_from_messages
@@ -280,14 +281,7 @@ def compact_sync(
     cache: AnswerCache | None = None,
 ) -> CompactResult:
     """:func:`compact` for callers without an event loop."""
-    from .asker import answers_at_once
-
     return run_sync(compact(messages, asker, options, cache), waits=not answers_at_once(asker))
-
-
-def in_process(asker: Any) -> bool:
-    """Whether ``asker`` scores calls itself, in this process, without requests."""
-    return callable(getattr(asker, "score_calls", None))
 
 
 def run_sync(coroutine: Coroutine[Any, Any, T], *, waits: bool = True) -> T:

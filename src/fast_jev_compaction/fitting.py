@@ -12,7 +12,7 @@ from .messages import SessionMessage
 from .pairing import Pairing, PendingCall, ToolCall, is_pinned
 from .questions import STATE_CONTEXT
 from .textutil import ELLIPSIS, abridge, collapsed, format_number, js_json, plain_json
-from .tokens import estimate_tokens, from_tally, tally
+from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, tally
 
 INPUT_STAGES = ((1000, "full"), (200, "inputs<=200"), (60, "inputs<=60"))
 ABRIDGE_HEAD, ABRIDGE_TAIL = 400, 150
@@ -250,7 +250,7 @@ def _detailed_floor(
         entry["pending_calls"] = [
             {"tool_use_id": c.tool_use_id, "tool": c.tool, "input": _uncut(input_json(c.input, cut, memo))} for c in waiting
         ]
-    tenths = tally(plain_json(entry))[0] - _QUOTES + memo.tally(message.text)[0]
+    tenths = tally(plain_json(entry))[0] - QUOTES_TENTHS + memo.tally(message.text)[0]
     return -(-tenths // 10) + 1
 
 
@@ -350,14 +350,13 @@ def _floor_tokens(
             forms.append(abridge(text, ABRIDGE_HEAD, ABRIDGE_TAIL))
         if not pinned[position] and text:
             forms.append(collapsed(len(text)))
-        tenths += min(tally(plain_json(form))[0] for form in forms) - _QUOTES
+        tenths += min(tally(plain_json(form))[0] for form in forms) - QUOTES_TENTHS
         tokens += -(-tenths // 10) + 1
     return tokens
 
 
 # A call at the full stage, its input and a 300-character digest shown, rarely costs less.
 _FULL_CALL_TOKENS = 100
-_QUOTES = 18  # the tally of ``""``, the empty text
 _CUT_MARK = 9  # the tally of the ``…`` ending a cut input
 # Each key of a history entry with its quotes and the colon after it.
 _KEY_TALLIES = {

@@ -7,7 +7,7 @@ from typing import Any, Mapping, Sequence
 from .errors import FittingError
 from .pairing import ToolCall
 from .textutil import format_number, js_json, plain_json
-from .tokens import estimate_tokens, from_tally, tally
+from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, tally
 
 # Upstream's context asserted that every tool can be re-run, which biased the judge towards
 # dropping; this one states what is and is not recoverable, and how.
@@ -54,13 +54,12 @@ def question_tokens(call: ToolCall) -> int:
     tool_tenths, tool_others = tally(plain_json(call.tool))
     id_tenths, id_others = tally(plain_json(call.id))
     tokens = from_tally(
-        _TEMPLATE[0] + 2 * (tool_tenths - _QUOTES) + 4 * (id_tenths - _QUOTES) + 5 * len(str(call.result_chars)),
+        _TEMPLATE[0] + 2 * (tool_tenths - QUOTES_TENTHS) + 4 * (id_tenths - QUOTES_TENTHS) + 5 * len(str(call.result_chars)),
         _TEMPLATE[1] + 2 * (tool_others - 2) + 4 * (id_others - 2),
     )
     return estimate_tokens(js_json(questions_for(call))) if tokens is None else tokens
 
 
-_QUOTES = 18  # the tally of ``""``
 # The questions' tally with an empty id and tool name and the digit of a zero-size output left out.
 _BLANK = tally(js_json(questions_for(ToolCall("", "", "", {}, 0, 0, 0, False, False))))
 _TEMPLATE = (_BLANK[0] - 5, _BLANK[1])

@@ -128,3 +128,7 @@ def _accumulated(text: str) -> int:
             if ord(other) > 0xFFFF:  # the second half of a surrogate pair
                 total += _OTHER_COST
     return math.ceil(total)
+
+
+# The tally of ``""``, an empty JSON string: what a rendering's text costs beyond its quotes.
+QUOTES_TENTHS = tally('""')[0]

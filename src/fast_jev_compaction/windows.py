@@ -91,8 +91,8 @@ def plan_requests(
     # calls in detail and costs no more than the windows would, so the stages past the detailed
     # ones are not walked.
     limit = min(limit, windows.focus(to_judge))
-    single = fit_detailed(messages, pairing, goal, limit, memo)
-    if single is not None and not _hopeless(pairing, goal, limit, memo):
+    single = None if _hopeless(pairing, goal, limit, memo) else fit_detailed(messages, pairing, goal, limit, memo)
+    if single is not None:
         batches = batch_calls(to_judge, single.tokens, max_request_tokens, question_cost)
         if len(batches) * single.tokens <= windows.cost(to_judge):
             return [Request(single.state, single.tokens, single.stage, batch) for batch in batches]

@@ -26,10 +26,6 @@ HOOK_EVENT_MESSAGES = 30
 # (compaction, regrouping, the answer, the decision log) is what is measured; the embedded judge
 # whatever keys the environment holds.
 HOOK_OPTIONS = {"judge": "local", "minReductionRatio": 0}
-# What the hook imports from outside the standard library on that event: nothing (no httpx or
-# tenacity with the local judge). The interpreter made like the plugin's names only these beside
-# the package, so a new one shows: the hook answers ``fallback`` there.
-HOOK_DEPENDENCIES: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,8 +94,8 @@ def plugin_python(folder: Path) -> str:
 
     A venv of the bench's Python without the system site-packages, made ``--without-pip``, whose
     site-packages holds one ``.pth`` naming the folder the package is in. A compaction with the
-    local judge imports nothing outside the standard library (``HOOK_DEPENDENCIES``), so no other
-    location is named: what a site-packages ``.pth`` of the bench's interpreter imports at start
+    local judge imports nothing outside the standard library (``tests/test_hook_event.py`` checks
+    it), so no other location is named: what a site-packages ``.pth`` of the bench's interpreter imports at start
     (this sandbox's imports ``certifi``) is not counted, as the plugin's interpreter does not pay it.
     """
     import venv
@@ -111,19 +107,9 @@ def plugin_python(folder: Path) -> str:
         capture_output=True, text=True, check=True,
     )
     package_folder = Path(__file__).resolve().parents[2]
-    locations = [str(package_folder), *(_location(name) for name in HOOK_DEPENDENCIES)]
-    (Path(asked.stdout.strip()) / "fast_jev_compaction.pth").write_text("\n".join(dict.fromkeys(locations)) + "\n", encoding="utf-8")
+    (Path(asked.stdout.strip()) / "fast_jev_compaction.pth").write_text(f"{package_folder}\n", encoding="utf-8")
     return python
 
-
-def _location(module: str) -> str:
-    import importlib.util
-
-    spec = importlib.util.find_spec(module)
-    if spec is None or spec.origin is None:
-        raise ModuleNotFoundError(f"the hook imports {module}, which this interpreter lacks")
-    # A package's folder is named after it; its parent is what goes on sys.path.
-    return str(Path(spec.origin).parents[1 if spec.submodule_search_locations else 0])
 
 
 def hook_start(runs: int) -> dict[str, Any] | None:

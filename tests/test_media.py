@@ -172,7 +172,7 @@ def test_the_image_is_saved_private_and_readable_from_the_stored_record(tmp_path
     archive = tmp_path / "data" / "archive"
     errors: list[str] = []
     messages = image_messages({"result": READ_RECORD})
-    out = with_media(messages, hook_event(messages, tmp_path / "config"), str(archive), errors.append)
+    out = with_media(hook_event(messages, tmp_path / "config"), str(archive), errors.append)
     [saved] = list(archive.iterdir())
     assert saved.read_bytes() == PNG and saved.suffix == ".png"
     assert stat.S_IMODE(saved.stat().st_mode) == 0o600 and stat.S_IMODE(archive.stat().st_mode) == 0o700
@@ -187,12 +187,12 @@ def test_the_transcript_gives_the_bytes_a_record_left_out(tmp_path: Path) -> Non
     session.write_bytes(transcript_line("toolu_img", [IMAGE_BLOCK]))
     messages = image_messages({"result": {"type": "image", "file": {"type": "image/png", "originalSize": 48213}}})
     archive = tmp_path / "archive"
-    out = with_media(messages, hook_event(messages, config), str(archive), [].append)
+    out = with_media(hook_event(messages, config), str(archive), [].append)
     [saved] = list(archive.iterdir())
     assert saved.read_bytes() == PNG
     assert str(saved) in out[2].toolResults[0].text  # type: ignore[index]
     # A subagent's results are not in the session transcript: its record is all there is.
-    sub = with_media(messages, hook_event(messages, config, agentId="agent-1"), str(tmp_path / "sub"), [].append)
+    sub = with_media(hook_event(messages, config, agentId="agent-1"), str(tmp_path / "sub"), [].append)
     assert "replaced an image/png (48.2 kB)" in sub[2].toolResults[0].text  # type: ignore[index]
 
 
@@ -214,7 +214,7 @@ def test_an_unwritable_archive_costs_the_path_only(tmp_path: Path) -> None:
     blocker.write_text("a file where the folder should be")
     errors: list[str] = []
     messages = image_messages({"result": READ_RECORD})
-    out = with_media(messages, hook_event(messages, tmp_path / "config"), str(blocker), errors.append)
+    out = with_media(hook_event(messages, tmp_path / "config"), str(blocker), errors.append)
     assert "replaced an image/png" in out[2].toolResults[0].text and str(blocker) not in out[2].toolResults[0].text  # type: ignore[index]
     assert len(errors) == 1 and "not archived" in errors[0]
 

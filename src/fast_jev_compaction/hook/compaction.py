@@ -107,7 +107,7 @@ def run_compaction(
     # Before the core, not after: a result's image note is then part of its text, so a kept
     # result shows it, a cut one keeps it in its saved file, and a dropped one's marker points
     # at a file that names the image.
-    messages = with_media(messages, event, options.archive_dir, log.error)
+    messages = with_media(event, options.archive_dir, log.error)
     from ..compaction import run_sync
 
     # The local judge answers in this process without waiting: no event loop to start.

@@ -225,15 +225,14 @@ def found_media(original: Sequence[SessionMessage], transcript: Path | None) -> 
 
 
 def with_media(
-    messages: Sequence[SessionMessage],
     event: HookEvent,
     archive_dir: str | None,
     report_error: Callable[[str], None],
 ) -> list[SessionMessage]:
-    """The event's ``messages`` with a note in each result for what its text cannot carry, the
+    """The event's messages with a note in each result for what its text cannot carry, the
     items it names saved; a transcript or archive that cannot be used costs the paths only (the
     notes then say what was there)."""
-    original = event.messages
+    original = messages = event.messages
     try:
         # A subagent's results are in its own transcript, not the session's: records only.
         transcript = None if event.agentId else transcript_file(event.pluginData, event.sessionId, os.environ)
@@ -242,7 +241,7 @@ def with_media(
         report_error(f"transcript not read for images ({exc}); the stored records alone are used")
         found = found_media(original, None)
     if not found:
-        return list(messages)
+        return messages
     noted, files = with_notes(messages, found, archive_dir)
     if not files:
         return noted

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..markers import PREFIX
 from ..messages import SessionMessage, ToolResult, ToolUse
@@ -199,7 +199,7 @@ def _added(items: list[Any] | None, item: Any) -> list[Any]:
     return items
 
 
-def turn_problems(wired: Sequence[Mapping[str, Any]], original: Sequence[SessionMessage]) -> list[str]:
+def turn_problems(wired: Iterable[Mapping[str, Any]], original: Sequence[SessionMessage]) -> list[str]:
     """What the engine would have to repair in an answer's message list; empty when nothing.
 
     ``wired`` is the answer as sent; an entry that is only ``{"handle": h}`` stands for the

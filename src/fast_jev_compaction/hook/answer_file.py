@@ -62,22 +62,20 @@ def write_messages(folder: Path, messages: Iterable[dict[str, Any]]) -> tuple[Pa
 
     directory = folder / ANSWERS_DIR
     make_private_dirs(directory)
-    remove_stale(directory)
     path = directory / f"{PREFIX}{time.time_ns() // 1_000_000}-{os.getpid()}-{secrets.token_hex(4)}{SUFFIX}"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
     size = 0
     try:
         with os.fdopen(fd, "wb", buffering=_BUFFER_BYTES) as handle:
-            separator = b"["
-            for message in messages:
+            handle.write(b"[")
+            for count, message in enumerate(messages):
+                if count:
+                    handle.write(b",")
                 data = ascii_json(message)
-                handle.write(separator)
                 handle.write(data)
-                size += len(separator) + len(data)
-                separator = b","
-            closing = b"]" if size else b"[]"
-            handle.write(closing)
-            size += len(closing)
+                size += len(data) + (1 if count else 0)
+            handle.write(b"]")
+            size += 2
     except BaseException:
         path.unlink(missing_ok=True)
         raise

@@ -1,6 +1,7 @@
 // fast-jev-compaction: the Claude Code mod. JavaScript only where the mod surface forces it:
 // it forwards session.compact to the Python entry (hooks/fast_jev_hook.py) as one JSON document
-// on stdin and maps the answer back; turn.complete asks for a compaction past compactAtPercent.
+// on stdin and maps the answer back (from a file the answer names when it is too large for
+// stdout); turn.complete asks for a compaction past compactAtPercent.
 // Every failure ends in next(e), the engine's built-in summary, with the conversation untouched.
 
 const TOAST_MS = 15000
@@ -109,6 +110,40 @@ async function spillRow($, pluginData, category, reason, e, sessionId, startedAt
   } catch {}
 }
 
+// A replace answer too large for the hook's stdout (capped at 4 MiB) names a file of ASCII-only
+// JSON under the plugin data folder instead (hook/answer_file.py): one byte per character, so
+// $.fs.read's byte ranges (4 MiB at most each) never cut one. Read whole and at the size
+// announced, or not at all; then emptied, as $.fs has no delete (the hook removes old files).
+const ANSWERS_DIR = 'answers'
+const ANSWER_FILE_NAME = /^answer-[0-9a-f-]+\.json$/
+const READ_BYTES = 4 * 1024 * 1024
+
+async function messagesFromFile($, file, pluginData) {
+  const path = file && typeof file.path === 'string' ? file.path : ''
+  const size = file ? file.bytes : undefined
+  const folder = typeof pluginData === 'string' ? `${pluginData.replace(/\/+$/, '')}/${ANSWERS_DIR}/` : undefined
+  if (!folder || !path.startsWith(folder) || !ANSWER_FILE_NAME.test(path.slice(folder.length))) {
+    throw new Error('the answer names a file outside the plugin data folder')
+  }
+  if (!Number.isSafeInteger(size) || size < 2) throw new Error('the answer names a file without a valid size')
+  try {
+    const { size: onDisk } = await $.fs.stat(path)
+    if (onDisk !== size) throw new Error(`the answer file holds ${onDisk} bytes, not ${size}`)
+    const parts = []
+    for (let offset = 0; offset < size; offset += READ_BYTES) {
+      const length = Math.min(READ_BYTES, size - offset)
+      const part = await $.fs.read(path, { offset, length })
+      if (typeof part !== 'string' || part.length !== length) throw new Error('the answer file was cut short')
+      parts.push(part)
+    }
+    return JSON.parse(parts.join(''))
+  } finally {
+    try {
+      await $.fs.write(path, '')
+    } catch {}
+  }
+}
+
 // A replace answer refers to untouched messages by handle; those become the engine's own objects.
 function mapMessages(answered, input) {
   if (!Array.isArray(answered) || answered.length === 0) throw new Error('the answer has no messages')
@@ -189,6 +224,7 @@ async function askPython($, e, options, quiet) {
     messages: e.messages,
   }
   const timeoutSeconds = numberOption(options.timeoutSeconds, DEFAULT_TIMEOUT_SECONDS, v => v >= 1 && v <= 600)
+  let answer
   try {
     const run = await $.process.run([python, ISOLATED, `${$.plugin.root}/hooks/fast_jev_hook.py`], {
       stdin: JSON.stringify(document),
@@ -197,14 +233,19 @@ async function askPython($, e, options, quiet) {
     })
     if (run.exitCode !== 0) throw new Error(`the Python hook exited with code ${run.exitCode}`)
     if (run.isStdoutTruncated) throw new Error('the Python hook answer was cut short')
-    const answer = JSON.parse(run.stdout)
+    answer = JSON.parse(run.stdout)
     if (!answer || typeof answer !== 'object') throw new Error('the Python hook answered no object')
-    return answer
   } catch (error) {
     // The interpreter exited, timed out or answered garbage: its own row was never written.
     await spillRow($, pluginData, 'broken-interpreter', reasonOf(error), e, sessionId, startedAt)
     throw error
   }
+  // Past the try: the hook wrote its row, and a file that cannot be read fails like an answer
+  // that cannot be mapped.
+  if (answer.action === 'replace' && answer.messagesFile !== undefined) {
+    answer.messages = await messagesFromFile($, answer.messagesFile, pluginData)
+  }
+  return answer
 }
 
 // One compaction through the Python side; whatever fails, next(e): the built-in summary.

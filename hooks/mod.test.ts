@@ -152,6 +152,73 @@ for (const [name, answer, opts, why, broken] of [
   })
 }
 
+// An answer too large for stdout: its messages in a file the answer names ------------------------
+
+const ANSWER_PATH = '/plugin-data/answers/answer-1700000000000-42-0a1b2c3d.json'
+const READ_BYTES = 4 * 1024 * 1024
+// Over one read's 4 MiB: the mod reads it in two ranges.
+const LONG_REPLY = { role: 'assistant', text: 'kept verbatim. '.repeat(300000), toolUses: [] }
+const FILE_TEXT = JSON.stringify([...REPLACE.messages.slice(0, 3), LONG_REPLY])
+
+function fileWorld(on: any, stdout: unknown, file: { text?: string; size?: number; short?: boolean } = {}) {
+  const reads = [] as { path: string; offset?: number; length?: number }[]
+  // The same object world() counts on, not a copy: its counters move after this returns.
+  const seen = Object.assign(world(on, stdout), { reads })
+  const text = file.text ?? FILE_TEXT
+  on('fs.stat', async () => ({ value: { kind: 'file', size: file.size ?? text.length, mtimeMs: 0, isSymlink: false } }))
+  on('fs.read', async (_: unknown, e: { path: string; offset?: number; length?: number }) => {
+    reads.push({ path: e.path, offset: e.offset, length: e.length })
+    const start = e.offset ?? 0
+    const end = file.short ? start + 10 : start + (e.length ?? text.length)
+    return { value: text.slice(start, end) }
+  })
+  return seen
+}
+
+const FILE_ANSWER = {
+  action: 'replace',
+  messagesFile: { path: ANSWER_PATH, bytes: FILE_TEXT.length },
+  toast: REPLACE.toast,
+  log: REPLACE.log,
+}
+
+test('replace from a file: read by ranges, mapped as from stdout, then emptied', async ($, on) => {
+  const seen = fileWorld(on, FILE_ANSWER)
+  const result = await $.session.compact({ trigger: 'manual', messages: MESSAGES })
+  expect(seen.reads).toEqual([
+    { path: ANSWER_PATH, offset: 0, length: READ_BYTES },
+    { path: ANSWER_PATH, offset: READ_BYTES, length: FILE_TEXT.length - READ_BYTES },
+  ])
+  expect(result.messages?.length).toBe(4)
+  expect(result.messages?.[0]).toEqual(MESSAGES[0])
+  expect(result.messages?.[3].text).toBe(LONG_REPLY.text)
+  expect(seen.core).toBe(0)
+  expect(seen.toasts).toEqual([REPLACE.toast])
+  expect(seen.spills).toEqual([{ path: ANSWER_PATH, text: '' }])
+})
+
+for (const [name, stdout, file, why, emptied] of [
+  ['a size on disk other than announced', FILE_ANSWER, { size: FILE_TEXT.length + 1 }, 'not', true],
+  ['a read cut short', FILE_ANSWER, { short: true }, 'cut short', true],
+  ['a file that is not JSON', { ...FILE_ANSWER, messagesFile: { path: ANSWER_PATH, bytes: 9 } }, { text: '[{"role":' }, 'JSON', true],
+  ['a path outside the answers folder', { ...FILE_ANSWER, messagesFile: { path: '/etc/passwd', bytes: 10 } }, {}, 'outside the plugin data folder', false],
+  ['a path that climbs out', { ...FILE_ANSWER, messagesFile: { path: '/plugin-data/answers/../hook.log', bytes: 10 } }, {}, 'outside', false],
+  ['no size', { ...FILE_ANSWER, messagesFile: { path: ANSWER_PATH } }, {}, 'valid size', false],
+] as const) {
+  test(`an answer file that cannot be read falls back once: ${name}`, async ($, on) => {
+    const seen = fileWorld(on, stdout, file)
+    const result = await $.session.compact({ trigger: 'manual', messages: MESSAGES })
+    expect(result).toEqual(SUMMARY)
+    expect(seen.core).toBe(1)
+    expect(seen.toasts.length).toBe(1)
+    expect(seen.toasts[0].startsWith('fallback to built-in summary (')).toBe(true)
+    expect(seen.toasts[0].includes(why)).toBe(true)
+    // Python logged its row; the mod only empties a file it was allowed to read.
+    expect(seen.spills).toEqual(emptied ? [{ path: ANSWER_PATH, text: '' }] : [])
+    if (!emptied) expect(seen.reads).toEqual([])
+  })
+}
+
 test('a throwing UI never changes the answer', async ($, on) => {
   const seen = world(on, REPLACE, { throwingUi: true })
   const result = await $.session.compact({ trigger: 'manual', messages: MESSAGES })

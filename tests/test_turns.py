@@ -141,6 +141,15 @@ def test_turn_problems_reads_handle_only_entries_and_flags_lost_calls_and_duplic
     assert turn_problems(regrouped[:2], messages) == ["tool call a lost its result"]
 
 
+def test_turn_problems_reads_a_generator_and_handles_out_of_the_inputs_order() -> None:
+    messages = [prompt("go"), call("a"), result("a"), prompt("next", "h-next"), call("b"), result("b")]
+    handles = [m.handle for m in messages]
+    # Every entry by handle, read once from a generator: the input's order, then reversed.
+    assert turn_problems(({"handle": h} for h in handles), messages) == []
+    problems = turn_problems(({"handle": h} for h in reversed(handles)), messages)
+    assert problems == ["tool result b is message 0, its call is message 1", "tool result a is message 3, its call is message 4"]
+
+
 # --------------------------------------------------------------------------- properties
 
 

@@ -118,6 +118,19 @@ SCENARIOS: dict[str, list[Step]] = {
     ],
 }
 
+# Prose the model writes at length beside each call: a compaction keeps it verbatim, so the
+# pruned history of "do the long thing" (about 5 MB of UTF-8) stays over the host's 4 MiB cap on
+# the hook's output. Mostly CJK: about 3 bytes a character, so the engine's own estimate of the
+# history (by characters) stays under the default model's 1M-token window; ASCII prose of that
+# size would be over it, and the engine would refuse the next request ("Prompt is too long").
+LONG_PROSE = "".join(f"设计说明第{n}条：解析器按读取时的原样保留每一个字段，包括非ASCII的字符与符号✓。\n" for n in range(13_000))
+SCENARIOS["do the long thing"] = [
+    Step("Bash", {"command": "seq 1 3000", "description": "List numbers"}, f"Part one. {LONG_PROSE}"),
+    Step("Bash", {"command": "yes 'filler line of build output' | head -n 600", "description": "Print filler"}, f"Part two. {LONG_PROSE}"),
+    Step("Read", {"file_path": "{cwd}/big.txt"}, f"Part three. {LONG_PROSE}"),
+    Step("Bash", {"command": "echo hello", "description": "Print hello"}, f"Part four. {LONG_PROSE}"),
+]
+
 
 def _text_of(content: Any) -> str:
     if isinstance(content, str):

@@ -2,7 +2,7 @@
 
 A replace answer is sized one message at a time, so a history too large to send is never built
 as one text; past ``STDOUT_SOFT_LIMIT`` kept prompts go by handle and stored tool records are
-left out.
+left out, and past it again the messages go to a file the answer names (``answer_file``).
 """
 
 from __future__ import annotations
@@ -74,9 +74,18 @@ def wired(out: Sequence[SessionMessage], compact: bool) -> Iterator[dict[str, An
         yield data
 
 
-def answer_size(answer: Answer, messages: Iterable[dict[str, Any]]) -> int:
-    """Bytes of ``answer_text`` of the answer with these messages, serialised one at a time."""
+def answer_size(answer: Answer, messages: Iterable[dict[str, Any]], limit: int | None = None) -> int:
+    """Bytes of ``answer_text`` of the answer with these messages, serialised one at a time;
+    with a ``limit``, counting stops once the total is past it."""
     total = len(answer_text({**answer, "messages": []}).encode("utf-8"))
     for count, message in enumerate(messages):
         total += len(js_json(message).encode("utf-8")) + (1 if count else 0)  # the comma between two
+        if limit is not None and total > limit:
+            break
     return total
+
+
+def file_answer(answer: Answer, path: str, size: int) -> Answer:
+    """The replace answer whose messages are the JSON array in the file at ``path`` (``size`` bytes)."""
+    small = {k: v for k, v in answer.items() if k != "messages"}
+    return {**small, "messagesFile": {"path": path, "bytes": size}}

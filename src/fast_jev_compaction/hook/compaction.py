@@ -10,7 +10,8 @@ from typing import Any, Sequence
 
 from ..markers import LEAD_NOTE
 from ..messages import SessionMessage
-from .answer import STDOUT_SOFT_LIMIT, answer_size, fallback_answer, skip_answer, toast_text, wire_messages, wired
+from .answer import STDOUT_SOFT_LIMIT, answer_size, fallback_answer, file_answer, skip_answer, toast_text, wire_messages, wired
+from .answer_file import ANSWERS_DIR, remove_stale, write_messages
 from .archive import ARCHIVE_DIR, saved_or_unpointed
 from .config import resolve_hook_config
 from .deadline import Deadline
@@ -81,6 +82,8 @@ def run_compaction(
     for note in config.notes:
         log.info(note)
     deadline = deadline or Deadline(config.timeout_seconds)
+    if log.directory is not None:  # answer files an earlier run left: one the mod never read
+        remove_stale(log.directory / ANSWERS_DIR)
     messages = list(event.messages)
     lines: list[str] = []
     if event.agentId:
@@ -143,16 +146,26 @@ def run_compaction(
     toast = toast_text(result.stats, gate.reason)
     answer: Answer = {"action": "replace", "messages": [], "toast": toast, "log": lines}
     # Sized one message at a time: a history too large to send is never built as one text.
-    compact = answer_size(answer, wired(out, False)) > STDOUT_SOFT_LIMIT
-    if compact and (size := answer_size(answer, wired(out, True))) > STDOUT_SOFT_LIMIT:
-        reason = f"the pruned history is too large to hand back ({size // 1024} KiB): {summary}"
-        return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, "budget")
-    answer["messages"] = wire_messages(out, compact=compact)
-    problems = turn_problems(answer["messages"], messages)
+    compact = answer_size(answer, wired(out, False), STDOUT_SOFT_LIMIT) > STDOUT_SOFT_LIMIT
+    in_file = compact and answer_size(answer, wired(out, True), STDOUT_SOFT_LIMIT) > STDOUT_SOFT_LIMIT
+    if not in_file:
+        answer["messages"] = wire_messages(out, compact=compact)
+    problems = turn_problems(wired(out, True) if in_file else answer["messages"], messages)
     if problems:
         log.error("tool results out of place: " + "; ".join(problems[:20]))
         reason = f"the pruned history would separate tool results from their calls ({problems[0]})"
         return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, "internal")
+    if in_file:
+        try:
+            if log.directory is None:
+                raise OSError("no plugin data folder")
+            path, size = write_messages(log.directory, wired(out, True))
+        except (OSError, ValueError) as exc:  # ValueError: a NUL or surrogate in the folder's name
+            log.error(f"answer file not written ({exc})")
+            reason = f"the pruned history is too large for the hook's output and could not be saved to a file: {summary}"
+            return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, "budget")
+        log.info(f"the pruned history went to {path} ({size} bytes): too large for the hook's output")
+        answer = file_answer(answer, str(path), size)
     return Outcome(answer, "replaced", summary, result, goal, judge)
 
 

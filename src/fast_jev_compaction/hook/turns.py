@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..markers import PREFIX
 from ..messages import SessionMessage, ToolResult, ToolUse
@@ -199,7 +199,7 @@ def _added(items: list[Any] | None, item: Any) -> list[Any]:
     return items
 
 
-def turn_problems(wired: Sequence[Mapping[str, Any]], original: Sequence[SessionMessage]) -> list[str]:
+def turn_problems(wired: Iterable[Mapping[str, Any]], original: Sequence[SessionMessage]) -> list[str]:
     """What the engine would have to repair in an answer's message list; empty when nothing.
 
     ``wired`` is the answer as sent; an entry that is only ``{"handle": h}`` stands for the
@@ -207,37 +207,78 @@ def turn_problems(wired: Sequence[Mapping[str, Any]], original: Sequence[Session
     the assistant message holding its tool_use, once; no result may lose a call the input had,
     nor a call its result. Results whose call was absent from the input too are the engine's
     own to drop, and a call the input never answered stays unanswered.
+
+    One pass that keeps ids only: the answer may be a 200k-message session's, read from a
+    generator, and neither its entries nor a table of the input are kept; the input is walked
+    again only for the few ids left in doubt at the end.
     """
-    known = {m.handle: m for m in original if m.handle is not None}
-    input_calls = {u.tool_use_id for m in original for u in m.toolUses}
-    shaped = [_shape(entry, known) for entry in wired]
-    calls: dict[str, int] = {}
-    problems: list[str] = []
-    for index, (_role, uses, _results) in enumerate(shaped):
+    find = _finder(original)
+    calls: dict[str, int] = {}  # each call's message
+    answered: set[str] = set()
+    twice: list[str] = []
+    placed: list[str] = []
+    early: list[tuple[str, int, str]] = []  # results met before any message held their call
+    for index, entry in enumerate(wired):
+        role, uses, results = _shape(entry, find)
         for use_id in uses:
             if use_id in calls:
-                problems.append(f"tool call {use_id} appears twice")
+                twice.append(f"tool call {use_id} appears twice")
             calls[use_id] = index
-    seen: set[str] = set()
-    for index, (role, _uses, results) in enumerate(shaped):
         for result_id in results:
-            if result_id in seen:
-                problems.append(f"tool result {result_id} appears twice")
-            seen.add(result_id)
+            if result_id in answered:
+                placed.append(f"tool result {result_id} appears twice")
+            answered.add(result_id)
             call = calls.get(result_id)
             if call is None:
-                if result_id in input_calls:
-                    problems.append(f"tool result {result_id} outlives its call")
+                early.append((result_id, index, role))
             elif role != "user" or index != call + 1:
-                problems.append(f"tool result {result_id} is message {index}, its call is message {call}")
-    input_results = {r.tool_use_id for m in original for r in m.toolResults or []}
-    problems.extend(f"tool call {use_id} lost its result" for use_id in calls if use_id in input_results and use_id not in seen)
-    return problems
+                placed.append(f"tool result {result_id} is message {index}, its call is message {call}")
+    orphans = [(result_id, index) for result_id, index, _role in early if result_id not in calls]
+    input_calls = _ids_in(original, {result_id for result_id, _ in orphans}, results=False)
+    placed.extend(f"tool result {result_id} outlives its call" for result_id, _ in orphans if result_id in input_calls)
+    placed.extend(
+        f"tool result {result_id} is message {index}, its call is message {calls[result_id]}"
+        for result_id, index, _role in early
+        if result_id in calls
+    )
+    unanswered = [use_id for use_id in calls if use_id not in answered]
+    input_results = _ids_in(original, set(unanswered), results=True)
+    lost = [f"tool call {use_id} lost its result" for use_id in unanswered if use_id in input_results]
+    return twice + placed + lost
 
 
-def _shape(entry: Mapping[str, Any], known: Mapping[str, SessionMessage]) -> tuple[str, list[str], list[str]]:
+def _finder(original: Sequence[SessionMessage]) -> Callable[[str], SessionMessage | None]:
+    """The input message with a handle. An answer keeps the input's order, so a walk forward
+    finds each in turn; the input is indexed whole only when one is not ahead of the walk."""
+    position = 0
+    index: dict[str, SessionMessage] | None = None
+
+    def find(handle: str) -> SessionMessage | None:
+        nonlocal position, index
+        if index is None:
+            while position < len(original):
+                message = original[position]
+                position += 1
+                if message.handle == handle:
+                    return message
+            index = {m.handle: m for m in original if m.handle is not None}
+        return index.get(handle)
+
+    return find
+
+
+def _ids_in(original: Sequence[SessionMessage], wanted: set[str], *, results: bool) -> set[str]:
+    """Which of ``wanted`` the input holds as calls (or as results)."""
+    if not wanted:
+        return set()
+    if results:
+        return {r.tool_use_id for m in original for r in m.toolResults or () if r.tool_use_id in wanted}
+    return {u.tool_use_id for m in original for u in m.toolUses if u.tool_use_id in wanted}
+
+
+def _shape(entry: Mapping[str, Any], find: Callable[[str], SessionMessage | None]) -> tuple[str, list[str], list[str]]:
     if set(entry) == {"handle"}:
-        message = known.get(str(entry["handle"]))
+        message = find(str(entry["handle"]))
         if message is None:
             return "user", [], []
         return message.role, [u.tool_use_id for u in message.toolUses], [r.tool_use_id for r in message.toolResults or []]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 from array import array
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any, Coroutine, Sequence, TypeVar
 
 from .archive import archive_path
 from .asker import answers_at_once, in_process
 from .decisions import DROP, KEEP, PINNED, SMALL, TRUNCATE, UNDER_CUT, Action, CallDecision
 from .digest import IDS_SHARE, DigestShape
+from .frozen import frozen
 from .goal import goal_from_messages
 from .messages import SessionMessage, ToolResult
 from .options import CompactOptions, validate_threshold
@@ -30,7 +31,7 @@ T = TypeVar("T")
 _NO_CUT: Any = object()
 
 
-@dataclass(frozen=True)
+@frozen
 class CompactResult:
     messages: list[SessionMessage]
     decisions: list[CallDecision]
@@ -179,7 +180,7 @@ def _ruled(call: ToolCall, verdict: Verdict) -> CallDecision:
     return CallDecision(call.id, call.tool_use_id, call.tool, value, value, verdict.action, verdict.rule)
 
 
-@dataclass(frozen=True)
+@frozen
 class _Judging:
     """What asking the judge about some calls needs, shared by :func:`_answers` and :func:`_ask`."""
 

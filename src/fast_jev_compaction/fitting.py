@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any, Iterator, Sequence
 
 from .errors import FittingError
+from .frozen import frozen
 from .history import RenderMemo, calls_by_message, history_entries, history_entry, input_json, one_line_call, result_note
 from .messages import SessionMessage
 from .pairing import Pairing, PendingCall, ToolCall, is_pinned
@@ -19,7 +19,7 @@ ABRIDGE_HEAD, ABRIDGE_TAIL = 400, 150
 ABRIDGE_OVER = ABRIDGE_HEAD + ABRIDGE_TAIL + 40
 
 
-@dataclass(frozen=True)
+@frozen
 class FittedState:
     state: dict[str, Any]
     tokens: int

@@ -6,11 +6,12 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .errors import PairingError
+from .frozen import frozen
 from .messages import SessionMessage
 
 
 # Slotted: a session of 200k messages has some 100k calls, each alive for the whole compaction.
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ToolCall:
     """A completed call: its tool_use and its tool_result are both in the transcript."""
 
@@ -25,7 +26,7 @@ class ToolCall:
     pinned: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class PendingCall:
     """A tool_use whose result is not in the transcript yet: visible to the judge, never dropped."""
 

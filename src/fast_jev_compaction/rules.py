@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Final, Mapping, Sequence
 
 from .decisions import DROP, KEEP, TRUNCATE, Action
+from .frozen import frozen
 from .lexicon import DECISION, EDIT, READ, SIDE_EFFECT, TEST_BUILD, TODO, CallShape, call_shape
 from .markers import carries_mark
 from .pairing import ToolCall, is_recent
@@ -48,7 +49,7 @@ LOG_CAP = 16_000
 EDIT_CAP = 1500
 
 
-@dataclass(frozen=True)
+@frozen
 class Rule:
     name: str
     action: Action
@@ -85,7 +86,7 @@ RULES: Final[tuple[Rule, ...]] = (
 RULE_NAMES: Final = tuple(rule.name for rule in RULES)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Verdict:
     rule: str
     action: Action

@@ -15,11 +15,11 @@ sends a small state.
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .errors import FittingError
 from .fitting import ABRIDGE_HEAD, ABRIDGE_TAIL, build_state, entry_tokens, fit_detailed, fit_state, state_base_tokens
+from .frozen import frozen
 from .history import RenderMemo
 from .messages import SessionMessage
 from .pairing import Pairing, ToolCall, is_pinned
@@ -46,7 +46,7 @@ WINDOWED = "windowed"
 MAX_MISSES = 64
 
 
-@dataclass(frozen=True)
+@frozen
 class Request:
     """One judge request: a state and the calls asked about next to it."""
 

@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..frozen import frozen
 from ..redaction import redact_text
 from . import spill
 from .redact import PREVIEW_LIMIT, clip
@@ -123,7 +124,7 @@ class DecisionRow:
     compaction_id: int | None = None  # set when read back
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Totals:
     """Aggregates over compactions. Context sizes count *replaced* compactions only."""
 

@@ -15,9 +15,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
+
+from ..frozen import frozen
 
 # The hook as the plugin runs it; present in a checkout (the package sits in src/ beside hooks/).
 HOOK_SCRIPT = Path(__file__).resolve().parents[3] / "hooks" / "fast_jev_hook.py"
@@ -28,7 +29,7 @@ HOOK_EVENT_MESSAGES = 30
 HOOK_OPTIONS = {"judge": "local", "minReductionRatio": 0}
 
 
-@dataclass(frozen=True)
+@frozen
 class Child:
     """One finished child process: its exit code, CPU seconds (user + system) and peak RSS in bytes."""
 

@@ -9,9 +9,9 @@ in plain Python; every held-out session is predicted by a model fitted without a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
+from ..frozen import frozen
 from ..goal import goal_from_messages
 from ..judge.features import FEATURE_NAMES, call_features, feature_vector
 from ..judge.model import JudgeModel
@@ -29,7 +29,7 @@ _MAX_ITERATIONS = 100
 _TOLERANCE = 1e-9
 
 
-@dataclass(frozen=True)
+@frozen
 class Row:
     group: str  # the session: rows of one group are held out together
     fraction: float
@@ -196,7 +196,7 @@ def leave_one_session_out(rows: Sequence[Row], full: Sequence[float], l2: float 
     return predictions
 
 
-@dataclass(frozen=True)
+@frozen
 class FitReport:
     weights: list[float]  # [bias, *FEATURE_NAMES]
     rows: int

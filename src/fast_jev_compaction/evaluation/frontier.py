@@ -10,9 +10,9 @@ like the pipeline's (:func:`.outcome.measure`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
+from ..frozen import frozen
 from ..messages import SessionMessage
 from ..pairing import Pairing, ToolCall
 from .outcome import rewritten
@@ -24,7 +24,7 @@ DIGESTS: Mapping[str, tuple[int, int]] = {"head 300": (300, 0), "head 500 + tail
 _MARGIN = 120
 
 
-@dataclass(frozen=True)
+@frozen
 class Policy:
     ranker: str  # "judge" or "size"
     digest: str  # a key of DIGESTS

@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 from ..archive import write_archive
 from ..compaction import CompactResult, compact_sync
 from ..decisions import KEEP
+from ..frozen import frozen
 from ..goal import goal_from_messages
 from ..judge.features import call_features, feature_vector
 from ..judge.local import LocalJudge
@@ -52,7 +53,7 @@ def compact_at_defaults(messages: list[SessionMessage], archive: Path | None) ->
     return result, dict(result.archive)
 
 
-@dataclass(frozen=True)
+@frozen
 class _Point:
     """One compacted prefix, kept for the frontier (which needs the held-out scores first)."""
 

@@ -31,6 +31,7 @@ from ..archive import write_archive
 from ..compaction import CompactResult, compact, run_sync
 from ..errors import CompactionError
 from ..fitting import state_base_tokens
+from ..frozen import frozen
 from ..history import one_line_call
 from ..judge.features import feature_vector
 from ..judge.model import JudgeModel, load_state_model
@@ -58,7 +59,7 @@ HELD_OUT_STATE = "fitted judge over the state, held out"
 _START_TIMEOUT_S = 60.0
 
 
-@dataclass(frozen=True)
+@frozen
 class Budgets:
     max_state_tokens: int
     max_request_tokens: int
@@ -89,7 +90,7 @@ class JevFigures:
     by_session: dict[str, Outcome] = field(default_factory=dict)  # group -> the one-state compactions' totals
 
 
-@dataclass(frozen=True)
+@frozen
 class Point:
     """One fire point, as the in-process evaluation has measured it."""
 

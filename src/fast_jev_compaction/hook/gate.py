@@ -31,9 +31,9 @@ runs, as before the window gate (the plugin trigger's two skips stay).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal, Mapping, TypeGuard
 
+from ..frozen import frozen
 from ..stats import CompactStats, percent
 
 # Characters per token of a Claude Code conversation (code, logs and JSON): an estimate, used
@@ -41,7 +41,7 @@ from ..stats import CompactStats, percent
 CHARS_PER_TOKEN = 3.5
 
 
-@dataclass(frozen=True)
+@frozen
 class Window:
     """How full a context window is (tokens of ``size``), as the engine measured it before the compaction."""
 
@@ -59,7 +59,7 @@ class Window:
         return 100.0 * self.tokens_after(freed_chars) / self.size
 
 
-@dataclass(frozen=True)
+@frozen
 class EngineLimit:
     """Where the engine's own compaction fires: its estimate of the context (the output that
     made it fire included) in its compaction window, its threshold there, and the model's window."""
@@ -103,7 +103,7 @@ def engine_limit_of(context: Any) -> EngineLimit | None:
 Verdict = Literal["replace", "skip", "fallback"]
 
 
-@dataclass(frozen=True)
+@frozen
 class GateResult:
     """Whether a pass's history replaces the context, and why."""
 

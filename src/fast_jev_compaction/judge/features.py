@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
 from itertools import accumulate
 from typing import Iterable, Mapping, Sequence
 
+from ..frozen import frozen
 from ..goal import prompt_text
 from ..lazy_pattern import lazy_pattern
 from ..messages import SessionMessage
@@ -76,7 +76,7 @@ _STOP_TERMS = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class CallTarget:
     """What a call worked on, as far as "the same target" goes."""
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..frozen import frozen
 from ..messages import SessionMessage
 from ..pairing import Pairing, ToolCall
 from .features import FEATURE_NAMES, KINDS, call_features
@@ -38,7 +39,7 @@ def _sigmoid(z: float) -> float:
     return e / (1.0 + e)
 
 
-@dataclass(frozen=True)
+@frozen
 class JudgeModel:
     """A fitted logistic model: keep_result from weighted features, keep_call floored by kind."""
 

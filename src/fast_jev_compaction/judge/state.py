@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ..frozen import frozen
 from ..textutil import ELLIPSIS, js_json
 from .features import _INCIDENTAL_INPUTS
 from .lexicon import FILE_KINDS as _FILE_KINDS
@@ -154,7 +155,7 @@ def _as_text(value: Any) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class PathRef:
     """A file target; ``cut`` when the rendered input was truncated inside the path."""
 
@@ -228,7 +229,7 @@ def _describe_call(call: StateCall, input_cut: bool) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Entry:
     pos: int
     msg_index: int
@@ -359,7 +360,7 @@ def _calls_of(raw: Any) -> list[StateCall]:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Question:
     name: str
     which: str  # "call" | "result" | ""

@@ -11,13 +11,13 @@ from .archive import archive_path
 from .asker import answers_at_once, in_process
 from .decisions import DROP, KEEP, PINNED, SMALL, TRUNCATE, UNDER_CUT, Action, CallDecision
 from .digest import IDS_SHARE, DigestShape
-from .frozen import frozen
 from .goal import goal_from_messages
 from .messages import SessionMessage, ToolResult
 from .options import CompactOptions, validate_threshold
 from .pairing import Pairing, ToolCall, pair_tool_calls
 from .policy import Scored, budget_decisions, could_cut, threshold_decisions
 from .rebuild import apply_decisions, freed_chars
+from .records import frozen
 from .rules import Verdict, call_facts, settle
 from .stats import CompactStats, message_chars, rebuilt_chars
 

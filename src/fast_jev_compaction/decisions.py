@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 from typing import Final, Literal
 
-from .frozen import frozen
 from .options import validate_threshold
 from .pairing import ToolCall
+from .records import frozen
 
 Action = Literal["keep", "truncate", "drop"]
 KEEP: Final = "keep"

@@ -19,9 +19,9 @@ import re
 from functools import lru_cache
 from typing import Iterator
 
-from .frozen import frozen
 from .lazy_pattern import lazy_pattern
 from .markers import gap, ids_line
+from .records import frozen
 
 # A line worth keeping from the middle of a long output.
 _KEY_LINE = lazy_pattern(

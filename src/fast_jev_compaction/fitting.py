@@ -6,11 +6,11 @@ from functools import cache, lru_cache
 from typing import Any, Iterator, Sequence
 
 from .errors import FittingError
-from .frozen import frozen
 from .history import RenderMemo, calls_by_message, history_entries, history_entry, input_json, one_line_call, result_note
 from .messages import SessionMessage
 from .pairing import Pairing, PendingCall, ToolCall, is_pinned
 from .questions import STATE_CONTEXT
+from .records import frozen
 from .textutil import ELLIPSIS, abridge, collapsed, format_number, js_json, plain_json
 from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, tally
 

@@ -11,8 +11,8 @@ import json
 import re
 from typing import Any, Final, Mapping
 
-from .frozen import frozen
 from .lazy_pattern import lazy_pattern
+from .records import frozen
 
 READ: Final = "read"
 SEARCH: Final = "search"

@@ -15,7 +15,7 @@ from dataclasses import field
 from types import MappingProxyType
 from typing import Any, Literal, Mapping, Sequence
 
-from .frozen import frozen
+from .records import frozen
 
 Role = Literal["user", "assistant"]
 ROLES: tuple[Role, ...] = ("user", "assistant")

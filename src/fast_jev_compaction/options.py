@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal, Mapping
 
-from .frozen import frozen
+from .records import frozen
 
 Kind = Literal["number", "integer", "string", "choice", "flag"]
 # core: a CompactOptions field; cli: a `fast-jev compact` flag; hook: read by the Python hook;

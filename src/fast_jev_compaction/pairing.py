@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Sequence
 
 from .errors import PairingError
-from .frozen import frozen
 from .messages import SessionMessage
+from .records import frozen, record
 
 
 # Slotted: a session of 200k messages has some 100k calls, each alive for the whole compaction.
@@ -36,7 +36,7 @@ class PendingCall:
     call_index: int
 
 
-@dataclass
+@record
 class Pairing:
     calls: list[ToolCall] = field(default_factory=list)
     pending: list[PendingCall] = field(default_factory=list)

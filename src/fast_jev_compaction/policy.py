@@ -84,9 +84,9 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from .decisions import BUDGET, DROP, KEEP, TRUNCATE, Action, CallDecision, decide_call
-from .frozen import frozen
 from .options import CompactOptions
 from .pairing import ToolCall, is_recent, messages_since
+from .records import frozen
 
 # Outputs up to these sizes stay whole under the budget policy (see the table above): recent ones
 # (pairing.is_recent), then those up to OLD_MESSAGES messages back, then older ones.

@@ -13,18 +13,18 @@ itself as the decision's reason.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Callable, Final, Mapping, Sequence
 
 from .decisions import DROP, KEEP, TRUNCATE, Action
-from .frozen import frozen
 from .lexicon import DECISION, EDIT, READ, SIDE_EFFECT, TEST_BUILD, TODO, CallShape, call_shape
 from .markers import carries_mark
 from .pairing import ToolCall, is_recent
+from .records import frozen, record
 
 
 # Slotted: one per call (some 100k in a long session), alive together at the compaction's peak.
-@dataclass(slots=True)
+@record(slots=True)
 class CallFacts:
     """One call as the rules see it, with what the rest of the conversation says about it."""
 
@@ -92,7 +92,7 @@ class Verdict:
     action: Action
 
 
-@dataclass
+@record
 class _Seen:
     """What calls later than the one being looked at did, walking the calls newest first."""
 

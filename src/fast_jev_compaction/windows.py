@@ -19,11 +19,11 @@ from typing import Any, Sequence
 
 from .errors import FittingError
 from .fitting import ABRIDGE_HEAD, ABRIDGE_TAIL, build_state, entry_tokens, fit_detailed, fit_state, state_base_tokens
-from .frozen import frozen
 from .history import RenderMemo
 from .messages import SessionMessage
 from .pairing import Pairing, ToolCall, is_pinned
 from .questions import REQUEST_OVERHEAD_TOKENS, batch_calls
+from .records import frozen
 from .textutil import abridge, collapsed, format_number
 from .tokens import estimate_tokens, most_tokens
 

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ..decisions import ACTIONS, action_name
-from ..frozen import frozen
+from ..records import frozen
 from .report import EMPTY_STATE, format_pct, kept_out_tenths
 from .store import CompactionRow, DecisionRow
 

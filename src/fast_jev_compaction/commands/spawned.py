@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..frozen import frozen
+from ..records import frozen
 
 # The hook as the plugin runs it; present in a checkout (the package sits in src/ beside hooks/).
 HOOK_SCRIPT = Path(__file__).resolve().parents[3] / "hooks" / "fast_jev_hook.py"

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import CompactionError
-from ..frozen import frozen
 from ..messages import SessionMessage
 from ..pairing import pair_tool_calls
+from ..records import frozen
 from ..transcript import read_messages
 
 _REPO = Path(__file__).resolve().parents[3]

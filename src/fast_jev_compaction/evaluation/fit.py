@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from typing import Callable, Iterable, Mapping, Sequence
 
-from ..frozen import frozen
 from ..goal import goal_from_messages
 from ..judge.features import FEATURE_NAMES, call_features, feature_vector
 from ..judge.model import JudgeModel
@@ -19,6 +18,7 @@ from ..judge.reuse import build_reuse_index
 from ..messages import SessionMessage
 from ..options import CompactOptions
 from ..pairing import Pairing, pair_tool_calls
+from ..records import frozen
 from .firepoints import fire_index
 from .labels import OutputLabel, label_outputs
 from .metrics import auc

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
-from ..frozen import frozen
 from ..messages import SessionMessage
 from ..pairing import Pairing, ToolCall
+from ..records import frozen
 from .outcome import rewritten
 
 PRICES = (0.25, 0.5, 1.0, 2.0, 4.0)  # keep_result per 10,000 chars freed

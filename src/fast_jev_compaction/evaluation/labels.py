@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..frozen import frozen
 from ..judge.features import call_target, replaces, result_text
 from ..judge.reuse import ReuseIndex, build_reuse_index
 from ..messages import SessionMessage
 from ..pairing import pair_tool_calls
+from ..records import frozen
 
 
 @frozen

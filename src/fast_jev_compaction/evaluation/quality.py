@@ -8,14 +8,13 @@ unpinned calls are ranked by the judges and by size and recency (:mod:`.metrics`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Callable, Sequence
 
 from ..archive import write_archive
 from ..compaction import CompactResult, compact_sync
 from ..decisions import KEEP
-from ..frozen import frozen
 from ..goal import goal_from_messages
 from ..judge.features import call_features, feature_vector
 from ..judge.local import LocalJudge
@@ -24,6 +23,7 @@ from ..judge.reuse import build_reuse_index
 from ..messages import SessionMessage
 from ..options import CompactOptions
 from ..pairing import Pairing, ToolCall, is_recent, pair_tool_calls
+from ..records import frozen, record
 from .corpus import Session, session_split
 from .firepoints import EVAL_FIRE_POINTS, fire_index
 from .fit import Row, fit_logistic, leave_one_session_out
@@ -67,7 +67,7 @@ class _Point:
     before: int
 
 
-@dataclass
+@record
 class Evaluation:
     fractions: tuple[float, ...]
     sessions: int = 0

@@ -22,7 +22,7 @@ import random
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from ..frozen import frozen
+from ..records import frozen
 from .metrics import ratio
 from .outcome import Outcome
 

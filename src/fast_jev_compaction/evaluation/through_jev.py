@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
@@ -31,7 +31,6 @@ from ..archive import write_archive
 from ..compaction import CompactResult, compact, run_sync
 from ..errors import CompactionError
 from ..fitting import state_base_tokens
-from ..frozen import frozen
 from ..history import one_line_call
 from ..judge.features import feature_vector
 from ..judge.model import JudgeModel, load_state_model
@@ -39,6 +38,7 @@ from ..messages import SessionMessage
 from ..options import CompactOptions
 from ..pairing import Pairing
 from ..questions import question_tokens
+from ..records import frozen, record
 from ..tokens import estimate_tokens
 from ..windows import WINDOWED, plan_requests
 from .fit import Row
@@ -65,7 +65,7 @@ class Budgets:
     max_request_tokens: int
 
 
-@dataclass
+@record
 class JevFigures:
     """What the compactions through the endpoint came to, beside the in-process ones."""
 

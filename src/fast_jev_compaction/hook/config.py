@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any, Literal, Mapping
 
-from ..frozen import frozen
 from ..goal import compaction_goal
 from ..messages import SessionMessage
 from ..options import OPTION, CompactOptions, read_plugin_options, resolve_options
+from ..records import frozen
 
 Judge = Literal["auto", "local", "jev"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import field
 
-from ..frozen import frozen
+from ..records import frozen
 
 MIN_MARGIN_S = 1.0
 MARGIN_SHARE = 0.10

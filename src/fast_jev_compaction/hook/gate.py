@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Mapping, TypeGuard
 
-from ..frozen import frozen
+from ..records import frozen
 from ..stats import CompactStats, percent
 
 # Characters per token of a Claude Code conversation (code, logs and JSON): an estimate, used

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..archive import archive_path, write_archive
-from ..frozen import frozen
 from ..markers import media_note, tools_note
 from ..messages import SessionMessage, ToolResult, ToolUse
+from ..records import frozen
 from .archive import MAX_ARCHIVE_AGE_DAYS, MAX_ARCHIVE_BYTES
 from .event import HookEvent
 from .meta import MAX_TRANSCRIPT_BYTES, transcript_file

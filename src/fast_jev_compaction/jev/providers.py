@@ -15,8 +15,8 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from ..errors import JevConfigError
-from ..frozen import frozen
 from ..options import JEV_DEFAULT_MODEL, KEY_ENV_VARS
+from ..records import frozen
 
 Provider = Literal["systemone", "openrouter", "cloudflare"]
 PROVIDERS: tuple[Provider, ...] = ("systemone", "openrouter", "cloudflare")

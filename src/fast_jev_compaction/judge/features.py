@@ -15,11 +15,11 @@ from bisect import bisect_right
 from itertools import accumulate
 from typing import Iterable, Mapping, Sequence
 
-from ..frozen import frozen
 from ..goal import prompt_text
 from ..lazy_pattern import lazy_pattern
 from ..messages import SessionMessage
 from ..pairing import Pairing, ToolCall
+from ..records import frozen
 from ..textutil import js_json
 from .lexicon import basename, command_head, tool_kind
 from .reuse import ReuseIndex, ascii_words, build_reuse_index, long_ids, word_set

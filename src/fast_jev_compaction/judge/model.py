@@ -16,9 +16,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..frozen import frozen
 from ..messages import SessionMessage
 from ..pairing import Pairing, ToolCall
+from ..records import frozen
 from .features import FEATURE_NAMES, KINDS, call_features
 
 WEIGHTS_PATH = Path(__file__).with_name("weights.json")

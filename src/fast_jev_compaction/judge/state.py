@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Mapping
 
-from ..frozen import frozen
+from ..records import frozen, record
 from ..textutil import ELLIPSIS, js_json
 from .features import _INCIDENTAL_INPUTS
 from .lexicon import FILE_KINDS as _FILE_KINDS
@@ -178,7 +178,7 @@ class PathRef:
         return full.startswith(prefix)
 
 
-@dataclass
+@record
 class StateCall:
     id: str
     tool: str
@@ -237,7 +237,7 @@ class Entry:
     text: str
 
 
-@dataclass
+@record
 class StateView:
     goal: str
     entries: list[Entry]

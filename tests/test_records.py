@@ -1,4 +1,5 @@
-"""``frozen``: the same equality, hash and repr as ``@dataclass(frozen=True)``, with no code compiled."""
+"""``record`` and ``frozen``: the equality, hash and repr of ``@dataclass`` and ``@dataclass(frozen=True)``,
+with no code compiled."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import dataclasses
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fast_jev_compaction.frozen import frozen
+import pytest
+
+from fast_jev_compaction.records import frozen, record
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,38 @@ class Made:
     note: str = field(default="", compare=False)
     secret: str = field(default="", repr=False)
     weight: float = field(default=0.0, hash=False)
+
+
+@record
+class Mutable:
+    name: str
+    size: int = 0
+    note: str = field(default="", compare=False)
+    items: list[int] = field(default_factory=list)
+
+
+@dataclass
+class MutableReference:
+    name: str
+    size: int = 0
+    note: str = field(default="", compare=False)
+    items: list[int] = field(default_factory=list)
+
+
+@record
+class WritesEq:
+    value: int
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, WritesEq)
+
+
+@frozen
+class FrozenWritesEq:
+    value: int
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FrozenWritesEq)
 
 
 @frozen(slots=True)
@@ -96,3 +131,22 @@ def test_a_recursive_value_prints_without_recursing() -> None:
     one = One(box)
     box.append(one)
     assert repr(one) == "One(only=[...])"
+
+
+def test_a_record_compares_and_prints_as_a_dataclass_and_is_not_hashable() -> None:
+    for left in ({"name": "a"}, {"name": "a", "size": 1}, {"name": "a", "note": "n"}, {"name": "a", "items": [1]}):
+        for right in ({"name": "a"}, {"name": "a", "size": 1}, {"name": "a", "note": "n"}, {"name": "a", "items": [1]}):
+            assert (Mutable(**left) == Mutable(**right)) == (MutableReference(**left) == MutableReference(**right))
+        assert repr(Mutable(**left)) == repr(MutableReference(**left)).replace("MutableReference", "Mutable", 1)
+    made = Mutable("a")
+    made.size = 2  # mutable: a plain attribute
+    assert made == Mutable("a", 2) and Mutable("a").items is not Mutable("a").items
+    with pytest.raises(TypeError):
+        hash(made)
+
+
+def test_a_class_that_writes_eq_alone_gets_the_dataclass_hash_rule() -> None:
+    # Python sets __hash__ = None beside a written __eq__; the dataclass rule still decides.
+    with pytest.raises(TypeError):
+        hash(WritesEq(1))
+    assert hash(FrozenWritesEq(1)) == hash(FrozenWritesEq(1)) and FrozenWritesEq(1) == FrozenWritesEq(2)

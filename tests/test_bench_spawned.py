@@ -26,6 +26,13 @@ def test_a_childs_peak_is_its_own_whatever_the_parent_holds() -> None:
     assert run_child([sys.executable, "-c", "import sys; sys.exit(3)"]).code == 3
 
 
+def test_a_hooks_answer_is_read_from_the_run_that_is_measured() -> None:
+    answered = run_child([sys.executable, "-I", "-c", "print('{\"action\": \"skip\", \"log\": []}')"], answers=True)
+    garbled = run_child([sys.executable, "-I", "-c", "print('Traceback (most recent call last):')"], answers=True)
+    assert (answered.code, answered.action, garbled.action) == (0, "skip", "none")
+    assert run_child([sys.executable, "-I", "-c", "print('{}')"]).action is None  # output discarded, unread
+
+
 def test_bench_reports_peak_memory_and_the_hooks_start() -> None:
     bench = [sys.executable, "-m", "fast_jev_compaction.cli", "bench", str(REPO / "examples" / "session.jsonl"), "--synthetic", "4000", "--repeat", "1"]
     proc = subprocess.run([*bench, "--json"], capture_output=True, text=True, timeout=300)

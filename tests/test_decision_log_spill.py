@@ -128,3 +128,17 @@ def test_an_entry_sqlite_cannot_store_is_set_aside_and_the_new_row_still_written
         assert sorted(c.session_id for c in log.compactions()) == ["fine", "new"]
     assert entries(db) == [broken.with_name(broken.name + ".bad")]
     assert not good.exists()
+
+
+def test_pending_lists_this_logs_entries_oldest_first_whatever_the_folder_is_called(tmp_path: Path) -> None:
+    folder = tmp_path / "odd [name]*?"  # characters a glob pattern would read as wildcards
+    folder.mkdir()
+    db = folder / "decisions.sqlite"
+    assert spill.pending(tmp_path / "missing" / "decisions.sqlite") == []
+    for name in ("decisions.sqlite.spill-200-1-a.json", "decisions.sqlite.spill-1000-1-b.json",
+                 "decisions.sqlite.spill-30-1-c.json", "decisions.sqlite.spill-40-1-d.json.bad",
+                 "other.sqlite.spill-10-1-e.json", "decisions.sqlite"):
+        (folder / name).write_text("{}", encoding="utf-8")
+    assert [p.name for p in spill.pending(db)] == [
+        "decisions.sqlite.spill-30-1-c.json", "decisions.sqlite.spill-200-1-a.json", "decisions.sqlite.spill-1000-1-b.json",
+    ]

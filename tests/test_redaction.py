@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from fast_jev_compaction import redaction
 from fast_jev_compaction.redaction import MASK, is_secret_key, redact_json, redact_text
 
 # One planted secret of every kind the redactor promises to mask, as it appears in the wild.
@@ -157,3 +158,30 @@ def test_benchmark_adversarial_megabyte_within_3x_prose(benchmark: pytest.Fixtur
     if benchmark.enabled:  # type: ignore[attr-defined]
         prose = _best_of(3, PROSE_MB)
         assert benchmark.stats.stats.min <= 3 * prose, (benchmark.stats.stats.min, prose)  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------- skipped patterns
+
+def _every_pattern(text: str) -> str:
+    """The redactor with every pattern run on every text: what the skips must equal."""
+    text = redaction._mask_pem(text)
+    for _, pattern, replacement in redaction._SUBSTITUTIONS:
+        text = pattern.sub(replacement, text)
+    text = redaction._mask_named(text, redaction._ASSIGN_NAME, 1, redaction._ASSIGN_VALUE)
+    text = redaction._mask_named(text, redaction._COLON_NAME, 2, redaction._COLON_VALUE, redaction._colon_secret)
+    return redaction._mask_named(text, redaction._FLAG_NAME, 1, redaction._FLAG_VALUE)
+
+
+# Words that match the patterns' case-insensitive alternatives only through Unicode folding.
+FOLDED = ["pa\u017fs=hunter22", "\u212aEY: v4lue-here", "AU\u0130H: x", "to\u212aen=abcdef", "BEARER Qm9iQm9iMTIz"]
+
+
+@pytest.mark.parametrize("text", [*(text for text, _ in SECRETS.values()), *FOLDED, "plain text, no secret", ""])
+def test_a_pattern_is_skipped_only_where_it_cannot_match(text: str) -> None:
+    assert redact_text(text) == _every_pattern(text)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from([*FRAGMENTS, *FOLDED, "AbCd1234EfGh5678IjKl9012MnOp3456QrSt7890"]), max_size=16).map("".join))
+def test_skipping_never_changes_what_is_masked(text: str) -> None:
+    assert redact_text(text) == _every_pattern(text)

@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
 from .private_files import make_private_dirs, write_private
+from .records import record
 
 # The interpreter's own SHA-256 (``_sha256`` up to 3.11, ``_sha2`` from 3.12), the same digest as
 # hashlib's: importing hashlib loads OpenSSL first, about a tenth of the hook's start on one name.
@@ -53,7 +53,7 @@ def archive_path(directory: str, content: str | bytes, suffix: str = SUFFIX) -> 
     return os.path.join(directory, archive_name(content, suffix))
 
 
-@dataclass
+@record
 class ArchiveReport:
     """How many archive files one write made, found already there, or removed to bound the folder."""
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Mapping, Protocol, runtime_checkable
 
+from .records import record
 
-@dataclass
+
+@record
 class Usage:
     """Tokens the judge reports having read and written."""
 
@@ -18,7 +20,7 @@ class Usage:
         self.output_tokens += other.output_tokens
 
 
-@dataclass
+@record
 class AskResult:
     """One answered request.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from array import array
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any, Coroutine, Sequence, TypeVar
 
 from .archive import archive_path
@@ -17,6 +17,7 @@ from .options import CompactOptions, validate_threshold
 from .pairing import Pairing, ToolCall, pair_tool_calls
 from .policy import Scored, budget_decisions, could_cut, threshold_decisions
 from .rebuild import apply_decisions, freed_chars
+from .records import frozen
 from .rules import Verdict, call_facts, settle
 from .stats import CompactStats, message_chars, rebuilt_chars
 
@@ -30,7 +31,7 @@ T = TypeVar("T")
 _NO_CUT: Any = object()
 
 
-@dataclass(frozen=True)
+@frozen
 class CompactResult:
     messages: list[SessionMessage]
     decisions: list[CallDecision]
@@ -179,7 +180,7 @@ def _ruled(call: ToolCall, verdict: Verdict) -> CallDecision:
     return CallDecision(call.id, call.tool_use_id, call.tool, value, value, verdict.action, verdict.rule)
 
 
-@dataclass(frozen=True)
+@frozen
 class _Judging:
     """What asking the judge about some calls needs, shared by :func:`_answers` and :func:`_ask`."""
 

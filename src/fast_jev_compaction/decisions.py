@@ -16,11 +16,11 @@ cuts, so a remote judge was not asked about it).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Final, Literal
 
 from .options import validate_threshold
 from .pairing import ToolCall
+from .records import frozen
 
 Action = Literal["keep", "truncate", "drop"]
 KEEP: Final = "keep"
@@ -46,7 +46,7 @@ def action_name(value: str) -> str:
     return LEGACY_ACTIONS.get(value, value)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class CallDecision:
     """What becomes of one tool call, with the judge's probabilities and why."""
 

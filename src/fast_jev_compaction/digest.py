@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import heapq
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
 
 from .lazy_pattern import lazy_pattern
 from .markers import gap, ids_line
+from .records import frozen
 
 # A line worth keeping from the middle of a long output.
 _KEY_LINE = lazy_pattern(
@@ -59,7 +59,7 @@ _MIDDLE_SCAN_CHARS = 2_000_000
 _IDS_SCAN_CHARS = 200_000
 
 
-@dataclass(frozen=True)
+@frozen
 class DigestShape:
     """Character budgets: the whole digest, its opening and its line of ids; the closing and the
     key lines of the middle share the rest equally."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any, Iterator, Sequence
 
@@ -11,6 +10,7 @@ from .history import RenderMemo, calls_by_message, history_entries, history_entr
 from .messages import SessionMessage
 from .pairing import Pairing, PendingCall, ToolCall, is_pinned
 from .questions import STATE_CONTEXT
+from .records import frozen
 from .textutil import ELLIPSIS, abridge, collapsed, format_number, js_json, plain_json
 from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, tally
 
@@ -19,7 +19,7 @@ ABRIDGE_HEAD, ABRIDGE_TAIL = 400, 150
 ABRIDGE_OVER = ABRIDGE_HEAD + ABRIDGE_TAIL + 40
 
 
-@dataclass(frozen=True)
+@frozen
 class FittedState:
     state: dict[str, Any]
     tokens: int

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any, Final, Mapping
 
 from .lazy_pattern import lazy_pattern
+from .records import frozen
 
 READ: Final = "read"
 SEARCH: Final = "search"
@@ -240,7 +240,7 @@ def _named_kind(tool: str) -> str:
     return OTHER
 
 
-@dataclass(frozen=True, slots=True)  # one per call, beside its facts
+@frozen(slots=True)  # one per call, beside its facts
 class CallShape:
     """What one call is: its kind and the keys that say when two calls did the same thing."""
 

@@ -11,9 +11,11 @@ in.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any, Literal, Mapping, Sequence
+
+from .records import frozen
 
 Role = Literal["user", "assistant"]
 ROLES: tuple[Role, ...] = ("user", "assistant")
@@ -74,7 +76,7 @@ def shared_input(fields: Mapping[str, Any], shared: dict[Any, Any]) -> dict[str,
     return shared.setdefault(tuple(item for pair in made.items() for item in pair), made)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ToolUse:
     """A tool_use block of an assistant message; ``text``/``isError`` copy its outcome."""
 
@@ -93,7 +95,7 @@ class ToolUse:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ToolResult:
     """A tool_result block of a user message."""
 
@@ -106,7 +108,7 @@ class ToolResult:
         return _wire((("tool_use_id", self.tool_use_id), ("text", self.text), ("isError", self.isError)), self.extra)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class SessionMessage:
     """One conversation message: text plus its tool blocks.
 

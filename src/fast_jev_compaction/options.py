@@ -14,8 +14,9 @@ hand-edited setting never costs the user a compaction).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Literal, Mapping
+
+from .records import frozen
 
 Kind = Literal["number", "integer", "string", "choice", "flag"]
 # core: a CompactOptions field; cli: a `fast-jev compact` flag; hook: read by the Python hook;
@@ -45,7 +46,7 @@ class OptionValueError(ValueError):
         super().__init__(f"{option.name}: {why}")
 
 
-@dataclass(frozen=True)
+@frozen
 class Option:
     name: str
     kind: Kind
@@ -341,7 +342,7 @@ def read_plugin_options(raw: Mapping[str, Any] | None) -> tuple[dict[str, Any], 
     return values, notes
 
 
-@dataclass(frozen=True)
+@frozen
 class CompactOptions:
     """Resolved options; build them with :func:`resolve_options` to apply the rules."""
 

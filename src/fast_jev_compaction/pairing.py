@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Sequence
 
 from .errors import PairingError
 from .messages import SessionMessage
+from .records import frozen, record
 
 
 # Slotted: a session of 200k messages has some 100k calls, each alive for the whole compaction.
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ToolCall:
     """A completed call: its tool_use and its tool_result are both in the transcript."""
 
@@ -25,7 +26,7 @@ class ToolCall:
     pinned: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class PendingCall:
     """A tool_use whose result is not in the transcript yet: visible to the judge, never dropped."""
 
@@ -35,7 +36,7 @@ class PendingCall:
     call_index: int
 
 
-@dataclass
+@record
 class Pairing:
     calls: list[ToolCall] = field(default_factory=list)
     pending: list[PendingCall] = field(default_factory=list)

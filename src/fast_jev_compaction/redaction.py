@@ -30,6 +30,8 @@ import re
 from collections import Counter
 from typing import Any, Callable
 
+from .lazy_pattern import lazy_pattern
+
 MASK = "***"
 PEM_MASK = "[private key redacted]"
 
@@ -103,8 +105,8 @@ def _quoted_mask(value: str) -> str:
 
 # --------------------------------------------------------------------------- PEM blocks
 
-_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----")
-_PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----")
+_PEM_BEGIN = lazy_pattern(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----")
+_PEM_END = lazy_pattern(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----")
 
 
 def _mask_pem(text: str) -> str:
@@ -125,14 +127,15 @@ def _mask_pem(text: str) -> str:
 
 # --------------------------------------------------------------------------- value patterns
 
-_URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]*+://[^\s/?#@:]++:)[^\s/?#@]++@")
-_AUTH_SCHEME = re.compile(r"(?<![A-Za-z0-9_])((?i:bearer|basic)[ \t]++)([A-Za-z0-9._~+/\-]++=*+)")
-_AWS_ACCESS_KEY = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|AIDA|AROA|AGPA|ANPA|ANVA|AIPA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Za-z0-9])")
-_AWS_SECRET_KEY = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
-_GITHUB_TOKEN = re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{20}|github_pat_[A-Za-z0-9_]{20})[A-Za-z0-9_]*+")
-_SLACK_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-])xox[abposr]-[A-Za-z0-9\-]{10}[A-Za-z0-9\-]*+")
-_SK_KEY = re.compile(r"(?<![A-Za-z0-9_\-])sk-[A-Za-z0-9_\-]{16}[A-Za-z0-9_\-]*+")
-_JWT = re.compile(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]++\.eyJ[A-Za-z0-9_\-]++\.[A-Za-z0-9_\-]*+")
+_URL_USERINFO = lazy_pattern(r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]*+://[^\s/?#@:]++:)[^\s/?#@]++@")
+_AUTH_SCHEME = lazy_pattern(r"(?<![A-Za-z0-9_])((?i:bearer|basic)[ \t]++)([A-Za-z0-9._~+/\-]++=*+)")
+_AWS_PREFIXES = ("AKIA", "ASIA", "AIDA", "AROA", "AGPA", "ANPA", "ANVA", "AIPA", "ABIA", "ACCA")
+_AWS_ACCESS_KEY = lazy_pattern(r"(?<![A-Za-z0-9])(?:" + "|".join(_AWS_PREFIXES) + r")[0-9A-Z]{16}(?![A-Za-z0-9])")
+_AWS_SECRET_KEY = lazy_pattern(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_GITHUB_TOKEN = lazy_pattern(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{20}|github_pat_[A-Za-z0-9_]{20})[A-Za-z0-9_]*+")
+_SLACK_TOKEN = lazy_pattern(r"(?<![A-Za-z0-9_\-])xox[abposr]-[A-Za-z0-9\-]{10}[A-Za-z0-9\-]*+")
+_SK_KEY = lazy_pattern(r"(?<![A-Za-z0-9_\-])sk-[A-Za-z0-9_\-]{16}[A-Za-z0-9_\-]*+")
+_JWT = lazy_pattern(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]++\.eyJ[A-Za-z0-9_\-]++\.[A-Za-z0-9_\-]*+")
 
 
 def _mask_auth_scheme(match: re.Match[str]) -> str:
@@ -152,27 +155,30 @@ def _mask_aws_secret(match: re.Match[str]) -> str:
 
 # Names worth a closer look contain one of these words; the lookahead is bounded and runs only at
 # the start of a name, so a text full of ordinary ``name=value`` pairs is scanned in C alone.
+_SECRET_WORDS = "pass|pwd|token|secret|key|auth|credential|cookie"
+
+
 def _maybe_secret(name_class: str) -> str:
-    return rf"(?=[{name_class}]{{0,64}}?(?i:pass|pwd|token|secret|key|auth|credential|cookie))"
+    return rf"(?=[{name_class}]{{0,64}}?(?i:{_SECRET_WORDS}))"
 
 
 # NAME=value (shell, .env lines, query strings, --flag=value).
-_ASSIGN_NAME = re.compile(r"(?<![A-Za-z0-9_.\-])-{0,2}" + _maybe_secret(r"A-Za-z0-9_.\-") + r"([A-Za-z_][A-Za-z0-9_.\-]*+)[ \t]*+=(?!=)[ \t]*+")
+_ASSIGN_NAME = lazy_pattern(r"(?<![A-Za-z0-9_.\-])-{0,2}" + _maybe_secret(r"A-Za-z0-9_.\-") + r"([A-Za-z_][A-Za-z0-9_.\-]*+)[ \t]*+=(?!=)[ \t]*+")
 # Quotes may come escaped (\"): tool inputs often sit in the state as serialised JSON.
-_ASSIGN_VALUE = re.compile(r"\\?\"[^\"\n]*+\"?|\\?'[^'\n]*+'?|[^\s&;,\"'`}\\]++")
+_ASSIGN_VALUE = lazy_pattern(r"\\?\"[^\"\n]*+\"?|\\?'[^'\n]*+'?|[^\s&;,\"'`}\\]++")
 # =value that looks like a generated key, whatever the name ("SIGNING=q8Zr4TbX2mWn7KpL9vYc").
-_ASSIGNED_RANDOM = re.compile(r"(?<==)([\"']?+)([A-Za-z0-9+/_\-.~]{20,}+)")
+_ASSIGNED_RANDOM = lazy_pattern(r"(?<==)([\"']?+)([A-Za-z0-9+/_\-.~]{20,}+)")
 # "name": value / name: value (JSON, YAML, HTTP headers).
-_COLON_NAME = re.compile(
+_COLON_NAME = lazy_pattern(
     r"(?<![A-Za-z0-9_\-])([\"']?)" + _maybe_secret(r"A-Za-z0-9_\-") + r"([A-Za-z_][A-Za-z0-9_\-]*+)\\?\1[ \t]*+:(?!//)[ \t]*+"
 )
 # One word, or two when the first is an auth scheme ("Authorization: Token abc").
-_COLON_VALUE = re.compile(
+_COLON_VALUE = lazy_pattern(
     r"\\?\"[^\"\n]*+\"?|\\?'[^'\n]*+'?|(?:(?i:bearer|basic|token|digest|negotiate)[ \t]++)?[^\s,}\"'\\]++"
 )
 # --password value
-_FLAG_NAME = re.compile(r"(?<![A-Za-z0-9_\-])--?" + _maybe_secret(r"A-Za-z0-9\-") + r"([A-Za-z][A-Za-z0-9\-]*+)[ \t]++")
-_FLAG_VALUE = re.compile(r"\"[^\"\n]*+\"?|'[^'\n]*+'?|[^\s\-*][^\s]*+")
+_FLAG_NAME = lazy_pattern(r"(?<![A-Za-z0-9_\-])--?" + _maybe_secret(r"A-Za-z0-9\-") + r"([A-Za-z][A-Za-z0-9\-]*+)[ \t]++")
+_FLAG_VALUE = lazy_pattern(r"\"[^\"\n]*+\"?|'[^'\n]*+'?|[^\s\-*][^\s]*+")
 
 
 def _colon_secret(name: str) -> bool:
@@ -210,24 +216,47 @@ def _mask_assigned_random(match: re.Match[str]) -> str:
     return f"{match.group(1)}{MASK}" if _looks_random(match.group(2)) else match.group(0)
 
 
-_SUBSTITUTIONS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
-    (_URL_USERINFO, rf"\1{MASK}@"),
-    (_AUTH_SCHEME, _mask_auth_scheme),
-    (_AWS_ACCESS_KEY, MASK),
-    (_AWS_SECRET_KEY, _mask_aws_secret),
-    (_GITHUB_TOKEN, MASK),
-    (_SLACK_TOKEN, MASK),
-    (_SK_KEY, f"sk-{MASK}"),
-    (_JWT, MASK),
-    (_ASSIGNED_RANDOM, _mask_assigned_random),
+# Every match of a secret name or an auth scheme holds one of these words (the same case-insensitive
+# alternatives as the patterns'), so a text without any skips those patterns.
+_HINT = lazy_pattern(rf"(?i:{_SECRET_WORDS}|bearer|basic)")
+
+
+def _hinted(text: str) -> bool:
+    return _HINT.search(text) is not None
+
+
+def _holds(*literals: str) -> Callable[[str], bool]:
+    return lambda text: any(literal in text for literal in literals)
+
+
+def _always(text: str) -> bool:
+    return True
+
+
+# Each pattern beside a test that every text it can match passes (each match holds one of the
+# literals): a text that fails it cannot change, and a pattern no text needs is never compiled,
+# which is most of them in a hook run (compiling them all cost more than the run's redacting).
+_SUBSTITUTIONS: tuple[tuple[Callable[[str], bool], re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
+    (_holds("://"), _URL_USERINFO, rf"\1{MASK}@"),
+    (_hinted, _AUTH_SCHEME, _mask_auth_scheme),
+    (_holds(*_AWS_PREFIXES), _AWS_ACCESS_KEY, MASK),
+    (_always, _AWS_SECRET_KEY, _mask_aws_secret),
+    (_holds("gh", "github_pat_"), _GITHUB_TOKEN, MASK),
+    (_holds("xox"), _SLACK_TOKEN, MASK),
+    (_holds("sk-"), _SK_KEY, f"sk-{MASK}"),
+    (_holds("eyJ"), _JWT, MASK),
+    (_holds("="), _ASSIGNED_RANDOM, _mask_assigned_random),
 )
 
 
 def redact_text(text: str) -> str:
     """Mask secret-looking substrings of free text. Idempotent; linear in ``len(text)``."""
     text = _mask_pem(text)
-    for pattern, replacement in _SUBSTITUTIONS:
-        text = pattern.sub(replacement, text)
+    for may_match, pattern, replacement in _SUBSTITUTIONS:
+        if may_match(text):
+            text = pattern.sub(replacement, text)
+    if not _hinted(text):
+        return text
     text = _mask_named(text, _ASSIGN_NAME, 1, _ASSIGN_VALUE)
     text = _mask_named(text, _COLON_NAME, 2, _COLON_VALUE, _colon_secret)
     return _mask_named(text, _FLAG_NAME, 1, _FLAG_VALUE)

@@ -13,17 +13,18 @@ itself as the decision's reason.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Callable, Final, Mapping, Sequence
 
 from .decisions import DROP, KEEP, TRUNCATE, Action
 from .lexicon import DECISION, EDIT, READ, SIDE_EFFECT, TEST_BUILD, TODO, CallShape, call_shape
 from .markers import carries_mark
 from .pairing import ToolCall, is_recent
+from .records import frozen, record
 
 
 # Slotted: one per call (some 100k in a long session), alive together at the compaction's peak.
-@dataclass(slots=True)
+@record(slots=True)
 class CallFacts:
     """One call as the rules see it, with what the rest of the conversation says about it."""
 
@@ -48,7 +49,7 @@ LOG_CAP = 16_000
 EDIT_CAP = 1500
 
 
-@dataclass(frozen=True)
+@frozen
 class Rule:
     name: str
     action: Action
@@ -85,13 +86,13 @@ RULES: Final[tuple[Rule, ...]] = (
 RULE_NAMES: Final = tuple(rule.name for rule in RULES)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Verdict:
     rule: str
     action: Action
 
 
-@dataclass
+@record
 class _Seen:
     """What calls later than the one being looked at did, walking the calls newest first."""
 

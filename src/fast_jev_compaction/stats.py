@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Container, Sequence
 
 from .decisions import BUDGET, PINNED, THRESHOLD, CallDecision
 from .messages import SessionMessage
+from .records import record
 from .textutil import js_json
 
 UI_LOG_MAX_CHARS = 4096
@@ -54,7 +54,7 @@ def rebuilt_chars(
     return total
 
 
-@dataclass
+@record
 class CompactStats:
     messages_before: int = 0
     messages_after: int = 0

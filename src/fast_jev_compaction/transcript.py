@@ -15,10 +15,11 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
+from . import records  # as a module: "record" names a transcript line here
 from .errors import TranscriptError
 from .messages import NO_EXTRA, NO_USES, MessageError, SessionMessage, ToolResult, ToolUse, parse_messages, shared_input
 
@@ -64,7 +65,7 @@ _KNOWN_RECORD_TYPES = frozenset(
 _CONVERSATION_TYPES = frozenset({"user", "assistant"})
 
 
-@dataclass
+@records.record
 class TranscriptStats:
     """What the reader skipped, so callers can report it instead of losing it silently."""
 
@@ -99,7 +100,7 @@ class TranscriptStats:
         return any(t in _KNOWN_RECORD_TYPES for t in self.record_types)
 
 
-@dataclass
+@records.record
 class TranscriptParse:
     messages: list[SessionMessage]
     stats: TranscriptStats
@@ -437,7 +438,7 @@ def _streamed_records(records: Iterable[Any]) -> TranscriptParse | None:
         return None
 
 
-@dataclass
+@records.record
 class _Plan:
     """What a first reading of a transcript says about its live part."""
 

@@ -15,7 +15,6 @@ sends a small state.
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .errors import FittingError
@@ -24,6 +23,7 @@ from .history import RenderMemo
 from .messages import SessionMessage
 from .pairing import Pairing, ToolCall, is_pinned
 from .questions import REQUEST_OVERHEAD_TOKENS, batch_calls
+from .records import frozen
 from .textutil import abridge, collapsed, format_number
 from .tokens import estimate_tokens, most_tokens
 
@@ -46,7 +46,7 @@ WINDOWED = "windowed"
 MAX_MISSES = 64
 
 
-@dataclass(frozen=True)
+@frozen
 class Request:
     """One judge request: a state and the calls asked about next to it."""
 

@@ -12,7 +12,6 @@ Stdlib only: the hook imports this on its hot path.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import time
@@ -32,8 +31,15 @@ def _prefix(db: Path) -> str:
 
 def pending(db: Path) -> list[Path]:
     """The spill entries beside ``db``, oldest first (names start with a time stamp in ms)."""
-    pattern = os.path.join(glob.escape(str(db.parent)), glob.escape(_prefix(db)) + "*" + SUFFIX)
-    return sorted((Path(p) for p in glob.glob(pattern)), key=lambda p: (len(p.name), p.name))
+    prefix = _prefix(db)
+    # A scan of the folder, not ``glob``: the hook asks on every write, and glob's import and
+    # the pattern it compiles cost more than the scan.
+    try:
+        with os.scandir(db.parent) as entries:
+            names = [entry.name for entry in entries if entry.name.startswith(prefix) and entry.name.endswith(SUFFIX)]
+    except OSError:  # no folder yet, or not readable: nothing to replay
+        return []
+    return sorted((db.parent / name for name in names), key=lambda p: (len(p.name), p.name))
 
 
 def entry_id(db: Path, path: Path) -> str:

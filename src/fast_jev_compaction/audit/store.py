@@ -20,11 +20,12 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..records import frozen, record
 from ..redaction import redact_text
 from . import spill
 from .redact import PREVIEW_LIMIT, clip
@@ -77,7 +78,7 @@ class DecisionLogBusy(DecisionLogError):
         )
 
 
-@dataclass(kw_only=True)
+@record(kw_only=True)
 class CompactionRow:
     """One compaction attempt. ``freed_chars`` counts only chars that were in the context."""
 
@@ -104,7 +105,7 @@ class CompactionRow:
     id: int | None = None  # set when read back
 
 
-@dataclass(kw_only=True)
+@record(kw_only=True)
 class DecisionRow:
     """One per-call decision of a compaction."""
 
@@ -123,7 +124,7 @@ class DecisionRow:
     compaction_id: int | None = None  # set when read back
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Totals:
     """Aggregates over compactions. Context sizes count *replaced* compactions only."""
 

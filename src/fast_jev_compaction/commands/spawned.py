@@ -15,9 +15,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
+
+from ..records import frozen
 
 # The hook as the plugin runs it; present in a checkout (the package sits in src/ beside hooks/).
 HOOK_SCRIPT = Path(__file__).resolve().parents[3] / "hooks" / "fast_jev_hook.py"
@@ -28,37 +29,47 @@ HOOK_EVENT_MESSAGES = 30
 HOOK_OPTIONS = {"judge": "local", "minReductionRatio": 0}
 
 
-@dataclass(frozen=True)
+@frozen
 class Child:
-    """One finished child process: its exit code, CPU seconds (user + system) and peak RSS in bytes."""
+    """One finished child process: its exit code, CPU seconds (user + system) and peak RSS in
+    bytes; for a hook, the ``action`` it answered ("none" when its output was not one answer)."""
 
     code: int
     cpu_s: float
     peak_bytes: int
+    action: str | None = None
 
 
 # Started from a small interpreter, not from the bench: a child's peak RSS counts the memory it
-# shared with its parent until exec, and the bench's own can be a gigabyte.
+# shared with its parent until exec, and the bench's own can be a gigabyte. A hook's answer is
+# read here too, from a pipe, so the run that is measured is the one whose answer is checked.
 _LAUNCHER = """
 import json, os, subprocess, sys
-command, stdin = json.loads(sys.argv[1]), sys.argv[2] or os.devnull
+command, stdin, answers = json.loads(sys.argv[1]), sys.argv[2] or os.devnull, sys.argv[3] == "1"
 with open(stdin, "rb") as source:
-    process = subprocess.Popen(command, stdin=source, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = subprocess.PIPE if answers else subprocess.DEVNULL
+    process = subprocess.Popen(command, stdin=source, stdout=out, stderr=subprocess.DEVNULL)
+    answer = process.stdout.read() if answers else b""
     # wait4 reaps it and gives this child's usage alone (RUSAGE_CHILDREN would mix them all).
     _, status, usage = os.wait4(process.pid, 0)
-print(json.dumps([os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime, usage.ru_maxrss]))
+try:
+    action = str(json.loads(answer)["action"]) if answers else None
+except (ValueError, KeyError, TypeError):
+    action = "none"
+print(json.dumps([os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime, usage.ru_maxrss, action]))
 """
 
 
-def run_child(command: Sequence[str], stdin: Path | None = None) -> Child:
-    """Run ``command`` to the end, its output discarded, and read its own resource usage."""
+def run_child(command: Sequence[str], stdin: Path | None = None, *, answers: bool = False) -> Child:
+    """Run ``command`` to the end and read its own resource usage; its output is discarded, or
+    with ``answers`` read as a hook's answer for its ``action``."""
     launched = subprocess.run(
-        [sys.executable, "-I", "-c", _LAUNCHER, json.dumps(list(command)), str(stdin or "")],
+        [sys.executable, "-I", "-c", _LAUNCHER, json.dumps(list(command)), str(stdin or ""), "1" if answers else "0"],
         capture_output=True, text=True, check=True,
     )
-    code, cpu_s, maxrss = json.loads(launched.stdout)
+    code, cpu_s, maxrss, action = json.loads(launched.stdout)
     # ru_maxrss is in KiB on Linux, in bytes on macOS.
-    return Child(code, cpu_s, maxrss * (1 if sys.platform == "darwin" else 1024))
+    return Child(code, cpu_s, maxrss * (1 if sys.platform == "darwin" else 1024), action)
 
 
 def hook_event(messages: list[Any], data_dir: Path) -> dict[str, Any]:
@@ -84,9 +95,9 @@ def _small_messages() -> list[Any]:
     return parse_transcript(list(transcript_lines(HOOK_EVENT_MESSAGES)))
 
 
-def hook_command(python: str = sys.executable) -> list[str] | None:
-    """How the plugin's mod starts the hook; None outside a checkout (no hooks/ to run)."""
-    return [python, "-I", str(HOOK_SCRIPT)] if HOOK_SCRIPT.is_file() else None
+def hook_command(python: str) -> list[str]:
+    """How the plugin's mod starts the hook under ``python`` (``HOOK_SCRIPT`` is only in a checkout)."""
+    return [python, "-I", str(HOOK_SCRIPT)]
 
 
 def plugin_python(folder: Path) -> str:
@@ -119,25 +130,23 @@ def hook_start(runs: int) -> dict[str, Any] | None:
 
     All four are interleaved so that they see the same neighbours: on a shared machine, or under a
     Python whose site-packages import something at start, the interpreter alone can cost several
-    times its quiet figure, and the hook's number means little without it. One run first reads the
-    answer: a hook that could not import what it needs answers ``fallback``, faster, and would pass
+    times its quiet figure, and the hook's number means little without it. Every run's answer is
+    read: a hook that could not import what it needs answers ``fallback``, faster, and would pass
     for a quick start.
     """
     if not HOOK_SCRIPT.is_file():
         return None
     with tempfile.TemporaryDirectory(prefix="fast-jev-bench-hook-") as name:
         folder = Path(name)
-        python = plugin_python(folder / "venv")
+        pythons = {"plugin": plugin_python(folder / "venv"), "bench": sys.executable}
         event = _write_event(_small_messages(), folder, "event.json")
-        pythons = {"plugin": python, "bench": sys.executable}
-        answers = {where: _answer_action(interpreter, event) for where, interpreter in pythons.items()}
         hooks: dict[str, list[Child]] = {where: [] for where in pythons}
         bare: dict[str, list[Child]] = {where: [] for where in pythons}
         for _ in range(max(1, runs)):
             for where, interpreter in pythons.items():
-                hooks[where].append(run_child([interpreter, "-I", str(HOOK_SCRIPT)], event))
+                hooks[where].append(run_child(hook_command(interpreter), event, answers=True))
                 bare[where].append(run_child([interpreter, "-I", "-c", "pass"]))
-    rows = {where: _start_row(hooks[where], bare[where], answers[where]) for where in pythons}
+    rows = {where: _start_row(hooks[where], bare[where]) for where in pythons}
     return {
         "messages": HOOK_EVENT_MESSAGES,
         "python": f"a venv like the plugin's (of {getattr(sys, '_base_executable', sys.executable)}, "
@@ -148,19 +157,9 @@ def hook_start(runs: int) -> dict[str, Any] | None:
     }
 
 
-def _answer_action(python: str, event: Path) -> str:
-    with event.open("rb") as source:
-        answered = subprocess.run(
-            [python, "-I", str(HOOK_SCRIPT)], stdin=source, capture_output=True, check=False
-        )
-    try:
-        return str(json.loads(answered.stdout)["action"])
-    except (ValueError, KeyError, TypeError):
-        return "none"
-
-
-def _start_row(hooks: list[Child], bare: list[Child], action: str) -> dict[str, Any]:
+def _start_row(hooks: list[Child], bare: list[Child]) -> dict[str, Any]:
     cpu_ms = sorted(child.cpu_s * 1000 for child in hooks)
+    action = hooks[0].action
     return {
         "runs": len(hooks),
         "action": action,
@@ -168,13 +167,14 @@ def _start_row(hooks: list[Child], bare: list[Child], action: str) -> dict[str, 
         "cpu_ms_min": round(cpu_ms[0], 1),
         "cpu_ms_max": round(cpu_ms[-1], 1),
         "interpreter_cpu_ms": round(statistics.median(child.cpu_s * 1000 for child in bare), 1),
-        "failed": sum(child.code != 0 for child in hooks),
+        # A run that answered otherwise than the first did other work: its CPU is not the same figure's.
+        "failed": sum(child.code != 0 or child.action != action for child in hooks),
     }
 
 
 def peak_memory(path: Path) -> dict[str, Any]:
-    """Peak RSS over the baseline, for ``fast-jev compact`` on ``path`` and the hook on its event,
-    as multiples of the transcript's size."""
+    """Peak RSS over the baseline, for ``fast-jev compact`` on ``path`` and the hook on its event
+    (under an interpreter like the plugin's, as for its start), as multiples of the transcript's size."""
     from ..transcript import read_messages
 
     size = path.stat().st_size
@@ -189,8 +189,8 @@ def peak_memory(path: Path) -> dict[str, Any]:
         base = run_child([*cli, str(small), "--out", out, "--no-archive"])
         child = run_child([*cli, str(path), "--out", out, "--no-archive"])
         row: dict[str, Any] = {"cli_over_size": _over(child, base, size), "cli_code": child.code}
-        command = hook_command()
-        if command is not None:
+        if HOOK_SCRIPT.is_file():
+            command = hook_command(plugin_python(folder / "venv"))
             hook_base = run_child(command, _write_event(_small_messages(), folder, "small.json"))
             # All the time the hook may take (the option's bound): a large event's peak is then the
             # compaction's, not a deadline's fallback.

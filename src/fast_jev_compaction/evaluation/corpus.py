@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from ..errors import CompactionError
 from ..messages import SessionMessage
 from ..pairing import pair_tool_calls
+from ..records import frozen
 from ..transcript import read_messages
 
 _REPO = Path(__file__).resolve().parents[3]
@@ -67,7 +67,7 @@ def session_split(group: str) -> str:
     return SPLITS[hashlib.sha256(Path(group).name.encode("utf-8")).digest()[0] % 2]
 
 
-@dataclass(frozen=True)
+@frozen
 class Session:
     path: Path
     group: str
@@ -76,7 +76,7 @@ class Session:
     project: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class Skipped:
     path: Path
     reason: str

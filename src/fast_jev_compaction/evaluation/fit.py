@@ -9,7 +9,6 @@ in plain Python; every held-out session is predicted by a model fitted without a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 from ..goal import goal_from_messages
@@ -19,6 +18,7 @@ from ..judge.reuse import build_reuse_index
 from ..messages import SessionMessage
 from ..options import CompactOptions
 from ..pairing import Pairing, pair_tool_calls
+from ..records import frozen
 from .firepoints import fire_index
 from .labels import OutputLabel, label_outputs
 from .metrics import auc
@@ -29,7 +29,7 @@ _MAX_ITERATIONS = 100
 _TOLERANCE = 1e-9
 
 
-@dataclass(frozen=True)
+@frozen
 class Row:
     group: str  # the session: rows of one group are held out together
     fraction: float
@@ -196,7 +196,7 @@ def leave_one_session_out(rows: Sequence[Row], full: Sequence[float], l2: float 
     return predictions
 
 
-@dataclass(frozen=True)
+@frozen
 class FitReport:
     weights: list[float]  # [bias, *FEATURE_NAMES]
     rows: int

@@ -8,7 +8,7 @@ unpinned calls are ranked by the judges and by size and recency (:mod:`.metrics`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -23,6 +23,7 @@ from ..judge.reuse import build_reuse_index
 from ..messages import SessionMessage
 from ..options import CompactOptions
 from ..pairing import Pairing, ToolCall, is_recent, pair_tool_calls
+from ..records import frozen, record
 from .corpus import Session, session_split
 from .firepoints import EVAL_FIRE_POINTS, fire_index
 from .fit import Row, fit_logistic, leave_one_session_out
@@ -52,7 +53,7 @@ def compact_at_defaults(messages: list[SessionMessage], archive: Path | None) ->
     return result, dict(result.archive)
 
 
-@dataclass(frozen=True)
+@frozen
 class _Point:
     """One compacted prefix, kept for the frontier (which needs the held-out scores first)."""
 
@@ -66,7 +67,7 @@ class _Point:
     before: int
 
 
-@dataclass
+@record
 class Evaluation:
     fractions: tuple[float, ...]
     sessions: int = 0

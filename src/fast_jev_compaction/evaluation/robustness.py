@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import random
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from ..records import frozen
 from .metrics import ratio
 from .outcome import Outcome
 
@@ -32,7 +32,7 @@ LEVEL = 0.9
 _SEED = 9  # the issue that set the bar: the interval is the same on every run
 
 
-@dataclass(frozen=True)
+@frozen
 class Fold:
     scheme: str  # "source", "project" or "fold"
     name: str
@@ -40,13 +40,13 @@ class Fold:
     outcome: Outcome
 
 
-@dataclass(frozen=True)
+@frozen
 class Interval:
     low: float | None
     high: float | None
 
 
-@dataclass(frozen=True)
+@frozen
 class CutOutput:
     """An unpinned output the pipeline truncated or dropped at a fire point, and what it shows."""
 
@@ -142,7 +142,7 @@ def _central(values: list[float], level: float) -> Interval:
     return Interval(values[int(tail * (len(values) - 1))], values[int((1 - tail) * (len(values) - 1) + 0.5)])
 
 
-@dataclass(frozen=True)
+@frozen
 class SignalRow:
     name: str
     cut: int

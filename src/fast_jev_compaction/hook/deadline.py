@@ -9,7 +9,9 @@ still, keeping a reserve for writing the row, the log line and the answer.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from ..records import frozen
 
 MIN_MARGIN_S = 1.0
 MARGIN_SHARE = 0.10
@@ -34,7 +36,7 @@ class DeadlineError(Exception):
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class Deadline:
     """The hook run's time: ``timeout_s`` from ``started`` (monotonic), as the mod counts it."""
 

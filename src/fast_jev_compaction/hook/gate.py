@@ -31,9 +31,9 @@ runs, as before the window gate (the plugin trigger's two skips stay).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal, Mapping, TypeGuard
 
+from ..records import frozen
 from ..stats import CompactStats, percent
 
 # Characters per token of a Claude Code conversation (code, logs and JSON): an estimate, used
@@ -41,7 +41,7 @@ from ..stats import CompactStats, percent
 CHARS_PER_TOKEN = 3.5
 
 
-@dataclass(frozen=True)
+@frozen
 class Window:
     """How full a context window is (tokens of ``size``), as the engine measured it before the compaction."""
 
@@ -59,7 +59,7 @@ class Window:
         return 100.0 * self.tokens_after(freed_chars) / self.size
 
 
-@dataclass(frozen=True)
+@frozen
 class EngineLimit:
     """Where the engine's own compaction fires: its estimate of the context (the output that
     made it fire included) in its compaction window, its threshold there, and the model's window."""
@@ -103,7 +103,7 @@ def engine_limit_of(context: Any) -> EngineLimit | None:
 Verdict = Literal["replace", "skip", "fallback"]
 
 
-@dataclass(frozen=True)
+@frozen
 class GateResult:
     """Whether a pass's history replaces the context, and why."""
 
@@ -148,15 +148,20 @@ def after_pass(
     if min_reduction_ratio > 0:
         if stats.reduction_ratio < min_reduction_ratio:
             return GateResult("fallback", f"below {percent(min_reduction_ratio)} minimum", "below-ratio")
-        return GateResult("replace", f"{percent(stats.reduction_ratio)} of the conversation freed")
+        return GateResult("replace", _freed(stats))
     if trigger in ENGINE_TRIGGERS:
         return _engine_gate(stats, freed, engine, min_freed_percent)
     if trigger != "plugin":  # manual: the person asked for a compaction
         if freed == 0:
             return _nothing_left(window, target_percent)
-        moved = _moved(window, freed) if window is not None else f"{percent(stats.reduction_ratio)} of the conversation freed"
+        moved = _moved(window, freed) if window is not None else _freed(stats)
         return GateResult("replace", moved)
     return _plugin_gate(stats, freed, window, target_percent, min_freed_percent)
+
+
+def _freed(stats: CompactStats) -> str:
+    """What a pass freed when no window tells it in points: a share of the conversation."""
+    return f"{percent(stats.reduction_ratio)} of the conversation freed"
 
 
 def _moved(window: Window, freed: int) -> str:
@@ -174,7 +179,7 @@ def _plugin_gate(
     stats: CompactStats, freed: int, window: Window | None, target_percent: float, min_freed_percent: float
 ) -> GateResult:
     if window is None:
-        return GateResult("replace", f"{percent(stats.reduction_ratio)} of the conversation freed")
+        return GateResult("replace", _freed(stats))
     before, after = window.percent, window.percent_after(freed)
     moved = _moved(window, freed)
     if after <= target_percent or before - after >= min_freed_percent:
@@ -191,7 +196,7 @@ def _engine_gate(stats: CompactStats, freed: int, engine: EngineLimit | None, mi
     if engine is None:
         if freed == 0:
             return GateResult("fallback", f"{NOTHING_LEFT} and the engine's window is not known", "below-target")
-        return GateResult("replace", f"{percent(stats.reduction_ratio)} of the conversation freed")
+        return GateResult("replace", _freed(stats))
     window = engine.window
     before, after = window.percent, window.percent_after(freed)
     moved = f"context {points(before)} → {points(after)} of the {tokens_text(window.size)}-token compaction window"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from ..archive import archive_path, write_archive
 from ..markers import media_note, tools_note
 from ..messages import SessionMessage, ToolResult, ToolUse
+from ..records import frozen
 from .archive import MAX_ARCHIVE_AGE_DAYS, MAX_ARCHIVE_BYTES
 from .event import HookEvent
 from .meta import MAX_TRANSCRIPT_BYTES, transcript_file
@@ -46,7 +47,7 @@ EXTENSIONS: Mapping[str, str] = {
 _HINTS = (b'"image"', b'"document"', b'"tool_reference"')
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Media:
     """One non-text item of a tool result: an image or document, or the tools a search loaded."""
 

@@ -19,17 +19,17 @@ the answer must not be sent.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..markers import PREFIX
 from ..messages import SessionMessage, ToolResult, ToolUse
+from ..records import record
 
 _RECORD_IDS = frozenset({"uuid", "handle"})
 
 
 # Slotted, its lists made on their first item: a long session has a turn for every other message.
-@dataclass(slots=True)
+@record(slots=True)
 class _Turn:
     """Consecutive assistant fragments of one response, and the results of their calls."""
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
 from itertools import accumulate
 from typing import Iterable, Mapping, Sequence
 
@@ -20,6 +19,7 @@ from ..goal import prompt_text
 from ..lazy_pattern import lazy_pattern
 from ..messages import SessionMessage
 from ..pairing import Pairing, ToolCall
+from ..records import frozen
 from ..textutil import js_json
 from .lexicon import basename, command_head, tool_kind
 from .reuse import ReuseIndex, ascii_words, build_reuse_index, long_ids, word_set
@@ -76,7 +76,7 @@ _STOP_TERMS = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class CallTarget:
     """What a call worked on, as far as "the same target" goes."""
 

@@ -13,12 +13,13 @@ arrived is not distinctive: the output did not bring it into the conversation.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from itertools import accumulate, compress
 from typing import Any, Container, Iterable, Iterator, Sequence
 
 from ..lazy_pattern import lazy_pattern
 from ..messages import SessionMessage
+from ..records import record
 
 SHINGLE_WORDS = 8
 ID_MIN_CHARS = 24
@@ -152,7 +153,7 @@ def channel_texts(message: SessionMessage) -> list[str]:
     return texts
 
 
-@dataclass
+@record
 class ReuseIndex:
     """For one conversation: where every snippet appears in the reuse channels, and since when.
 

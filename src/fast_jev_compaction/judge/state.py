@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Mapping
 
+from ..records import frozen, record
 from ..textutil import ELLIPSIS, js_json
 from .features import _INCIDENTAL_INPUTS
 from .lexicon import FILE_KINDS as _FILE_KINDS
@@ -154,7 +155,7 @@ def _as_text(value: Any) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class PathRef:
     """A file target; ``cut`` when the rendered input was truncated inside the path."""
 
@@ -177,7 +178,7 @@ class PathRef:
         return full.startswith(prefix)
 
 
-@dataclass
+@record
 class StateCall:
     id: str
     tool: str
@@ -228,7 +229,7 @@ def _describe_call(call: StateCall, input_cut: bool) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Entry:
     pos: int
     msg_index: int
@@ -236,7 +237,7 @@ class Entry:
     text: str
 
 
-@dataclass
+@record
 class StateView:
     goal: str
     entries: list[Entry]
@@ -359,7 +360,7 @@ def _calls_of(raw: Any) -> list[StateCall]:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Question:
     name: str
     which: str  # "call" | "result" | ""

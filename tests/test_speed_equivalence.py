@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fast_jev_compaction.errors import FittingError
-from fast_jev_compaction.fitting import INPUT_STAGES, _Budget, _floor_tokens, entry_tokens, fit_state
+from fast_jev_compaction.fitting import INPUT_STAGES, _Budget, _floor_tokens, entry_tokens, fit_state, item_tokens
 from fast_jev_compaction.goal import goal_from_messages
 from fast_jev_compaction.history import (
     RenderMemo,
@@ -372,6 +372,8 @@ def test_entry_costs_from_parts_equal_the_whole_entry_estimate(
         whole = estimate_tokens(plain_json(entry)) + 1
         assert entry_tokens(entry, memo) == whole == _accumulated(plain_json(entry)) + 1
         assert entry_tokens(entry, memo) == whole  # and again, from what the memo kept
+    # A rendered call on its own (a window's cost of it) from the memo's tally of it.
+    assert item_tokens(call, memo) == estimate_tokens(plain_json(call)) + 1 == entry_tokens(call)
 
 
 @settings(max_examples=300, deadline=None)

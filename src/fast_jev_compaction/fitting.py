@@ -42,6 +42,13 @@ def entry_tokens(entry: dict[str, Any], memo: RenderMemo | None = None) -> int:
     return estimate_tokens(plain_json(entry)) + 1
 
 
+def item_tokens(item: dict[str, Any], memo: RenderMemo) -> int:
+    """:func:`entry_tokens` of a rendered call: from the memo's tally of it, which the entries
+    showing the call add up too (the call is rendered and tallied once)."""
+    tokens = from_tally(*memo.tally(item))
+    return estimate_tokens(plain_json(item)) + 1 if tokens is None else tokens + 1
+
+
 def _entry_tally(entry: dict[str, Any], memo: RenderMemo) -> tuple[int, int] | None:
     """``tally(plain_json(entry))`` from the tallies of its keys and values: the JSON of an
     entry is its keys' and values' JSON joined by punctuation, which splits no run of letters or

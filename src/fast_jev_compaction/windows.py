@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .errors import FittingError
-from .fitting import ABRIDGE_HEAD, ABRIDGE_TAIL, build_state, entry_tokens, fit_detailed, fit_state, state_base_tokens
+from .fitting import (
+    ABRIDGE_HEAD, ABRIDGE_TAIL, build_state, entry_tokens, fit_detailed, fit_state, item_tokens, state_base_tokens,
+)
 from .history import RenderMemo
 from .messages import SessionMessage
 from .pairing import Pairing, ToolCall, is_pinned
@@ -144,7 +146,10 @@ class _Windows:
         ]
         self.base = state_base_tokens(goal)
         self.required_entries = {i: self._brief(i, RECENT_INPUT_CHARS) for i in self.required}
-        self.required_tokens = sum(map(entry_tokens, self.required_entries.values()))
+        # Costed once: every window's state holds them, and one that shows its call in detail
+        # there replaces the entry's cost by the detailed one's.
+        self.required_costs = {i: entry_tokens(entry, memo) for i, entry in self.required_entries.items()}
+        self.required_tokens = sum(self.required_costs.values())
         if self.base + self.required_tokens > min(max_state_tokens, max_request_tokens):
             raise FittingError(
                 f"newest messages too large for Jev (~{self.base + self.required_tokens} tokens, "
@@ -231,7 +236,7 @@ class _Windows:
         # anyway; kept, as the plan and the split both read it.
         cost = self._call_costs.get(call.id)
         if cost is None:
-            cost = entry_tokens(self.memo.call(call, WINDOW_INPUT_CHARS, self.outputs.get(call.tool_use_id)), self.memo)
+            cost = item_tokens(self.memo.call(call, WINDOW_INPUT_CHARS, self.outputs.get(call.tool_use_id)), self.memo)
             if call.call_index not in self.required_entries:
                 cost += self._text_cost(call.call_index)
             self._call_costs[call.id] = cost
@@ -261,7 +266,7 @@ class _Windows:
             if index in self.required_entries:
                 # A window call inside a newest message: shown in detail there.
                 entry = {**self.required_entries[index], **self._detailed(index, ids)}
-                tokens += entry_tokens(entry, self.memo) - entry_tokens(self.required_entries[index], self.memo)
+                tokens += entry_tokens(entry, self.memo) - self.required_costs[index]
             else:
                 entry = self._detailed(index, ids)
                 tokens += entry_tokens(entry, self.memo)

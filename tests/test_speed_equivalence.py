@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fast_jev_compaction.errors import FittingError
-from fast_jev_compaction.fitting import INPUT_STAGES, _Budget, _floor_tokens, entry_tokens, fit_state, item_tokens
+from fast_jev_compaction.fitting import DETAILED_STAGES, INPUT_STAGES, _Budget, _floor_tokens, entry_tokens, fit_state, item_tokens
 from fast_jev_compaction.goal import goal_from_messages
 from fast_jev_compaction.history import (
     RenderMemo,
@@ -351,6 +351,22 @@ def test_fit_state_agrees_with_the_plain_walk(long_session, limit: int) -> None:
 
 
 _ANY_TEXT = st.one_of(_TEXT, st.text())
+
+
+def test_detailed_stages_come_first() -> None:
+    """fit_state takes fit_detailed's state as the first stage that fits: the stages it walks
+    must open the list."""
+    assert DETAILED_STAGES and INPUT_STAGES[: len(DETAILED_STAGES)] == DETAILED_STAGES
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ANY_TEXT, st.integers(min_value=0, max_value=400), _ANY_TEXT)
+def test_text_bound_from_the_opening_is_under_the_whole_tally(text: str, repeat: int, tail: str) -> None:
+    """fit_detailed's first bound reads only the opening of a long text: never above the tally."""
+    from fast_jev_compaction.fitting import _TEXT_PEEK, _text_tenths_under
+
+    for whole in (text, text * repeat + tail, "a" * _TEXT_PEEK + "b" + tail, "a" * (_TEXT_PEEK - 1) + "\n" + tail):
+        assert _text_tenths_under(whole, RenderMemo()) <= tally(plain_json(whole))[0]
 
 
 @settings(max_examples=400, deadline=None)

@@ -7,7 +7,9 @@ from functools import cache, lru_cache
 from typing import Any, Iterator, Sequence
 
 from .errors import FittingError
-from .history import RenderMemo, calls_by_message, history_entries, history_entry, input_json, one_line_call, result_note
+from .history import (
+    DIGEST_CHARS, RenderMemo, calls_by_message, history_entries, history_entry, input_json, one_line_call, result_note, shown_messages,
+)
 from .messages import SessionMessage
 from .pairing import Pairing, PendingCall, ToolCall, is_pinned
 from .questions import STATE_CONTEXT
@@ -15,6 +17,9 @@ from .textutil import ELLIPSIS, abridge, collapsed, format_number, js_json, plai
 from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, tally
 
 INPUT_STAGES = ((1000, "full"), (200, "inputs<=200"), (60, "inputs<=60"))
+# The stages that show every call with its output's digest, the first ones: fit_detailed walks
+# them, and the plan's single state is one of them (windows.py).
+DETAILED_STAGES = tuple(stage for stage in INPUT_STAGES if stage[0] in DIGEST_CHARS)
 ABRIDGE_HEAD, ABRIDGE_TAIL = 400, 150
 ABRIDGE_OVER = ABRIDGE_HEAD + ABRIDGE_TAIL + 40
 
@@ -202,26 +207,28 @@ def fit_detailed(
     already first, and is given up as soon as the sum passes ``limit``: most outputs are then
     never read.
     """
-    completed, pending = memo.by_message(pairing)
     outputs = memo.outputs(messages)
-    # Listed as the floors are summed: a long history is mostly past the limit before its end.
+    # A bound on the floors' sum first, from each entry's frame (its floor without the text) and
+    # a bound on its text's share that reads only the opening of a long text: a long history
+    # mostly passes the limit on it before its end, its texts never tallied whole.
     shown: list[tuple[int, SessionMessage, list[ToolCall] | None, list[PendingCall] | None]] = []
-    floor = state_base_tokens(goal)
-    floors: list[int] = []
-    for index, message in enumerate(messages):
-        calls, waiting = completed.get(index), pending.get(index)
-        if not calls and not waiting and not message.text.strip():
-            continue
-        shown.append((index, message, calls, waiting))
-        floors.append(_detailed_floor(index, message, calls, waiting, memo))
-        floor += floors[-1]
+    frames: list[int] = []
+    base = floor = state_base_tokens(goal)
+    for item in shown_messages(messages, pairing, memo):
+        shown.append(item)
+        frames.append(_frame_tenths(*item, memo))
+        floor += -(-(frames[-1] + _text_tenths_under(item[1].text, memo)) // 10) + 1
         if floor > limit:
             return None
+    floors = [-(-(frame + memo.tally(item[1].text)[0]) // 10) + 1 for frame, item in zip(frames, shown)]
+    floor = base + sum(floors)
+    if floor > limit:
+        return None
     order = sorted(
         range(len(shown)),
         key=lambda p: not all(memo.has_read(outputs.get(c.tool_use_id) or "") for c in shown[p][2] or ()),
     )
-    for input_chars, stage in INPUT_STAGES[:2]:
+    for input_chars, stage in DETAILED_STAGES:
         tokens = floor
         entries: list[dict[str, Any]] = [{}] * len(shown)
         for position in order:
@@ -235,18 +242,14 @@ def fit_detailed(
     return None
 
 
-def _detailed_floor(
+def _frame_tenths(
     index: int, message: SessionMessage, calls: list[ToolCall] | None, waiting: list[PendingCall] | None, memo: RenderMemo
 ) -> int:
-    """At most the entry's cost at the ``full`` and ``inputs<=200`` stages (see fit_detailed):
-    its exact tally rounded up, from its parts (a cut input's opening is a prefix of the longer
-    cut, and a prefix never tallies more; a digest only adds)."""
-    if not calls and not waiting:
-        # Text only: the entry itself, from its parts' tallies.
-        parts = _entry_tally({"i": index, "role": message.role, "text": message.text}, memo)
-        return 0 if parts is None else -(-parts[0] // 10) + 1
-    cut = INPUT_STAGES[1][0]
-    # Rendered without its text, which the memo tallies once for every stage.
+    """An entry's floor (see fit_detailed) without its text, in tenths: the exact tally of the
+    entry at the ``full`` and ``inputs<=200`` stages is at least this plus its text's tally (a
+    cut input's opening is a prefix of the longer cut, and a prefix never tallies more; a digest
+    only adds)."""
+    cut = DETAILED_STAGES[-1][0]
     entry: dict[str, Any] = {"i": index, "role": message.role, "text": ""}
     if calls:
         entry["tool_calls"] = [
@@ -257,8 +260,21 @@ def _detailed_floor(
         entry["pending_calls"] = [
             {"tool_use_id": c.tool_use_id, "tool": c.tool, "input": _uncut(input_json(c.input, cut, memo))} for c in waiting
         ]
-    tenths = tally(plain_json(entry))[0] - QUOTES_TENTHS + memo.tally(message.text)[0]
-    return -(-tenths // 10) + 1
+    return tally(plain_json(entry))[0] - QUOTES_TENTHS
+
+
+# A text longer than this is bounded from its opening alone (see _text_tenths_under).
+_TEXT_PEEK = 2000
+
+
+def _text_tenths_under(text: str, memo: RenderMemo) -> int:
+    """At most the tally of ``text``'s JSON string: the exact one for a short text; for a long
+    one, its opening's less 10. JSON escapes each character on its own, so the text's JSON is its
+    opening's and the rest's joined, and a join merges at most one letter run across the cut,
+    which saves at most one token (the rest's closing quote alone tallies 9)."""
+    if len(text) <= _TEXT_PEEK:
+        return memo.tally(text)[0]
+    return tally(plain_json(text[:_TEXT_PEEK]))[0] - 10
 
 
 def _uncut(text: str) -> str:

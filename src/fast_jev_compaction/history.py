@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from itertools import compress, filterfalse, groupby, repeat
 from operator import ge
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from .messages import SessionMessage
 from .pairing import Pairing, PendingCall, ToolCall
@@ -320,15 +320,21 @@ def history_entries(
     """
     if memo is None:
         memo = RenderMemo()
-    completed, pending = memo.by_message(pairing)
     outputs = memo.outputs(messages)
-    entries: list[dict[str, Any]] = []
+    return [history_entry(*shown, input_chars, outputs, memo) for shown in shown_messages(messages, pairing, memo)]
+
+
+def shown_messages(
+    messages: Sequence[SessionMessage], pairing: Pairing, memo: RenderMemo
+) -> Iterator[tuple[int, SessionMessage, list[ToolCall] | None, list[PendingCall] | None]]:
+    """The messages a history shows, in order, each with its completed and its pending calls:
+    those with text or calls (see :func:`history_entries`)."""
+    completed, pending = memo.by_message(pairing)
     for index, message in enumerate(messages):
         calls = completed.get(index)
         waiting = pending.get(index)
         if calls or waiting or message.text.strip():
-            entries.append(history_entry(index, message, calls, waiting, input_chars, outputs, memo))
-    return entries
+            yield index, message, calls, waiting
 
 
 def history_entry(

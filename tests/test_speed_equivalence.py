@@ -16,7 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fast_jev_compaction.errors import FittingError
-from fast_jev_compaction.fitting import DETAILED_STAGES, INPUT_STAGES, _Budget, _floor_tokens, entry_tokens, fit_state, item_tokens
+from fast_jev_compaction.fitting import (
+    DETAILED_STAGES,
+    INPUT_STAGES,
+    _Budget,
+    _floor_tokens,
+    entry_tokens,
+    fit_state,
+    item_tokens,
+)
 from fast_jev_compaction.goal import goal_from_messages
 from fast_jev_compaction.history import (
     RenderMemo,

@@ -8,7 +8,15 @@ from typing import Any, Iterator, Sequence
 
 from .errors import FittingError
 from .history import (
-    DIGEST_CHARS, RenderMemo, calls_by_message, history_entries, history_entry, input_json, one_line_call, result_note, shown_messages,
+    DIGEST_CHARS,
+    RenderMemo,
+    calls_by_message,
+    history_entries,
+    history_entry,
+    input_json,
+    one_line_call,
+    result_note,
+    shown_messages,
 )
 from .messages import SessionMessage
 from .pairing import Pairing, PendingCall, ToolCall, is_pinned

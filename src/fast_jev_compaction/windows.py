@@ -20,7 +20,14 @@ from typing import Any, Sequence
 
 from .errors import FittingError
 from .fitting import (
-    ABRIDGE_HEAD, ABRIDGE_TAIL, build_state, entry_tokens, fit_detailed, fit_state, item_tokens, state_base_tokens,
+    ABRIDGE_HEAD,
+    ABRIDGE_TAIL,
+    build_state,
+    entry_tokens,
+    fit_detailed,
+    fit_state,
+    item_tokens,
+    state_base_tokens,
 )
 from .history import RenderMemo
 from .messages import SessionMessage

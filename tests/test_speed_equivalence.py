@@ -367,16 +367,6 @@ def test_detailed_stages_come_first() -> None:
     assert DETAILED_STAGES and INPUT_STAGES[: len(DETAILED_STAGES)] == DETAILED_STAGES
 
 
-@settings(max_examples=300, deadline=None)
-@given(_ANY_TEXT, st.integers(min_value=0, max_value=400), _ANY_TEXT)
-def test_text_bound_from_the_opening_is_under_the_whole_tally(text: str, repeat: int, tail: str) -> None:
-    """fit_detailed's first bound reads only the opening of a long text: never above the tally."""
-    from fast_jev_compaction.fitting import _TEXT_PEEK, _text_tenths_under
-
-    for whole in (text, text * repeat + tail, "a" * _TEXT_PEEK + "b" + tail, "a" * (_TEXT_PEEK - 1) + "\n" + tail):
-        assert _text_tenths_under(whole, RenderMemo()) <= tally(plain_json(whole))[0]
-
-
 @settings(max_examples=400, deadline=None)
 @given(_ANY_TEXT, st.integers(min_value=0, max_value=60), _ANY_TEXT, st.lists(_ANY_TEXT, max_size=4), st.integers(0, 10**6))
 def test_entry_costs_from_parts_equal_the_whole_entry_estimate(

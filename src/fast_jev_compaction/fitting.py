@@ -216,25 +216,27 @@ def fit_detailed(
     never read.
     """
     outputs = memo.outputs(messages)
-    # A bound on the floors' sum first, from each entry's frame (its floor without the text) and
-    # a bound on its text's share that reads only the opening of a long text: a long history
-    # mostly passes the limit on it before its end, its texts never tallied whole.
-    shown: list[tuple[int, SessionMessage, list[ToolCall] | None, list[PendingCall] | None]] = []
-    frames: list[int] = []
-    base = floor = state_base_tokens(goal)
-    for item in shown_messages(messages, pairing, memo):
-        shown.append(item)
-        frames.append(_frame_tenths(*item, memo))
-        floor += -(-(frames[-1] + _text_tenths_under(item[1].text, memo)) // 10) + 1
+    shown = list(shown_messages(messages, pairing, memo))
+    floors = [0] * len(shown)
+    floor = state_base_tokens(goal)
+    # Largest first, as their lengths suggest: a sum that passes the limit passes it after fewer
+    # entries (every floor is positive, so whether it passes does not depend on the order).
+    for position in sorted(range(len(shown)), key=lambda p: _size_guess(shown[p]), reverse=True):
+        index, message, calls, waiting = shown[position]
+        tenths = _frame_tenths(index, message, calls, waiting, memo) + memo.tally(message.text)[0]
+        floors[position] = -(-tenths // 10) + 1
+        floor += floors[position]
         if floor > limit:
             return None
-    floors = [-(-(frame + memo.tally(item[1].text)[0]) // 10) + 1 for frame, item in zip(frames, shown)]
-    floor = base + sum(floors)
-    if floor > limit:
-        return None
+    # Entries whose outputs are read already first, those with more calls (more digests above
+    # their floors) first among them: no entry costs less than its floor, so again whether the
+    # sum passes the limit does not depend on the order.
     order = sorted(
         range(len(shown)),
-        key=lambda p: not all(memo.has_read(outputs.get(c.tool_use_id) or "") for c in shown[p][2] or ()),
+        key=lambda p: (
+            not all(memo.has_read(outputs.get(c.tool_use_id) or "") for c in shown[p][2] or ()),
+            -len(shown[p][2] or ()),
+        ),
     )
     for input_chars, stage in DETAILED_STAGES:
         tokens = floor
@@ -248,6 +250,11 @@ def fit_detailed(
         else:
             return FittedState(build_state(goal, entries), tokens, stage)
     return None
+
+
+def _size_guess(shown: tuple[int, SessionMessage, list[ToolCall] | None, list[PendingCall] | None]) -> int:
+    # A call's frame takes about this many characters with its input cut to 200.
+    return len(shown[1].text) + 250 * (len(shown[2] or ()) + len(shown[3] or ()))
 
 
 def _frame_tenths(
@@ -269,20 +276,6 @@ def _frame_tenths(
             {"tool_use_id": c.tool_use_id, "tool": c.tool, "input": _uncut(input_json(c.input, cut, memo))} for c in waiting
         ]
     return tally(plain_json(entry))[0] - QUOTES_TENTHS
-
-
-# A text longer than this is bounded from its opening alone (see _text_tenths_under).
-_TEXT_PEEK = 2000
-
-
-def _text_tenths_under(text: str, memo: RenderMemo) -> int:
-    """At most the tally of ``text``'s JSON string: the exact one for a short text; for a long
-    one, its opening's less 10. JSON escapes each character on its own, so the text's JSON is its
-    opening's and the rest's joined, and a join merges at most one letter run across the cut,
-    which saves at most one token (the rest's closing quote alone tallies 9)."""
-    if len(text) <= _TEXT_PEEK:
-        return memo.tally(text)[0]
-    return tally(plain_json(text[:_TEXT_PEEK]))[0] - 10
 
 
 def _uncut(text: str) -> str:

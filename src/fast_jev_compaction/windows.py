@@ -100,7 +100,11 @@ def plan_requests(
     # calls in detail and costs no more than the windows would, so the stages past the detailed
     # ones are not walked.
     limit = min(limit, windows.focus(to_judge))
-    single = None if _hopeless(pairing, goal, limit, memo) else fit_detailed(messages, pairing, goal, limit, memo)
+    # Not even one line per call fitting rules the single state out too; asked only of a state
+    # that fits, since it renders every call's line, which windows mostly never show.
+    single = fit_detailed(messages, pairing, goal, limit, memo)
+    if single is not None and _hopeless(pairing, goal, limit, memo):
+        single = None
     if single is not None:
         batches = batch_calls(to_judge, single.tokens, max_request_tokens, question_cost)
         if len(batches) * single.tokens <= windows.cost(to_judge):

@@ -62,7 +62,6 @@ _RUN_BYTES = bytes(b if b >= 0x80 or chr(b).isalnum() or chr(b) in "_.-/" else 0
 _TERM_LEAD = b"0123456789.-/"  # what a run may open with before a term starts
 _TERM_TRAIL = b".-/"  # what it may close with after a term ends
 _FLAT_ENDS = 1000
-_ASCII_TERM = re.compile(r"[0-9_./-]|.[A-Z]")
 
 
 def output_digest(text: str, budget: int, memo: RenderMemo | None = None) -> str:
@@ -163,8 +162,6 @@ def _is_term_bytes(word: bytes) -> bool:
 
 def _is_term(word: str) -> bool:
     # A path, a dotted or snake_case name, a number-bearing token or a camelCase identifier.
-    if word.isascii():
-        return _ASCII_TERM.search(word) is not None
     return any(c.isdigit() or c in "_./-" for c in word) or any(c.isupper() for c in word[1:])
 
 

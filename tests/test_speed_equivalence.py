@@ -317,7 +317,7 @@ def test_floor_is_under_every_stage_before_the_merge(long_session, keep: int) ->
     memo = RenderMemo()
     smallest = history_entries(messages, pairing, INPUT_STAGES[-1][0], memo)
     pinned = [is_pinned(entry["i"], len(messages), keep) for entry in smallest]
-    floor = _floor_tokens(goal, smallest, pinned, messages, pairing, float("inf"))
+    floor = _floor_tokens(goal, smallest, pinned, messages, pairing, float("inf"), memo)
     for input_chars, _ in INPUT_STAGES:
         assert floor <= _Budget(goal, history_entries(messages, pairing, input_chars, memo), 0).tokens
     # every step of the walk, stage by stage, down to the last one before the merge
@@ -327,7 +327,7 @@ def test_floor_is_under_every_stage_before_the_merge(long_session, keep: int) ->
     left_out: set[int] = set()
     budget = _Budget(goal, smallest, 0)
     lowest = budget.tokens
-    for _, position in _shrink(messages, pairing, smallest, pinned, order, left_out):
+    for _, position in _shrink(messages, pairing, smallest, pinned, order, left_out, memo):
         budget.update(position, None if position in left_out else smallest[position])
         lowest = min(lowest, budget.tokens)
     assert floor <= lowest

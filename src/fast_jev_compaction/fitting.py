@@ -10,11 +10,9 @@ from .errors import FittingError
 from .history import (
     DIGEST_CHARS,
     RenderMemo,
-    calls_by_message,
     history_entries,
     history_entry,
     input_json,
-    one_line_call,
     result_note,
     shown_messages,
 )
@@ -153,7 +151,7 @@ def fit_state(
 
     def any_can_fit() -> bool:
         # When no state short of the merge can fit, the stages are not walked: only the merge can.
-        return _floor_tokens(goal, *smallest(), messages, pairing, max_state_tokens) <= max_state_tokens
+        return _floor_tokens(goal, *smallest(), messages, pairing, max_state_tokens, memo) <= max_state_tokens
 
     # With many calls every input stage is likely too large: the bound, taken first, can then
     # spare the stages altogether (the full one's digests included). Fewer calls are walked
@@ -289,7 +287,7 @@ def _shrink(
     pinned: list[bool],
     order: list[int],
     left_out: set[int],
-    memo: RenderMemo | None = None,
+    memo: RenderMemo,
 ) -> Iterator[tuple[str, int]]:
     """The steps after the input stages, in order; each changes one entry in place (or adds it to
     ``left_out``) and yields the name of its stage and the entry's position."""
@@ -307,8 +305,6 @@ def _shrink(
         entry["text"] = collapsed(len(messages[entry["i"]].text))
         yield "old messages collapsed", position
 
-    if memo is None:
-        memo = RenderMemo()
     completed, _ = memo.by_message(pairing)
     for position in order:
         entry = entries[position]
@@ -333,6 +329,7 @@ def _floor_tokens(
     messages: Sequence[SessionMessage],
     pairing: Pairing,
     limit: float,
+    memo: RenderMemo,
 ) -> int:
     """A lower bound on the estimate of every state from the second input stage to the last
     step before the merge (the full stage included), from the entries of the smallest input stage
@@ -346,7 +343,7 @@ def _floor_tokens(
     the whole. Estimates add up over JSON fragments (tokens.tally), and an entry's estimate is at
     least its exact tally rounded up.
     """
-    completed, _ = calls_by_message(pairing)
+    completed, _ = memo.by_message(pairing)
     tokens = state_base_tokens(goal)
     kept: list[tuple[int, int]] = []  # (position, tenths without the text)
     for position, entry in enumerate(smallest):
@@ -359,7 +356,7 @@ def _floor_tokens(
             rendered["tool_calls"] = [{k: v for k, v in item.items() if k != "digest"} for item in calls]
         tenths = tally(plain_json(rendered))[0] - _CUT_MARK * cut_marks
         if calls and not pinned[position]:
-            one_lined = {**rendered, "tool_calls": [one_line_call(call) for call in completed[entry["i"]]]}
+            one_lined = {**rendered, "tool_calls": [memo.one_line(call) for call in completed[entry["i"]]]}
             pending_marks = sum(1 for item in waiting if item["input"].endswith(ELLIPSIS))
             tenths = min(tenths, tally(plain_json(one_lined))[0] - _CUT_MARK * pending_marks)
         kept.append((position, tenths))
@@ -369,12 +366,12 @@ def _floor_tokens(
     tokens = state_base_tokens(goal)
     for position, tenths in kept:
         text = messages[smallest[position]["i"]].text
-        forms = [text]
+        forms = [memo.tally(text)[0]]  # the same object as the detailed stages' (and windows') text
         if len(text) > ABRIDGE_OVER:
-            forms.append(abridge(text, ABRIDGE_HEAD, ABRIDGE_TAIL))
+            forms.append(tally(plain_json(abridge(text, ABRIDGE_HEAD, ABRIDGE_TAIL)))[0])
         if not pinned[position] and text:
-            forms.append(collapsed(len(text)))
-        tenths += min(tally(plain_json(form))[0] for form in forms) - QUOTES_TENTHS
+            forms.append(tally(plain_json(collapsed(len(text))))[0])
+        tenths += min(forms) - QUOTES_TENTHS
         tokens += -(-tenths // 10) + 1
     return tokens
 

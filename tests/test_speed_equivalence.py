@@ -15,7 +15,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fast_jev_compaction import stats
 from fast_jev_compaction.errors import FittingError
 from fast_jev_compaction.fitting import (
     DETAILED_STAGES,
@@ -504,23 +503,3 @@ def test_escape_unwritable_escapes_what_the_pattern_finds(text: str) -> None:
 
     expected = _UNWRITABLE_PLAIN.sub(lambda m: "\\x00" if m.group() == "\x00" else f"\\u{ord(m.group()):04x}", text)
     assert escape_unwritable(text) == expected
-
-
-_JSON_LEAF = st.one_of(_ANY_TEXT, st.integers(), st.floats(), st.booleans(), st.none())
-
-
-@settings(max_examples=400, deadline=None)
-@given(st.one_of(
-    st.dictionaries(_ANY_TEXT, st.one_of(_JSON_LEAF, st.lists(_JSON_LEAF, max_size=3), st.dictionaries(_ANY_TEXT, _JSON_LEAF, max_size=2)), max_size=5),
-    st.dictionaries(st.integers(), _ANY_TEXT, max_size=2),
-    _JSON_LEAF,
-))
-def test_input_chars_count_what_the_rendered_input_holds(value: object) -> None:
-    """stats.input_chars counts a dict of texts without rendering it: the length of its JSON."""
-    try:
-        whole = len(js_json(value))
-    except (TypeError, ValueError):
-        whole = 20
-    assert stats.input_chars(value) == whole
-    for picked in ({"a\\b": 'x"y\\z', "n": 1.0, "e": 1e300}, {"c": "tab\there", "d": "\ud800", "f": {}}, {}):
-        assert stats.input_chars(picked) == len(js_json(picked))

@@ -15,28 +15,10 @@ _CHUNK_PREFIX_ROOM = 24
 
 
 def input_chars(value: object) -> int:
-    """``len(js_json(value))``; 20 for a value JSON cannot hold.
-
-    An input is mostly a dict of short printable texts, whose JSON length is counted without
-    rendering it: a printable ASCII text is escaped only at its quotes and backslashes, and
-    renders as itself between two quotes otherwise (tests/test_speed_equivalence.py checks the
-    two agree)."""
     try:
-        if type(value) is dict and all(type(key) is str for key in value):
-            size = 2 * len(value) + 1 if value else 2  # the braces, the colons and the commas between
-            for key, item in value.items():
-                size += _text_chars(key) + (_text_chars(item) if type(item) is str else len(js_json(item)))
-            return size
         return len(js_json(value))
     except (TypeError, ValueError):
         return 20
-
-
-def _text_chars(text: str) -> int:
-    """``len(js_json(text))`` of a string."""
-    if text.isascii() and text.isprintable():
-        return len(text) + 2 + text.count('"') + text.count("\\")
-    return len(js_json(text))
 
 
 def message_chars(message: SessionMessage) -> int:

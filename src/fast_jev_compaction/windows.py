@@ -29,7 +29,7 @@ from .fitting import (
     item_tokens,
     state_base_tokens,
 )
-from .history import RenderMemo, shown_messages
+from .history import RenderMemo
 from .messages import SessionMessage
 from .pairing import Pairing, ToolCall, is_pinned
 from .questions import REQUEST_OVERHEAD_TOKENS, batch_calls
@@ -149,7 +149,9 @@ class _Windows:
         total = len(messages)
         # Every message that shows anything, in order; the newest and the unfinished work are
         # in every window's state.
-        self.shown = [shown[0] for shown in shown_messages(messages, pairing, memo)]
+        self.shown = [
+            i for i, m in enumerate(messages) if m.text.strip() or i in self.completed or i in self.pending
+        ]
         self.required = [
             i for i in self.shown if is_pinned(i, total, preserve_recent_messages) or i in self.pending
         ]

@@ -16,7 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fast_jev_compaction.errors import FittingError
-from fast_jev_compaction.fitting import INPUT_STAGES, _Budget, _floor_tokens, entry_tokens, fit_state
+from fast_jev_compaction.fitting import (
+    DETAILED_STAGES,
+    INPUT_STAGES,
+    _Budget,
+    _floor_tokens,
+    entry_tokens,
+    fit_state,
+    item_tokens,
+)
 from fast_jev_compaction.goal import goal_from_messages
 from fast_jev_compaction.history import (
     RenderMemo,
@@ -128,6 +136,11 @@ def _long_ids_reference(text: str) -> set[str]:
 @given(_TEXT)
 def test_error_lines_and_terms_match_the_patterns(text: str) -> None:
     assert error_lines(text) == len(_ERROR_LINE.findall(text))
+    from fast_jev_compaction.judge.features import _FOLDS_TO_ASCII, _error_lines_lowered, _error_lines_searched
+
+    # The lower-cased count where error_lines takes it: the same as the plain search.
+    if _FOLDS_TO_ASCII.search(text) is None:
+        assert _error_lines_lowered(text.lower()) == _error_lines_searched(text)
     from fast_jev_compaction.judge.features import _STOP_TERMS
 
     assert terms(text) == {t for t in (m.lower() for m in _TERM.findall(text)) if t not in _STOP_TERMS}
@@ -303,7 +316,7 @@ def test_floor_is_under_every_stage_before_the_merge(long_session, keep: int) ->
     memo = RenderMemo()
     smallest = history_entries(messages, pairing, INPUT_STAGES[-1][0], memo)
     pinned = [is_pinned(entry["i"], len(messages), keep) for entry in smallest]
-    floor = _floor_tokens(goal, smallest, pinned, messages, pairing, float("inf"))
+    floor = _floor_tokens(goal, smallest, pinned, messages, pairing, float("inf"), memo)
     for input_chars, _ in INPUT_STAGES:
         assert floor <= _Budget(goal, history_entries(messages, pairing, input_chars, memo), 0).tokens
     # every step of the walk, stage by stage, down to the last one before the merge
@@ -313,7 +326,7 @@ def test_floor_is_under_every_stage_before_the_merge(long_session, keep: int) ->
     left_out: set[int] = set()
     budget = _Budget(goal, smallest, 0)
     lowest = budget.tokens
-    for _, position in _shrink(messages, pairing, smallest, pinned, order, left_out):
+    for _, position in _shrink(messages, pairing, smallest, pinned, order, left_out, memo):
         budget.update(position, None if position in left_out else smallest[position])
         lowest = min(lowest, budget.tokens)
     assert floor <= lowest
@@ -350,7 +363,36 @@ def test_fit_state_agrees_with_the_plain_walk(long_session, limit: int) -> None:
         )
 
 
+@pytest.mark.parametrize("limit", [60_000, 24_500, 23_500, 22_000, 12_000, 4_000])
+def test_fit_detailed_agrees_with_the_plain_walk_of_its_stages(long_session, limit: int) -> None:  # type: ignore[no-untyped-def]
+    """The floors summed largest first and the entries with more calls first: the same state
+    as the detailed stages walked whole, or none."""
+    from fast_jev_compaction.fitting import fit_detailed
+
+    messages = long_session[:300]
+    pairing = pair_tool_calls(messages, 10)
+    goal = goal_from_messages(messages)
+    fitted = fit_detailed(messages, pairing, goal, limit, RenderMemo())
+    reference = None
+    for input_chars, stage in DETAILED_STAGES:
+        entries = history_entries(messages, pairing, input_chars)
+        tokens = _Budget(goal, entries, limit).tokens
+        if tokens <= limit:
+            reference = (stage, tokens, entries)
+            break
+    if reference is None:
+        assert fitted is None
+    else:
+        assert fitted is not None and (fitted.stage, fitted.tokens, fitted.state["history"]) == reference
+
+
 _ANY_TEXT = st.one_of(_TEXT, st.text())
+
+
+def test_detailed_stages_come_first() -> None:
+    """fit_state takes fit_detailed's state as the first stage that fits: the stages it walks
+    must open the list."""
+    assert DETAILED_STAGES and INPUT_STAGES[: len(DETAILED_STAGES)] == DETAILED_STAGES
 
 
 @settings(max_examples=400, deadline=None)
@@ -372,6 +414,8 @@ def test_entry_costs_from_parts_equal_the_whole_entry_estimate(
         whole = estimate_tokens(plain_json(entry)) + 1
         assert entry_tokens(entry, memo) == whole == _accumulated(plain_json(entry)) + 1
         assert entry_tokens(entry, memo) == whole  # and again, from what the memo kept
+    # A rendered call on its own (a window's cost of it) from the memo's tally of it.
+    assert item_tokens(call, memo) == estimate_tokens(plain_json(call)) + 1 == entry_tokens(call)
 
 
 @settings(max_examples=300, deadline=None)
@@ -457,7 +501,7 @@ _NAMING_TEXTS = st.lists(st.lists(st.sampled_from(["app.py", "App.PY", "x", "\x0
 def test_last_naming_finds_what_a_walk_text_by_text_finds(texts: list[str], chunk: int) -> None:
     from fast_jev_compaction.judge import features
 
-    names = {"app.py", "main.rs", "apple", "y\x00ma", "none.txt"}
+    names = {"app.py", "main.rs", "apple", "none.txt"}
     expected: dict[str, int] = {}
     for position, text in enumerate(texts):  # walked in this order, the first holder wins
         for name in names:

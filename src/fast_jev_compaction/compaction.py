@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, Any, Coroutine, Sequence, TypeVar
 
 from .archive import archive_path
 from .asker import answers_at_once, in_process
-from .decisions import DROP, KEEP, PINNED, SMALL, TRUNCATE, UNDER_CUT, Action, CallDecision
+from .decisions import KEEP, PINNED, SMALL, TRUNCATE, UNDER_CUT, Action, CallDecision
 from .digest import IDS_SHARE, DigestShape
 from .goal import goal_from_messages
 from .messages import SessionMessage, ToolResult
 from .options import CompactOptions, validate_threshold
 from .pairing import Pairing, ToolCall, pair_tool_calls
 from .policy import Scored, budget_decisions, could_cut, threshold_decisions
-from .rebuild import apply_decisions, freed_chars
-from .records import frozen
+from .rebuild import Cut, cut_of, rebuild
+from .records import frozen, record
 from .rules import Verdict, call_facts, settle
 from .stats import CompactStats, message_chars, rebuilt_chars
 
@@ -27,8 +27,6 @@ if TYPE_CHECKING:
     from .windows import Request
 
 T = TypeVar("T")
-# A cut may be None (nothing worth cutting): this says no cut was made at all.
-_NO_CUT: Any = object()
 
 
 @frozen
@@ -79,23 +77,25 @@ async def compact(
     answers = await _answers(judging, to_judge, cache)
 
     shape = shape_of(opts)
+    # What each cut of a call does (rebuild.Cut), worked out once for the policy's probes and the
+    # final decisions alike, beside the file its output is saved to (a hash of the output): by
+    # tool_use_id, released as each call is decided.
+    probes: dict[str, _Probes] = {}
 
-    def saved_at(call: ToolCall) -> str | None:
-        # An empty output has nothing to read back: its marker says so instead of naming a file.
-        text = results[call.tool_use_id].text
-        return archive_path(opts.archive_dir, text) if opts.archive_dir and text else None
-
-    # What each cut frees, worked out once (a digest, a marker) for the policy's probes and the
-    # final decisions alike; the digests made on the way, for the rebuild.
-    freed_memo: dict[tuple[str, Action], int] = {}
-    cuts: dict[tuple[str, str | None], str | None] = {}
+    def cut(call: ToolCall, action: Action) -> tuple[Cut, str | None]:
+        probe = probes.get(call.tool_use_id)
+        if probe is None:
+            # An empty output has nothing to read back: its marker says so instead of naming a file.
+            text = results[call.tool_use_id].text
+            path = archive_path(opts.archive_dir, text) if opts.archive_dir and text else None
+            probe = probes[call.tool_use_id] = _Probes(path)
+        made = probe.cuts.get(action)
+        if made is None:
+            made = probe.cuts[action] = cut_of(results[call.tool_use_id], call, action, shape, probe.path)
+        return made, probe.path
 
     def freed(call: ToolCall, action: Action) -> int:
-        found = freed_memo.get((call.tool_use_id, action))
-        if found is None:
-            probe = CallDecision(call.id, call.tool_use_id, call.tool, 0.0, 0.0, action, "", 0, saved_at(call))
-            found = freed_memo[(call.tool_use_id, action)] = freed_chars(results, call, probe, shape, cuts)
-        return found
+        return 0 if action == KEEP or call.pinned else cut(call, action)[0].freed
 
     by_id: dict[str, CallDecision] = {}
     for call in pairing.calls:
@@ -129,35 +129,29 @@ async def compact(
     del scored, judged
     decisions: list[CallDecision] = []
     archive: dict[str, str] = {}
-    # The rebuild's cuts only; a call's probes, its memo entries and its first decision go as it
-    # is decided, so they never stand beside the final decisions whole (a compaction's peak).
-    kept_cuts: dict[tuple[str, str | None], str | None] = {}
+    # The rebuild's cuts and markers only; a call's probes and its first decision go as it is
+    # decided, so they never stand beside the final decisions whole (a compaction's peak).
+    made: dict[str, str | None] = {}
     for call in pairing.calls:
         decision = by_id.pop(call.tool_use_id)
-        # A probed truncation's cut is filed under its saved file's path.
-        probed = (call.tool_use_id, TRUNCATE) in freed_memo
-        path = saved_at(call) if decision.action != KEEP or probed else None
         if decision.action != KEEP:
-            decision = replace(decision, archive_path=path, chars_freed=freed(call, decision.action))
-            if decision.chars_freed <= 0:
+            final, path = cut(call, decision.action)
+            if final.freed <= 0:
                 # Nothing to gain (an output shorter than its digest or its marker): it stays,
                 # and the counts say so.
                 decision = replace(decision, action=KEEP, reason=SMALL, archive_path=None, chars_freed=0)
-            elif path is not None:
-                archive[path] = results[call.tool_use_id].text
-        freed_memo.pop((call.tool_use_id, TRUNCATE), None)
-        freed_memo.pop((call.tool_use_id, DROP), None)
-        cut = cuts.pop((call.tool_use_id, path), _NO_CUT)
-        if decision.action == TRUNCATE and cut is not _NO_CUT:
-            kept_cuts[(call.tool_use_id, path)] = cut
+            else:
+                decision = replace(decision, archive_path=path, chars_freed=final.freed)
+                made[call.tool_use_id] = final.text
+                if path is not None:
+                    archive[path] = results[call.tool_use_id].text
+        probes.pop(call.tool_use_id, None)
         decisions.append(decision)
     del by_id
-    freed_memo.clear()
-    cuts = kept_cuts
-    out = apply_decisions(messages, decisions, pairing.calls, shape, cuts)
+    out, touched = rebuild(messages, decisions, pairing.calls, shape, made)
+    del made
 
     stats.messages_after = len(out)
-    touched = {at for call, d in zip(pairing.calls, decisions) if d.action != KEEP for at in (call.call_index, call.result_index)}
     stats.chars_after = rebuilt_chars(messages, sizes, out, touched)
     for decision in decisions:
         if decision.reason == PINNED:
@@ -172,6 +166,14 @@ async def compact(
             stats.settled_by_rules += 1
     stats.ms = (time.perf_counter() - started) * 1000
     return CompactResult(out, decisions, list(pairing.calls), stats, archive)
+
+
+@record(slots=True)
+class _Probes:
+    """One call's cuts by action, and the file its output is saved to."""
+
+    path: str | None
+    cuts: dict[Action, Cut] = field(default_factory=dict)
 
 
 def _ruled(call: ToolCall, verdict: Verdict) -> CallDecision:

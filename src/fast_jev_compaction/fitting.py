@@ -6,7 +6,15 @@ from functools import cache, lru_cache
 from typing import Any, Iterator, Sequence
 
 from .errors import FittingError
-from .history import RenderMemo, calls_by_message, history_entries, history_entry, input_json, one_line_call, result_note
+from .history import (
+    DIGEST_CHARS,
+    RenderMemo,
+    history_entries,
+    history_entry,
+    input_json,
+    result_note,
+    shown_messages,
+)
 from .messages import SessionMessage
 from .pairing import Pairing, PendingCall, ToolCall, is_pinned
 from .questions import STATE_CONTEXT
@@ -15,6 +23,9 @@ from .textutil import ELLIPSIS, abridge, collapsed, format_number, js_json, plai
 from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, tally
 
 INPUT_STAGES = ((1000, "full"), (200, "inputs<=200"), (60, "inputs<=60"))
+# The stages that show every call with its output's digest, the first ones: fit_detailed walks
+# them, and the plan's single state is one of them (windows.py).
+DETAILED_STAGES = tuple(stage for stage in INPUT_STAGES if stage[0] in DIGEST_CHARS)
 ABRIDGE_HEAD, ABRIDGE_TAIL = 400, 150
 ABRIDGE_OVER = ABRIDGE_HEAD + ABRIDGE_TAIL + 40
 
@@ -40,6 +51,13 @@ def entry_tokens(entry: dict[str, Any], memo: RenderMemo | None = None) -> int:
             if tokens is not None:
                 return tokens + 1
     return estimate_tokens(plain_json(entry)) + 1
+
+
+def item_tokens(item: dict[str, Any], memo: RenderMemo) -> int:
+    """:func:`entry_tokens` of a rendered call: from the memo's tally of it, which the entries
+    showing the call add up too (the call is rendered and tallied once)."""
+    tokens = from_tally(*memo.tally(item))
+    return estimate_tokens(plain_json(item)) + 1 if tokens is None else tokens + 1
 
 
 def _entry_tally(entry: dict[str, Any], memo: RenderMemo) -> tuple[int, int] | None:
@@ -133,7 +151,7 @@ def fit_state(
 
     def any_can_fit() -> bool:
         # When no state short of the merge can fit, the stages are not walked: only the merge can.
-        return _floor_tokens(goal, *smallest(), messages, pairing, max_state_tokens) <= max_state_tokens
+        return _floor_tokens(goal, *smallest(), messages, pairing, max_state_tokens, memo) <= max_state_tokens
 
     # With many calls every input stage is likely too large: the bound, taken first, can then
     # spare the stages altogether (the full one's digests included). Fewer calls are walked
@@ -195,26 +213,30 @@ def fit_detailed(
     already first, and is given up as soon as the sum passes ``limit``: most outputs are then
     never read.
     """
-    completed, pending = memo.by_message(pairing)
     outputs = memo.outputs(messages)
-    # Listed as the floors are summed: a long history is mostly past the limit before its end.
-    shown: list[tuple[int, SessionMessage, list[ToolCall] | None, list[PendingCall] | None]] = []
+    shown = list(shown_messages(messages, pairing, memo))
+    floors = [0] * len(shown)
     floor = state_base_tokens(goal)
-    floors: list[int] = []
-    for index, message in enumerate(messages):
-        calls, waiting = completed.get(index), pending.get(index)
-        if not calls and not waiting and not message.text.strip():
-            continue
-        shown.append((index, message, calls, waiting))
-        floors.append(_detailed_floor(index, message, calls, waiting, memo))
-        floor += floors[-1]
+    # Largest first, as their lengths suggest: a sum that passes the limit passes it after fewer
+    # entries (every floor is positive, so whether it passes does not depend on the order).
+    for position in sorted(range(len(shown)), key=lambda p: _size_guess(shown[p]), reverse=True):
+        index, message, calls, waiting = shown[position]
+        tenths = _frame_tenths(index, message, calls, waiting, memo) + memo.tally(message.text)[0]
+        floors[position] = -(-tenths // 10) + 1
+        floor += floors[position]
         if floor > limit:
             return None
+    # Entries whose outputs are read already first, those with more calls (more digests above
+    # their floors) first among them: no entry costs less than its floor, so again whether the
+    # sum passes the limit does not depend on the order.
     order = sorted(
         range(len(shown)),
-        key=lambda p: not all(memo.has_read(outputs.get(c.tool_use_id) or "") for c in shown[p][2] or ()),
+        key=lambda p: (
+            not all(memo.has_read(outputs.get(c.tool_use_id) or "") for c in shown[p][2] or ()),
+            -len(shown[p][2] or ()),
+        ),
     )
-    for input_chars, stage in INPUT_STAGES[:2]:
+    for input_chars, stage in DETAILED_STAGES:
         tokens = floor
         entries: list[dict[str, Any]] = [{}] * len(shown)
         for position in order:
@@ -228,18 +250,19 @@ def fit_detailed(
     return None
 
 
-def _detailed_floor(
+def _size_guess(shown: tuple[int, SessionMessage, list[ToolCall] | None, list[PendingCall] | None]) -> int:
+    # A call's frame takes about this many characters with its input cut to 200.
+    return len(shown[1].text) + 250 * (len(shown[2] or ()) + len(shown[3] or ()))
+
+
+def _frame_tenths(
     index: int, message: SessionMessage, calls: list[ToolCall] | None, waiting: list[PendingCall] | None, memo: RenderMemo
 ) -> int:
-    """At most the entry's cost at the ``full`` and ``inputs<=200`` stages (see fit_detailed):
-    its exact tally rounded up, from its parts (a cut input's opening is a prefix of the longer
-    cut, and a prefix never tallies more; a digest only adds)."""
-    if not calls and not waiting:
-        # Text only: the entry itself, from its parts' tallies.
-        parts = _entry_tally({"i": index, "role": message.role, "text": message.text}, memo)
-        return 0 if parts is None else -(-parts[0] // 10) + 1
-    cut = INPUT_STAGES[1][0]
-    # Rendered without its text, which the memo tallies once for every stage.
+    """An entry's floor (see fit_detailed) without its text, in tenths: the exact tally of the
+    entry at the ``full`` and ``inputs<=200`` stages is at least this plus its text's tally (a
+    cut input's opening is a prefix of the longer cut, and a prefix never tallies more; a digest
+    only adds)."""
+    cut = DETAILED_STAGES[-1][0]
     entry: dict[str, Any] = {"i": index, "role": message.role, "text": ""}
     if calls:
         entry["tool_calls"] = [
@@ -250,8 +273,7 @@ def _detailed_floor(
         entry["pending_calls"] = [
             {"tool_use_id": c.tool_use_id, "tool": c.tool, "input": _uncut(input_json(c.input, cut, memo))} for c in waiting
         ]
-    tenths = tally(plain_json(entry))[0] - QUOTES_TENTHS + memo.tally(message.text)[0]
-    return -(-tenths // 10) + 1
+    return tally(plain_json(entry))[0] - QUOTES_TENTHS
 
 
 def _uncut(text: str) -> str:
@@ -265,7 +287,7 @@ def _shrink(
     pinned: list[bool],
     order: list[int],
     left_out: set[int],
-    memo: RenderMemo | None = None,
+    memo: RenderMemo,
 ) -> Iterator[tuple[str, int]]:
     """The steps after the input stages, in order; each changes one entry in place (or adds it to
     ``left_out``) and yields the name of its stage and the entry's position."""
@@ -283,8 +305,6 @@ def _shrink(
         entry["text"] = collapsed(len(messages[entry["i"]].text))
         yield "old messages collapsed", position
 
-    if memo is None:
-        memo = RenderMemo()
     completed, _ = memo.by_message(pairing)
     for position in order:
         entry = entries[position]
@@ -309,6 +329,7 @@ def _floor_tokens(
     messages: Sequence[SessionMessage],
     pairing: Pairing,
     limit: float,
+    memo: RenderMemo,
 ) -> int:
     """A lower bound on the estimate of every state from the second input stage to the last
     step before the merge (the full stage included), from the entries of the smallest input stage
@@ -322,7 +343,7 @@ def _floor_tokens(
     the whole. Estimates add up over JSON fragments (tokens.tally), and an entry's estimate is at
     least its exact tally rounded up.
     """
-    completed, _ = calls_by_message(pairing)
+    completed, _ = memo.by_message(pairing)
     tokens = state_base_tokens(goal)
     kept: list[tuple[int, int]] = []  # (position, tenths without the text)
     for position, entry in enumerate(smallest):
@@ -335,7 +356,7 @@ def _floor_tokens(
             rendered["tool_calls"] = [{k: v for k, v in item.items() if k != "digest"} for item in calls]
         tenths = tally(plain_json(rendered))[0] - _CUT_MARK * cut_marks
         if calls and not pinned[position]:
-            one_lined = {**rendered, "tool_calls": [one_line_call(call) for call in completed[entry["i"]]]}
+            one_lined = {**rendered, "tool_calls": [memo.one_line(call) for call in completed[entry["i"]]]}
             pending_marks = sum(1 for item in waiting if item["input"].endswith(ELLIPSIS))
             tenths = min(tenths, tally(plain_json(one_lined))[0] - _CUT_MARK * pending_marks)
         kept.append((position, tenths))
@@ -345,12 +366,12 @@ def _floor_tokens(
     tokens = state_base_tokens(goal)
     for position, tenths in kept:
         text = messages[smallest[position]["i"]].text
-        forms = [text]
+        forms = [memo.tally(text)[0]]  # the same object as the detailed stages' (and windows') text
         if len(text) > ABRIDGE_OVER:
-            forms.append(abridge(text, ABRIDGE_HEAD, ABRIDGE_TAIL))
+            forms.append(tally(plain_json(abridge(text, ABRIDGE_HEAD, ABRIDGE_TAIL)))[0])
         if not pinned[position] and text:
-            forms.append(collapsed(len(text)))
-        tenths += min(tally(plain_json(form))[0] for form in forms) - QUOTES_TENTHS
+            forms.append(tally(plain_json(collapsed(len(text))))[0])
+        tenths += min(forms) - QUOTES_TENTHS
         tokens += -(-tenths // 10) + 1
     return tokens
 

@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from itertools import compress, filterfalse, groupby, repeat
 from operator import ge
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from .messages import SessionMessage
 from .pairing import Pairing, PendingCall, ToolCall
@@ -62,7 +62,6 @@ _RUN_BYTES = bytes(b if b >= 0x80 or chr(b).isalnum() or chr(b) in "_.-/" else 0
 _TERM_LEAD = b"0123456789.-/"  # what a run may open with before a term starts
 _TERM_TRAIL = b".-/"  # what it may close with after a term ends
 _FLAT_ENDS = 1000
-_ASCII_TERM = re.compile(r"[0-9_./-]|.[A-Z]")
 
 
 def output_digest(text: str, budget: int, memo: RenderMemo | None = None) -> str:
@@ -163,8 +162,6 @@ def _is_term_bytes(word: bytes) -> bool:
 
 def _is_term(word: str) -> bool:
     # A path, a dotted or snake_case name, a number-bearing token or a camelCase identifier.
-    if word.isascii():
-        return _ASCII_TERM.search(word) is not None
     return any(c.isdigit() or c in "_./-" for c in word) or any(c.isupper() for c in word[1:])
 
 
@@ -320,15 +317,21 @@ def history_entries(
     """
     if memo is None:
         memo = RenderMemo()
-    completed, pending = memo.by_message(pairing)
     outputs = memo.outputs(messages)
-    entries: list[dict[str, Any]] = []
+    return [history_entry(*shown, input_chars, outputs, memo) for shown in shown_messages(messages, pairing, memo)]
+
+
+def shown_messages(
+    messages: Sequence[SessionMessage], pairing: Pairing, memo: RenderMemo
+) -> Iterator[tuple[int, SessionMessage, list[ToolCall] | None, list[PendingCall] | None]]:
+    """The messages a history shows, in order, each with its completed and its pending calls:
+    those with text or calls (see :func:`history_entries`)."""
+    completed, pending = memo.by_message(pairing)
     for index, message in enumerate(messages):
         calls = completed.get(index)
         waiting = pending.get(index)
         if calls or waiting or message.text.strip():
-            entries.append(history_entry(index, message, calls, waiting, input_chars, outputs, memo))
-    return entries
+            yield index, message, calls, waiting
 
 
 def history_entry(

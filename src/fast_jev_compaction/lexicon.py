@@ -220,13 +220,20 @@ def command_head(command: str) -> str:
 
 
 def tool_kind(tool: str, fields: Mapping[str, Any]) -> str:
+    return _kind(tool, fields)[1]
+
+
+def _kind(tool: str, fields: Mapping[str, Any]) -> tuple[str, str, str | None]:
+    """The tool's name lower-cased, its kind, and a shell tool's command as text (None for any
+    other tool): what :func:`call_shape` reads on, each worked out once."""
     name = tool.strip().lower()
     kind = KIND_BY_TOOL.get(name)
     if kind is not None:
-        return kind
+        return name, kind, None
     if name in SHELL_TOOLS:
-        return shell_kind(as_text(fields.get("command", fields.get("cmd", ""))))
-    return _named_kind(tool)
+        command = as_text(fields.get("command", fields.get("cmd", "")))
+        return name, shell_kind(command), command
+    return name, _named_kind(tool), None
 
 
 def _named_kind(tool: str) -> str:
@@ -253,19 +260,13 @@ class CallShape:
 
 
 def call_shape(tool: str, fields: Mapping[str, Any]) -> CallShape:
-    # tool_kind's steps, inline: the name lower-cased and a shell command rendered once each.
-    name = tool.strip().lower()
-    kind = KIND_BY_TOOL.get(name)
-    if kind is None and name in SHELL_TOOLS:
-        text = as_text(fields.get("command", fields.get("cmd", "")))
-        kind = shell_kind(text)
+    name, kind, command = _kind(tool, fields)
+    if command is not None:
         if fields.get("command", fields.get("cmd")) is not None:
-            normalized = " ".join(text.split())
+            normalized = " ".join(command.split())
             head = command_head(normalized)
             return CallShape(kind, command=normalized, head=head, rerun_key=f"cmd:{normalized}" if normalized else "")
         return CallShape(kind)
-    if kind is None:
-        kind = _named_kind(tool)
     if kind == READ or kind == EDIT:
         for key in ("file_path", "notebook_path", "path"):
             path = fields.get(key)

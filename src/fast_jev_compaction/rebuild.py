@@ -8,14 +8,15 @@ removed; every cut leaves a marker saying where the full output is.
 
 from __future__ import annotations
 
-from typing import Mapping, MutableMapping, Sequence
+from typing import Container, Mapping, Sequence
 
-from .decisions import DROP, TRUNCATE, CallDecision
+from .decisions import DROP, TRUNCATE, Action, CallDecision
 from .digest import DigestShape, digest
 from .lexicon import call_target
 from .markers import drop_marker, truncation_note
 from .messages import NO_EXTRA, NO_USES, SessionMessage, ToolResult, ToolUse
 from .pairing import ToolCall
+from .records import frozen
 from .stats import input_chars
 
 # A cut must free at least this many characters, marker included, or the output stays whole.
@@ -33,8 +34,25 @@ def cut_output(text: str, is_error: bool, shape: DigestShape, archive_path: str 
     return cut if len(text) - len(cut) >= MIN_SAVING else None
 
 
-# A truncated output's cut (``cut_output``), by tool_use_id and archive path (which its note names).
-CutMemo = MutableMapping[tuple[str, "str | None"], "str | None"]
+@frozen(slots=True)
+class Cut:
+    """What truncating or dropping one call does, made once for the budget policy's probes and
+    the rebuild alike: the characters of context it frees (as ``message_chars`` counts them,
+    marker included) and the text it leaves, a truncation's cut output (None when cutting does
+    not pay) or a drop's marker line."""
+
+    freed: int
+    text: str | None
+
+
+def cut_of(result: ToolResult, call: ToolCall, action: Action, shape: DigestShape, archive_path: str | None) -> Cut:
+    """The :class:`Cut` of ``action`` (truncate or drop) on ``call``, whose output is ``result``
+    and is saved at ``archive_path``."""
+    if action == DROP:
+        marker = drop_marker(call.tool, call_target(call.tool, call.input), call.result_chars, call.is_error, archive_path)
+        return Cut(call.result_chars + input_chars(call.input) - len(marker) - 1, marker)
+    cut = cut_output(result.text, call.is_error, shape, archive_path)
+    return Cut(0 if cut is None else len(result.text) - len(cut), cut)
 
 
 def apply_decisions(
@@ -42,13 +60,25 @@ def apply_decisions(
     decisions: Sequence[CallDecision],
     calls: Sequence[ToolCall],
     shape: DigestShape,
-    made: CutMemo | None = None,
+    made: Mapping[str, str | None] | None = None,
 ) -> list[SessionMessage]:
     """Rebuild the transcript; each cut decision's ``archive_path`` goes into its marker.
 
-    ``made``: results' cuts already made with this ``shape`` (:func:`freed_chars` fills it), so
-    none is made twice.
+    ``made``: by tool_use_id, the text each cut decision leaves (``Cut.text``), made already with
+    this ``shape`` and the decision's archive path, so none is made twice.
     """
+    return rebuild(messages, decisions, calls, shape, made)[0]
+
+
+def rebuild(
+    messages: Sequence[SessionMessage],
+    decisions: Sequence[CallDecision],
+    calls: Sequence[ToolCall],
+    shape: DigestShape,
+    made: Mapping[str, str | None] | None = None,
+) -> tuple[list[SessionMessage], Container[int]]:
+    """:func:`apply_decisions`, and the positions of the messages it may have changed or left
+    out (the others are in the rebuild as they were)."""
     pinned = {call.tool_use_id for call in calls if call.pinned}
     # A forged or stale decision cannot touch a pinned call.
     cuts = {
@@ -64,6 +94,7 @@ def apply_decisions(
         else None
     )
     out: list[SessionMessage] = []
+    known = made or {}
     for position, message in enumerate(messages):
         if touched is not None and position not in touched:
             out.append(message)
@@ -83,13 +114,14 @@ def apply_decisions(
             if decision is None:
                 uses.append(use)
             elif decision.action == DROP:
-                call = by_id[use.tool_use_id]
-                marks.append(
-                    drop_marker(
+                marker = known.get(use.tool_use_id)
+                if marker is None:
+                    call = by_id[use.tool_use_id]
+                    marker = drop_marker(
                         call.tool, call_target(call.tool, call.input), call.result_chars, call.is_error,
                         decision.archive_path,
                     )
-                )
+                marks.append(marker)
                 changed = True
             else:
                 new = _truncated_use(use, shape, decision.archive_path)
@@ -104,7 +136,7 @@ def apply_decisions(
             elif decision.action == DROP:
                 changed = True
             else:
-                new_result = _truncated_result(result, shape, decision.archive_path, made)
+                new_result = _truncated_result(result, shape, decision.archive_path, known)
                 changed = changed or new_result is not result
                 kept_results.append(new_result)
 
@@ -115,7 +147,7 @@ def apply_decisions(
         if not text.strip() and not uses and not kept_results:
             continue
         out.append(_rebuilt(message, text, uses, kept_results))
-    return out
+    return out, range(len(messages)) if touched is None else touched
 
 
 def _truncated_use(use: ToolUse, shape: DigestShape, archive_path: str | None) -> ToolUse:
@@ -132,11 +164,10 @@ def _truncated_use(use: ToolUse, shape: DigestShape, archive_path: str | None) -
 
 
 def _truncated_result(
-    result: ToolResult, shape: DigestShape, archive_path: str | None, made: CutMemo | None
+    result: ToolResult, shape: DigestShape, archive_path: str | None, made: Mapping[str, str | None]
 ) -> ToolResult:
-    key = (result.tool_use_id, archive_path)
-    if made is not None and key in made:
-        cut = made[key]
+    if result.tool_use_id in made:
+        cut = made[result.tool_use_id]
     else:
         cut = cut_output(result.text, bool(result.isError), shape, archive_path)
     if cut is None:
@@ -158,26 +189,3 @@ def _rebuilt(message: SessionMessage, text: str, uses: list[ToolUse], results: l
         toolResults=results or None,
         extra=extras or NO_EXTRA,
     )
-
-
-def freed_chars(
-    message_by_result: Mapping[str, ToolResult],
-    call: ToolCall,
-    decision: CallDecision,
-    shape: DigestShape,
-    made: CutMemo | None = None,
-) -> int:
-    """Characters of context a decision removes, as ``message_chars`` counts them (marker
-    included); a truncation's cut goes into ``made`` for :func:`apply_decisions`."""
-    if decision.action not in (TRUNCATE, DROP) or call.pinned:
-        return 0
-    result = message_by_result[call.tool_use_id]
-    if decision.action == DROP:
-        marker = drop_marker(
-            call.tool, call_target(call.tool, call.input), call.result_chars, call.is_error, decision.archive_path
-        )
-        return call.result_chars + input_chars(call.input) - len(marker) - 1
-    cut = cut_output(result.text, call.is_error, shape, decision.archive_path)
-    if made is not None:
-        made[(call.tool_use_id, decision.archive_path)] = cut
-    return 0 if cut is None else len(result.text) - len(cut)

@@ -18,7 +18,16 @@ from bisect import bisect_left
 from typing import Any, Sequence
 
 from .errors import FittingError
-from .fitting import ABRIDGE_HEAD, ABRIDGE_TAIL, build_state, entry_tokens, fit_detailed, fit_state, state_base_tokens
+from .fitting import (
+    ABRIDGE_HEAD,
+    ABRIDGE_TAIL,
+    build_state,
+    entry_tokens,
+    fit_detailed,
+    fit_state,
+    item_tokens,
+    state_base_tokens,
+)
 from .history import RenderMemo
 from .messages import SessionMessage
 from .pairing import Pairing, ToolCall, is_pinned
@@ -91,7 +100,11 @@ def plan_requests(
     # calls in detail and costs no more than the windows would, so the stages past the detailed
     # ones are not walked.
     limit = min(limit, windows.focus(to_judge))
-    single = None if _hopeless(pairing, goal, limit, memo) else fit_detailed(messages, pairing, goal, limit, memo)
+    # Not even one line per call fitting rules the single state out too; asked only of a state
+    # that fits, since it renders every call's line, which windows mostly never show.
+    single = fit_detailed(messages, pairing, goal, limit, memo)
+    if single is not None and _hopeless(pairing, goal, limit, memo):
+        single = None
     if single is not None:
         batches = batch_calls(to_judge, single.tokens, max_request_tokens, question_cost)
         if len(batches) * single.tokens <= windows.cost(to_judge):
@@ -144,7 +157,10 @@ class _Windows:
         ]
         self.base = state_base_tokens(goal)
         self.required_entries = {i: self._brief(i, RECENT_INPUT_CHARS) for i in self.required}
-        self.required_tokens = sum(map(entry_tokens, self.required_entries.values()))
+        # Costed once: every window's state holds them, and one that shows its call in detail
+        # there replaces the entry's cost by the detailed one's.
+        self.required_costs = {i: entry_tokens(entry, memo) for i, entry in self.required_entries.items()}
+        self.required_tokens = sum(self.required_costs.values())
         if self.base + self.required_tokens > min(max_state_tokens, max_request_tokens):
             raise FittingError(
                 f"newest messages too large for Jev (~{self.base + self.required_tokens} tokens, "
@@ -231,7 +247,7 @@ class _Windows:
         # anyway; kept, as the plan and the split both read it.
         cost = self._call_costs.get(call.id)
         if cost is None:
-            cost = entry_tokens(self.memo.call(call, WINDOW_INPUT_CHARS, self.outputs.get(call.tool_use_id)), self.memo)
+            cost = item_tokens(self.memo.call(call, WINDOW_INPUT_CHARS, self.outputs.get(call.tool_use_id)), self.memo)
             if call.call_index not in self.required_entries:
                 cost += self._text_cost(call.call_index)
             self._call_costs[call.id] = cost
@@ -261,7 +277,7 @@ class _Windows:
             if index in self.required_entries:
                 # A window call inside a newest message: shown in detail there.
                 entry = {**self.required_entries[index], **self._detailed(index, ids)}
-                tokens += entry_tokens(entry, self.memo) - entry_tokens(self.required_entries[index], self.memo)
+                tokens += entry_tokens(entry, self.memo) - self.required_costs[index]
             else:
                 entry = self._detailed(index, ids)
                 tokens += entry_tokens(entry, self.memo)

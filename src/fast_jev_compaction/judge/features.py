@@ -146,23 +146,33 @@ def terms(text: str) -> set[str]:
 def error_lines(text: str) -> int:
     """How many lines hold an error word."""
     if text.isascii() or _FOLDS_TO_ASCII.search(text) is None:
-        lowered = text.lower()
-        starts = []
-        for stem in _ERROR_STEMS:
-            at = lowered.find(stem)
-            while at >= 0:
-                if _ERROR_WORD_LOWER.match(lowered, at):
-                    starts.append(at)
-                at = lowered.find(stem, at + 1)
-        count = 0
-        line_end = -1
-        for at in sorted(starts):
-            if at > line_end:
-                count += 1
-                line_end = lowered.find("\n", at)
-                if line_end < 0:
-                    break
-        return count
+        return _error_lines_lowered(text.lower())
+    return _error_lines_searched(text)
+
+
+def _error_lines_lowered(lowered: str) -> int:
+    """:func:`_error_lines_searched` of a text, from its lower-cased form, when lower-casing
+    changes no match (no letter that IGNORECASE folds to ASCII): searched only where a stem
+    starts (tests/test_speed_equivalence.py checks the two agree)."""
+    starts = []
+    for stem in _ERROR_STEMS:
+        at = lowered.find(stem)
+        while at >= 0:
+            if _ERROR_WORD_LOWER.match(lowered, at):
+                starts.append(at)
+            at = lowered.find(stem, at + 1)
+    count = 0
+    line_end = -1
+    for at in sorted(starts):
+        if at > line_end:
+            count += 1
+            line_end = lowered.find("\n", at)
+            if line_end < 0:
+                break
+    return count
+
+
+def _error_lines_searched(text: str) -> int:
     count = 0
     at = 0
     while (match := _ERROR_WORD.search(text, at)) is not None:
@@ -199,13 +209,11 @@ def _last_naming(texts: Iterable[tuple[int, str]], names: set[str]) -> dict[str,
     """For each name, the position of the first of ``texts`` (position, text), walked in the
     order given, whose lower-cased text holds it; names no text holds are left out.
 
-    The texts go in chunks: each name is looked for once per chunk, in C, not once per text, and
-    a name found is placed within its chunk by where it first occurs. A name holding a NUL (no
-    file name does) could span two texts: it is looked for in each text.
+    The texts go in chunks, joined by NULs: each name is looked for once per chunk, in C, not
+    once per text, and a name found is placed within its chunk by where it first occurs. No name
+    holds a NUL (the caller's are file names), so none spans two texts.
     """
     names = set(names)
-    spanning = {name for name in names if "\x00" in name}
-    names -= spanning
     found: dict[str, int] = {}
     chunk: list[str] = []
     positions: list[int] = []
@@ -217,14 +225,11 @@ def _last_naming(texts: Iterable[tuple[int, str]], names: set[str]) -> dict[str,
         for name in [name for name in names if name in joined]:
             found[name] = positions[bisect_right(starts, joined.find(name)) - 1]
             names.discard(name)
-        for name in [name for name in spanning if any(name in text for text in chunk)]:
-            found[name] = positions[next(i for i, text in enumerate(chunk) if name in text)]
-            spanning.discard(name)
         chunk.clear()
         positions.clear()
 
     for position, text in texts:
-        if not names and not spanning:
+        if not names:
             break
         chunk.append(text.lower())
         positions.append(position)
@@ -232,7 +237,7 @@ def _last_naming(texts: Iterable[tuple[int, str]], names: set[str]) -> dict[str,
         if size >= _NAMING_CHUNK_CHARS:
             search()
             size = 0
-    if chunk and (names or spanning):
+    if chunk and names:
         search()
     return found
 
@@ -281,6 +286,7 @@ def call_features(
         if (wanted is None or call.tool_use_id in wanted)
         and target.path
         and len(name := basename(target.path).lower()) >= 4
+        and "\x00" not in name  # names no file: no file system allows a NUL in a path
     }
     last_named = _last_naming(
         ((p, m.text) for p in range(last, -1, -1) if (m := messages[p]).role == "assistant" or p in prompt_set),

@@ -56,12 +56,12 @@ def test_transcript_file_is_found_from_the_plugin_data_folder_or_the_config_fold
 
 def test_rebuilt_turns_carry_the_text_their_messages_lose() -> None:
     prompt = SessionMessage(role="user", text="go", handle="p1")
-    use = SessionMessage(role="assistant", toolUses=[ToolUse(tool_use_id="t1", tool="Skill")], handle="a0")
+    use = SessionMessage(role="assistant", toolUses=(ToolUse(tool_use_id="t1", tool="Skill"),), handle="a0")
     # The decisions rebuilt this result (truncated): its handle is gone, its block names it.
-    result = SessionMessage(role="user", toolResults=[ToolResult(tool_use_id="t1", text="cut")])
+    result = SessionMessage(role="user", toolResults=(ToolResult(tool_use_id="t1", text="cut"),))
     done = SessionMessage(role="assistant", text="Done.", handle="a1")
     exit_prompt = SessionMessage(role="user", text="<command-name>/exit</command-name>", handle="p2")
-    original = [prompt, use, SessionMessage(role="user", toolResults=[ToolResult(tool_use_id="t1", text="long")], handle="r1"), done, exit_prompt]
+    original = [prompt, use, SessionMessage(role="user", toolResults=(ToolResult(tool_use_id="t1", text="long"),), handle="r1"), done, exit_prompt]
     hung = {"r1": "Base directory for this skill: /x", "a1": CAVEAT, "p1": "kept by the engine"}
     out = regroup([prompt, use, result, done, exit_prompt], carried_by(original, hung))
     assert [(m.role, m.text, [r.text for r in m.toolResults or []]) for m in out] == [

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import TranscriptError
-from .messages import NO_EXTRA, NO_USES, MessageError, SessionMessage, ToolResult, ToolUse, parse_messages, shared_input
+from .messages import NO_EXTRA, MessageError, SessionMessage, ToolResult, ToolUse, parse_messages, shared_input
 
 __all__ = [
     "ACCEPTED_FORMATS",
@@ -206,8 +206,7 @@ class _Assembler:
         self.messages.append(SessionMessage(
             role=role,  # type: ignore[arg-type]  # only user/assistant records come here
             text="\n\n".join(blocks.texts or ()),
-            # Tuples: a list is 32 bytes more, and most messages hold one block.
-            toolUses=tuple(blocks.uses) if blocks.uses else NO_USES,
+            toolUses=tuple(blocks.uses) if blocks.uses else (),
             toolResults=None if blocks.results is None else tuple(blocks.results),
             handle=handle,
             extra=_extras(blocks.extras, is_meta),

@@ -556,6 +556,22 @@ def test_parallel_calls_with_results_between_fragments(interleaved: bool) -> Non
     assert [u.text for u in messages[1].toolUses] == ["one", "two"]
 
 
+def test_a_call_takes_its_first_results_outcome_whatever_the_order() -> None:
+    lines = _jsonl(
+        _user("early", [_result("before", "came first", is_error=True)]),
+        _user("orphan", [_result("never", "no call")]),
+        _assistant("a1", "m1", _call("before"), _call("twice")),
+        _user("r1", [_result("twice", "one")]),
+        _user("r2", [_result("twice", "two", is_error=True), _result("before", "came second")]),
+        _assistant("a2", "m2", _call("none")),
+    )
+    messages = parse_transcript(lines)
+    assert [(u.tool_use_id, u.text, u.isError) for u in messages[2].toolUses] == [
+        ("before", "came first", True), ("twice", "one", None)]
+    assert messages[-1].toolUses[0].text is None and messages[-1].toolUses[0].isError is None
+    assert [r.text for m in messages for r in m.toolResults or ()] == ["came first", "no call", "one", "two", "came second"]
+
+
 def test_subagent_file_keeps_all_sidechain_records() -> None:
     lines = _jsonl(
         _user("s1", "task prompt", isSidechain=True),

@@ -34,7 +34,8 @@ class _Turn:
     """Consecutive assistant fragments of one response, and the results of their calls."""
 
     fragments: list[SessionMessage]
-    results: list[ToolResult] | None = None
+    # A tuple grown a result at a time: most turns have one, which goes out as it is.
+    results: tuple[ToolResult, ...] = ()
     # The user messages the results came from; their text rides in the results message.
     result_sources: list[SessionMessage] | None = None
     # Engine text that hung on the turn's messages, carried after the turn.
@@ -44,15 +45,16 @@ class _Turn:
 
     @property
     def uses(self) -> tuple[ToolUse, ...]:
+        if len(self.fragments) == 1:
+            return self.fragments[0].toolUses
         return tuple(use for fragment in self.fragments for use in fragment.toolUses)
 
     def messages(self) -> list[SessionMessage]:
         out = [m for m in (_merged("assistant", self.fragments, self.uses, ()),) if m is not None]
         carried = self.carried
         if self.results:
-            results = tuple(self.results)
-            out.append(_merged("user", self.result_sources or [], (), results, carried)
-                       or SessionMessage(role="user", toolResults=results))
+            out.append(_merged("user", self.result_sources or [], (), self.results, carried)
+                       or SessionMessage(role="user", toolResults=self.results))
         elif carried:
             out.append(SessionMessage(role="user", text=carried))
         return out
@@ -171,7 +173,7 @@ def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessag
             first.carried += carry(message)
             for result, home in zip(results, homes):
                 if home is not None:
-                    home.results = _added(home.results, result)
+                    home.results += (result,)
                     home.waiting -= 1
         while slots and not (isinstance(slots[0], _Turn) and slots[0].waiting):
             _emit(out, slots.popleft())

@@ -22,11 +22,11 @@ def said(text: str) -> SessionMessage:
 
 
 def call(tool_use_id: str, tool: str, text: str = "", **inputs: Any) -> SessionMessage:
-    return SessionMessage(role="assistant", text=text, toolUses=[ToolUse(tool_use_id=tool_use_id, tool=tool, input=inputs)])
+    return SessionMessage(role="assistant", text=text, toolUses=(ToolUse(tool_use_id=tool_use_id, tool=tool, input=inputs),))
 
 
 def result(tool_use_id: str, text: str, is_error: bool = False) -> SessionMessage:
-    return SessionMessage(role="user", toolResults=[ToolResult(tool_use_id=tool_use_id, text=text, isError=is_error)])
+    return SessionMessage(role="user", toolResults=(ToolResult(tool_use_id=tool_use_id, text=text, isError=is_error),))
 
 
 def filler(n: int, start: int = 0) -> list[SessionMessage]:

@@ -49,10 +49,10 @@ def planted_session(seed: int, old_calls: int = 0) -> Planted:
         calls += 1
         tool_use_id = f"toolu_{tag}_{calls:03d}"
         out.messages.append(
-            SessionMessage(role="assistant", text=text, toolUses=[ToolUse(tool_use_id=tool_use_id, tool=tool, input=tool_input)])
+            SessionMessage(role="assistant", text=text, toolUses=(ToolUse(tool_use_id=tool_use_id, tool=tool, input=tool_input),))
         )
         out.messages.append(
-            SessionMessage(role="user", toolResults=[ToolResult(tool_use_id=tool_use_id, text=output, isError=is_error)])
+            SessionMessage(role="user", toolResults=(ToolResult(tool_use_id=tool_use_id, text=output, isError=is_error),))
         )
 
     facts = out.facts

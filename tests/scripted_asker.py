@@ -114,7 +114,7 @@ def user(text: str = "", **extra: Any) -> SessionMessage:
 
 
 def assistant(text: str = "", *uses: ToolUse, **extra: Any) -> SessionMessage:
-    return SessionMessage(role="assistant", text=text, toolUses=list(uses), **_fields(extra))
+    return SessionMessage(role="assistant", text=text, toolUses=uses, **_fields(extra))
 
 
 def use(tool_use_id: str, tool: str = "Read", text: str | None = None, is_error: bool | None = None, **input: Any) -> ToolUse:
@@ -122,7 +122,7 @@ def use(tool_use_id: str, tool: str = "Read", text: str | None = None, is_error:
 
 
 def results(*items: ToolResult, text: str = "", **extra: Any) -> SessionMessage:
-    return SessionMessage(role="user", text=text, toolResults=list(items), **_fields(extra))
+    return SessionMessage(role="user", text=text, toolResults=items, **_fields(extra))
 
 
 def result(tool_use_id: str, text: str, is_error: bool | None = None) -> ToolResult:

@@ -140,7 +140,7 @@ def test_the_json_output_written_piece_by_piece_is_json_dumps_own(count: int) ->
     messages = [
         SessionMessage(role="user", text="déjà vu\nline 2", handle="h"),
         SessionMessage(role="assistant", text="", extra={"extraBlocks": [{"type": "thinking", "thinking": "…"}]}),
-        SessionMessage(role="user", toolResults=[ToolResult(tool_use_id="t", text="a\n\"b\"")]),
+        SessionMessage(role="user", toolResults=(ToolResult(tool_use_id="t", text="a\n\"b\""),)),
     ][:count]
     result = SimpleNamespace(messages=messages)
     wire = [m.to_wire() for m in messages]

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from fast_jev_compaction.hook.meta import hung_texts, read_hung_texts, transcript_file
 from fast_jev_compaction.hook.turns import carried_by, regroup
 from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
@@ -56,12 +59,12 @@ def test_transcript_file_is_found_from_the_plugin_data_folder_or_the_config_fold
 
 def test_rebuilt_turns_carry_the_text_their_messages_lose() -> None:
     prompt = SessionMessage(role="user", text="go", handle="p1")
-    use = SessionMessage(role="assistant", toolUses=[ToolUse(tool_use_id="t1", tool="Skill")], handle="a0")
+    use = SessionMessage(role="assistant", toolUses=(ToolUse(tool_use_id="t1", tool="Skill"),), handle="a0")
     # The decisions rebuilt this result (truncated): its handle is gone, its block names it.
-    result = SessionMessage(role="user", toolResults=[ToolResult(tool_use_id="t1", text="cut")])
+    result = SessionMessage(role="user", toolResults=(ToolResult(tool_use_id="t1", text="cut"),))
     done = SessionMessage(role="assistant", text="Done.", handle="a1")
     exit_prompt = SessionMessage(role="user", text="<command-name>/exit</command-name>", handle="p2")
-    original = [prompt, use, SessionMessage(role="user", toolResults=[ToolResult(tool_use_id="t1", text="long")], handle="r1"), done, exit_prompt]
+    original = [prompt, use, SessionMessage(role="user", toolResults=(ToolResult(tool_use_id="t1", text="long"),), handle="r1"), done, exit_prompt]
     hung = {"r1": "Base directory for this skill: /x", "a1": CAVEAT, "p1": "kept by the engine"}
     out = regroup([prompt, use, result, done, exit_prompt], carried_by(original, hung))
     assert [(m.role, m.text, [r.text for r in m.toolResults or []]) for m in out] == [
@@ -74,3 +77,81 @@ def test_rebuilt_turns_carry_the_text_their_messages_lose() -> None:
     ]
     # A prompt keeps its handle, and with it the engine keeps what hangs on it.
     assert out[0] is prompt and out[-1] is exit_prompt
+
+
+def every_line_decoded(lines: list[str], handles: list[str]) -> dict[str, str]:
+    """The walk over every line's record, each decoded: what only decoding some must give."""
+    records: dict[str, tuple[object, bool, str]] = {}
+    for line in lines:
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and isinstance(item.get("uuid"), str) and not item.get("isSidechain"):
+            kind, meta = item.get("type"), item.get("isMeta") is True
+            content = item.get("message", {}).get("content") if isinstance(item.get("message"), dict) else None
+            text = content if kind == "user" and meta and isinstance(content, str) else ""
+            records[item["uuid"]] = (item.get("parentUuid"), kind == "assistant" or (kind == "user" and not meta), text)
+    texts: dict[str, str] = {}
+    for handle in set(handles):
+        passed: list[str] = []
+        parent, seen = records[handle][0] if handle in records else None, {handle}
+        while isinstance(parent, str) and parent in records and parent not in seen:
+            seen.add(parent)
+            grandparent, is_message, text = records[parent]
+            if is_message:
+                if parent in handles and passed:
+                    texts[parent] = "".join(reversed(passed))
+                break
+            if text.strip():
+                passed.append(text)
+            parent = grandparent
+    return texts
+
+
+def test_a_transcript_without_the_meta_key_hangs_nothing_and_text_in_a_string_is_no_key() -> None:
+    lines = [line for line in transcript() if '"isMeta"' not in line]
+    assert hung_texts(lines, ["p1", "a1", "p2"]) == {}
+    # The key's name inside an output is not the key.
+    quoted = record("m1", "s1", "user", 'the record said "isMeta": true', isMetaData=True)
+    lines = [*transcript()[:3], quoted, *transcript()[4:]]
+    assert hung_texts(lines, ["a1", "p2"]) == every_line_decoded(lines, ["a1", "p2"]) == {}
+
+
+_NAMES = ("p1", "a1", "s1", "m1", "m2", "p2", "a2", "s2", "m3", "x9", "é1", 'q"1')
+_IDS = st.sampled_from(_NAMES)
+
+
+@st.composite
+def transcripts(draw: st.DrawFn) -> tuple[list[str], list[str]]:
+    """Records linked at random: messages, meta records with and without text, other records,
+    sidechains, a uuid on several lines, uuid keys nested in content, lines that are not JSON,
+    both of Python's and JSON.stringify's spacing."""
+    lines, previous = [], None
+    for _ in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["user", "assistant", "meta", "meta", "system", "junk"]))
+        if kind == "junk":
+            lines.append(draw(st.sampled_from(["not json", '{"uuid": "a1", "isMeta": tru', "[1]", ""])))
+            continue
+        # Mostly a chain, as the engine writes it; now and then a branch, a root or a repeat.
+        parent = previous if draw(st.integers(0, 3)) else draw(st.one_of(st.none(), _IDS))
+        item: dict[str, object] = {"uuid": draw(_IDS), "parentUuid": parent, "type": kind}
+        previous = item["uuid"]
+        if kind == "meta":
+            text = draw(st.sampled_from(["caveat", " ", "skill"]))
+            item.update(type="user", isMeta=True, message={"role": "user", "content": text})
+        elif kind != "system":
+            item["message"] = {"role": kind, "content": [{"type": "text", "text": "x", "uuid": draw(_IDS)}]}
+        if not draw(st.integers(0, 5)):
+            item["isSidechain"] = True
+        compact = draw(st.booleans())
+        lines.append(json.dumps(item, separators=(",", ":") if compact else None, ensure_ascii=draw(st.booleans())))
+    handles = draw(st.one_of(st.just(list(_NAMES)), st.lists(_IDS, max_size=8)))
+    return lines, handles
+
+
+@given(transcripts())
+@settings(max_examples=400, deadline=None)
+def test_decoding_only_the_lines_a_walk_can_meet_gives_what_decoding_every_line_gives(case: tuple[list[str], list[str]]) -> None:
+    lines, handles = case
+    assert hung_texts(lines, handles) == every_line_decoded(lines, handles)

@@ -464,10 +464,10 @@ def test_real_fitting_stages_are_understood() -> None:
 
     messages = [SessionMessage(role="user", text="start: tidy the modules")]
     for n in range(40):
-        messages.append(SessionMessage(role="assistant", text="", toolUses=[
-            ToolUse(tool_use_id=f"u{n}", tool="Read", input={"file_path": f"/repo/src/module-{n % 15}.ts"})]))
-        messages.append(SessionMessage(role="user", text="", toolResults=[
-            ToolResult(tool_use_id=f"u{n}", text="x" * (200 + 37 * n))]))
+        messages.append(SessionMessage(role="assistant", text="", toolUses=(
+            ToolUse(tool_use_id=f"u{n}", tool="Read", input={"file_path": f"/repo/src/module-{n % 15}.ts"}),)))
+        messages.append(SessionMessage(role="user", text="", toolResults=(
+            ToolResult(tool_use_id=f"u{n}", text="x" * (200 + 37 * n)),)))
     messages.append(SessionMessage(role="assistant", text="done"))
 
     seen: list[tuple[Any, Any]] = []

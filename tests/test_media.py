@@ -48,8 +48,8 @@ def image_messages(result_extra: dict[str, object] | None = None) -> list[Sessio
     """A prompt, a Read of a PNG, its result (text "" as the engine hands it), a closing answer."""
     return [
         SessionMessage(role="user", text="look at the picture", handle="p1"),
-        SessionMessage(role="assistant", toolUses=[ToolUse("toolu_img", "Read", {"file_path": "/p/pic.png"})], handle="a1"),
-        SessionMessage(role="user", toolResults=[ToolResult("toolu_img", "", False, result_extra or {})], handle="r1"),
+        SessionMessage(role="assistant", toolUses=(ToolUse("toolu_img", "Read", {"file_path": "/p/pic.png"}),), handle="a1"),
+        SessionMessage(role="user", toolResults=(ToolResult("toolu_img", "", False, result_extra or {}),), handle="r1"),
         SessionMessage(role="assistant", text="It is red.", handle="a2"),
     ]
 
@@ -129,7 +129,7 @@ def test_an_empty_image_result_becomes_a_note_naming_its_saved_file(tmp_path: Pa
 
 
 def test_a_result_with_text_keeps_it_and_gets_the_note_after_it(tmp_path: Path) -> None:
-    messages = [SessionMessage(role="user", toolResults=[ToolResult("toolu_pdf", "PDF file read: /p/doc.pdf (15 bytes)")])]
+    messages = [SessionMessage(role="user", toolResults=(ToolResult("toolu_pdf", "PDF file read: /p/doc.pdf (15 bytes)"),))]
     out, _ = with_notes(messages, {"toolu_pdf": [Media("document", "application/pdf", PDF, len(PDF))]}, str(tmp_path))
     head, note = out[0].toolResults[0].text.split("\n")  # type: ignore[index]
     assert head == "PDF file read: /p/doc.pdf (15 bytes)"
@@ -205,7 +205,7 @@ def test_the_transcript_is_opened_only_for_results_a_record_leaves_in_doubt(tmp_
     # An empty result with no record at all: the transcript says what it was.
     assert found_media(image_messages(), session)["toolu_img"][0].data == other
     # A result with text and no telling record: nothing to look up.
-    with_text = [SessionMessage(role="user", toolResults=[ToolResult("toolu_img", "some output")])]
+    with_text = [SessionMessage(role="user", toolResults=(ToolResult("toolu_img", "some output"),))]
     assert found_media(with_text, session) == {}
 
 

@@ -8,7 +8,7 @@ import dataclasses
 from fast_jev_compaction.decisions import DROP, KEEP, TRUNCATE, CallDecision, decide_call
 from fast_jev_compaction.digest import DigestShape
 from fast_jev_compaction.markers import carries_mark, saved_path
-from fast_jev_compaction.messages import NO_EXTRA, NO_USES, SessionMessage
+from fast_jev_compaction.messages import NO_EXTRA, SessionMessage
 from fast_jev_compaction.pairing import pair_tool_calls
 from fast_jev_compaction.rebuild import MIN_SAVING, apply_decisions, cut_output
 from scripted_asker import assistant, dump, result, results, use, user
@@ -100,14 +100,14 @@ class TestApplyDecisions:
         marker = out[1].text.split("\n")[1]
         assert marker.startswith("[fast-jev-compaction: the Read call (src/a.ts) ran here;")
         assert saved_path(marker) == ARCHIVE and carries_mark(marker)
-        assert out[1].toolUses == [] and out[1].handle is None
+        assert out[1].toolUses == () and out[1].handle is None
         assert out[0] is messages[0] and out[2] is messages[3] and out[3] is messages[4]
         assert dump(messages) == before
 
     def test_a_rebuilt_message_without_calls_or_extras_holds_the_shared_empties(self):
         out = rebuild(fixture(), {"a": DROP})
         # One per message would be 0.1x a long session's size in memory.
-        assert out[1].toolUses is NO_USES and out[1].extra is NO_EXTRA
+        assert type(out[1].toolUses) is tuple and not out[1].toolUses and out[1].extra is NO_EXTRA
 
     def test_a_call_only_message_becomes_its_marker(self):
         messages = [user("go"), assistant("", use("a", "Read", file_path="f")), results(result("a", "r" * 3000)), user("end")]
@@ -168,7 +168,7 @@ class TestApplyDecisions:
             *[line for line in both[1].text.split("\n")[1:] if line.startswith("[fast-jev-compaction: the Read call")],
         ]
         assert len(both[1].text.split("\n")) == 3
-        assert both[1].toolUses == [] and both[2].toolResults is None and both[2].text == "here you go"
+        assert both[1].toolUses == () and both[2].toolResults is None and both[2].text == "here you go"
 
     def test_forged_drop_on_a_pinned_call_is_ignored(self):
         messages = fixture()

@@ -61,15 +61,15 @@ def conversations(draw):
                     tool_input["limit"] = draw(st.integers(min_value=1, max_value=500))
                 uses.append(ToolUse(tool_use_id=tool_use_id, tool=draw(st.sampled_from(["Read", "Bash", "Grep"])), input=tool_input, text=copy, isError=is_error))
                 waiting.append((tool_use_id, output, is_error))
-            messages.append(SessionMessage(role="assistant", text=draw(_texts), toolUses=uses))
+            messages.append(SessionMessage(role="assistant", text=draw(_texts), toolUses=tuple(uses)))
         elif kind == "results" and waiting:
             chosen = draw(st.lists(st.sampled_from(range(len(waiting))), min_size=1, max_size=3, unique=True))
             blocks = [ToolResult(tool_use_id=waiting[k][0], text=waiting[k][1], isError=waiting[k][2]) for k in sorted(chosen)]
             waiting = [w for k, w in enumerate(waiting) if k not in chosen]
-            messages.append(SessionMessage(role="user", text=draw(_texts), toolResults=blocks))
+            messages.append(SessionMessage(role="user", text=draw(_texts), toolResults=tuple(blocks)))
         elif kind == "orphan":
             counter += 1
-            messages.append(SessionMessage(role="user", text=draw(_texts), toolResults=[ToolResult(tool_use_id=f"orphan_{counter}", text=draw(_outputs))]))
+            messages.append(SessionMessage(role="user", text=draw(_texts), toolResults=(ToolResult(tool_use_id=f"orphan_{counter}", text=draw(_outputs)),)))
         else:
             messages.append(SessionMessage(role=draw(st.sampled_from(["user", "assistant"])), text=draw(_texts)))
     return messages

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fast_jev_compaction.errors import CompactionError
-from fast_jev_compaction.messages import NO_USES, SessionMessage, parse_messages
+from fast_jev_compaction.messages import SessionMessage, parse_messages
 from fast_jev_compaction.transcript import (
     TranscriptError,
     TranscriptParse,
@@ -556,6 +556,22 @@ def test_parallel_calls_with_results_between_fragments(interleaved: bool) -> Non
     assert [u.text for u in messages[1].toolUses] == ["one", "two"]
 
 
+def test_a_call_takes_its_first_results_outcome_whatever_the_order() -> None:
+    lines = _jsonl(
+        _user("early", [_result("before", "came first", is_error=True)]),
+        _user("orphan", [_result("never", "no call")]),
+        _assistant("a1", "m1", _call("before"), _call("twice")),
+        _user("r1", [_result("twice", "one")]),
+        _user("r2", [_result("twice", "two", is_error=True), _result("before", "came second")]),
+        _assistant("a2", "m2", _call("none")),
+    )
+    messages = parse_transcript(lines)
+    assert [(u.tool_use_id, u.text, u.isError) for u in messages[2].toolUses] == [
+        ("before", "came first", True), ("twice", "one", None)]
+    assert messages[-1].toolUses[0].text is None and messages[-1].toolUses[0].isError is None
+    assert [r.text for m in messages for r in m.toolResults or ()] == ["came first", "no call", "one", "two", "came second"]
+
+
 def test_subagent_file_keeps_all_sidechain_records() -> None:
     lines = _jsonl(
         _user("s1", "task prompt", isSidechain=True),
@@ -607,23 +623,28 @@ def test_merged_turns_precede_their_results(session: tuple[list[str], int, int])
     assert order == file_order
 
 
-def test_messages_without_calls_share_one_empty_list_that_refuses_to_grow():
+def test_blocks_are_tuples_from_every_reader_and_compare_equal_across_them():
     lines = [
         json.dumps({"type": "user", "uuid": "u1", "message": {"role": "user", "content": "hi"}}),
-        json.dumps({"type": "assistant", "uuid": "a1", "message": {"id": "m1", "role": "assistant",
+        json.dumps({"type": "assistant", "uuid": "a1", "message": {"id": "m1", "role": "assistant", "content": [
+            {"type": "text", "text": "reading"}, {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a"}}]}}),
+        json.dumps({"type": "user", "uuid": "u2", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "body"}]}}),
+        json.dumps({"type": "assistant", "uuid": "a2", "message": {"id": "m2", "role": "assistant",
                                                                    "content": [{"type": "text", "text": "hello"}]}}),
     ]
     read = parse_transcript(lines)
     wired = parse_messages([m.to_wire() for m in read])
     for messages in (read, wired):
-        assert [m.toolUses for m in messages] == [[], []]
-        assert all(m.toolUses is NO_USES for m in messages)
-    assert SessionMessage(role="user").toolUses is NO_USES
-    # Shared by every message without calls: growing it would give them all a call.
-    for grow in (lambda u: u.append(1), lambda u: u.extend([1]), lambda u: u.insert(0, 1), lambda u: u.__iadd__([1])):
-        with pytest.raises(TypeError):
-            grow(NO_USES)
-    assert NO_USES == [] and isinstance(NO_USES, list) and NO_USES + [1] == [1]
+        assert [type(m.toolUses) for m in messages] == [tuple] * 4
+        assert [type(m.toolResults) for m in messages] == [type(None), type(None), tuple, type(None)]
+        # Messages without calls all hold the one empty tuple: nothing per message.
+        assert [m.toolUses for m in messages if not m.toolUses] == [(), (), ()]
+    assert [(m.toolUses, m.toolResults) for m in read] == [(m.toolUses, m.toolResults) for m in wired]
+    assert read[1].toolUses[0].text == "body"
+    # JSON has no tuples: the wire shape holds lists.
+    assert read[1].to_wire()["toolUses"][0]["tool_use_id"] == "t1"
+    assert json.loads(json.dumps([m.to_wire() for m in read]))[2]["toolResults"] == [{"tool_use_id": "t1", "text": "body", "isError": False}]
 
 
 def test_a_short_input_value_repeated_across_calls_is_one_string():

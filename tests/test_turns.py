@@ -39,12 +39,12 @@ def prose(text: str) -> SessionMessage:
 
 def call(name: str) -> SessionMessage:
     use = ToolUse(tool_use_id=name, tool="Read", input={"file_path": f"/{name}"})
-    return SessionMessage(role="assistant", toolUses=[use], handle=f"h-use-{name}")
+    return SessionMessage(role="assistant", toolUses=(use,), handle=f"h-use-{name}")
 
 
 def result(name: str, text: str = "", extra: str = "") -> SessionMessage:
     block = ToolResult(tool_use_id=name, text=text or f"output of {name}", isError=False)
-    return SessionMessage(role="user", text=extra, toolResults=[block], handle=f"h-result-{name}")
+    return SessionMessage(role="user", text=extra, toolResults=(block,), handle=f"h-result-{name}")
 
 
 def shape(messages: list[SessionMessage]) -> list[tuple[str, str, list[str], list[str]]]:
@@ -69,7 +69,7 @@ def test_one_response_with_parallel_calls_becomes_one_turn_and_one_results_messa
     # Untouched messages that need no merging are the very same objects (the prompt keeps its handle).
     assert out[0] is messages[0] and out[-1] is messages[-1]
     assert out[1].handle is None and out[2].handle is None
-    assert out[2].toolResults == [messages[4].toolResults[0], messages[5].toolResults[0]]  # type: ignore[index]
+    assert out[2].toolResults == (messages[4].toolResults[0], messages[5].toolResults[0])  # type: ignore[index]
 
 
 def test_calls_run_one_by_one_stay_interleaved() -> None:
@@ -316,3 +316,5 @@ def test_a_turn_whose_result_comes_late_still_goes_out_in_its_place() -> None:
         ("assistant", "", ["c"], []),
     ]
     assert out[0] is messages[0] and out[3] is messages[2] and out[6] is messages[6]
+    # A turn or results message that is one message already comes back as it was.
+    assert out[1] is messages[1] and out[2] is messages[5] and out[5] is messages[4]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from dataclasses import field
 from types import MappingProxyType
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal, Mapping
 
 from .records import frozen
 
@@ -26,28 +26,6 @@ NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
 
 def _no_extra() -> Mapping[str, Any]:
     return NO_EXTRA
-
-
-class _NoUses(list):
-    """An empty list that refuses to grow: equal to ``[]`` and a list to every reader, but
-    shared by all the messages without calls (half of a session's), so one mutated by mistake
-    raises instead of giving every other message its calls."""
-
-    __slots__ = ()
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("NO_USES is shared by every message without calls; build a new list")
-
-    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
-
-
-# One shared "no calls" (an empty list per message is 0.1x a transcript's size in memory).
-NO_USES: list[ToolUse] = _NoUses()
-
-
-def _no_uses() -> list[ToolUse]:
-    return NO_USES
 
 
 # Paths, commands and patterns repeat across a session's calls: a value this short is kept as
@@ -112,14 +90,15 @@ class ToolResult:
 class SessionMessage:
     """One conversation message: text plus its tool blocks.
 
-    The readers give the blocks as tuples (most messages hold one, and a list costs 32 bytes
-    more); a caller may give lists. Compare them item by item, not with ``==`` across the two.
+    The blocks are tuples, from every maker alike, so two messages' blocks compare with ``==``:
+    most messages hold one block, a list would cost 32 bytes more, and a message without calls
+    shares the one empty tuple.
     """
 
     role: Role
     text: str = ""
-    toolUses: Sequence[ToolUse] = field(default_factory=_no_uses)
-    toolResults: Sequence[ToolResult] | None = None
+    toolUses: tuple[ToolUse, ...] = ()
+    toolResults: tuple[ToolResult, ...] | None = None
     handle: str | None = None
     extra: Mapping[str, Any] = field(default_factory=_no_extra)
 
@@ -260,7 +239,6 @@ def _blocks(data: Mapping[str, Any], key: str, read: Any, shared: Shared | None)
             out.append(read(item, shared))
         except MessageError as exc:
             raise exc.under(key, index) from None
-    # A tuple: a list is 32 bytes more, and most messages hold one block.
     return tuple(out)
 
 
@@ -281,7 +259,7 @@ def message_from_wire(value: Any, shared: Shared | None = None) -> SessionMessag
     return SessionMessage(
         role=role,
         text=_str(data, "text", ""),
-        toolUses=_blocks(data, "toolUses", _tool_use, shared) or NO_USES,
+        toolUses=_blocks(data, "toolUses", _tool_use, shared) or (),
         toolResults=_blocks(data, "toolResults", _tool_result, shared),
         handle=_str(data, "handle", None, optional=True),
         extra=_extra(data, _MESSAGE_FIELDS),

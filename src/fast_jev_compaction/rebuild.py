@@ -14,7 +14,7 @@ from .decisions import DROP, TRUNCATE, Action, CallDecision
 from .digest import DigestShape, digest
 from .lexicon import call_target
 from .markers import drop_marker, truncation_note
-from .messages import NO_EXTRA, NO_USES, SessionMessage, ToolResult, ToolUse
+from .messages import NO_EXTRA, SessionMessage, ToolResult, ToolUse
 from .pairing import ToolCall
 from .records import frozen
 from .stats import input_chars
@@ -99,7 +99,7 @@ def rebuild(
         if touched is not None and position not in touched:
             out.append(message)
             continue
-        results = message.toolResults or []
+        results = message.toolResults or ()
         if not any(u.tool_use_id in cuts for u in message.toolUses) and not any(
             r.tool_use_id in cuts for r in results
         ):
@@ -185,7 +185,7 @@ def _rebuilt(message: SessionMessage, text: str, uses: list[ToolUse], results: l
     return SessionMessage(
         role=message.role,
         text=text,
-        toolUses=uses or NO_USES,
-        toolResults=results or None,
+        toolUses=tuple(uses),
+        toolResults=tuple(results) or None,
         extra=extras or NO_EXTRA,
     )

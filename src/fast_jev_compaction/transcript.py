@@ -21,7 +21,7 @@ from typing import Any
 
 from . import records  # as a module: "record" names a transcript line here
 from .errors import TranscriptError
-from .messages import NO_EXTRA, NO_USES, MessageError, SessionMessage, ToolResult, ToolUse, parse_messages, shared_input
+from .messages import NO_EXTRA, MessageError, SessionMessage, ToolResult, ToolUse, parse_messages, shared_input
 
 __all__ = [
     "ACCEPTED_FORMATS",
@@ -174,7 +174,8 @@ def _append(items: list[Any] | None, item: Any) -> list[Any]:
 class _Assembler:
     """Makes the messages as their records come, so that no builder of every message is alive
     beside the messages themselves (a long session's reading would otherwise leave their memory
-    behind, unusable by the rest); a call gets its outcome when its result comes.
+    behind, unusable by the rest); a call gets the outcome of the first result read for it, when
+    both have come: a result that came before its call waits for it.
 
     A later fragment of a model turn (same ``message.id``) replaces the turn's message by one
     holding both, at the turn's first position, which precedes every result of its calls.
@@ -186,9 +187,9 @@ class _Assembler:
         # Each call met so far, by id: its result shares the id string and copies its outcome
         # onto it.
         self._calls: dict[str, ToolUse] = {}
-        # A result came before its call or after another for the same call: the outcomes are
-        # then set once all are read, in message order, as when they are all in order.
-        self._unordered = False
+        # The first result of each call not met yet, by id, until its call comes (none when the
+        # records are in order; at the end, only results whose call never came).
+        self._early: dict[str, ToolResult] = {}
         # Short input values and whole inputs, one each (messages.shared_input).
         self._inputs: dict[Any, Any] = {}
         # message.id -> the turn's position, times two, plus one once a text block has come for
@@ -207,8 +208,7 @@ class _Assembler:
         self.messages.append(SessionMessage(
             role=role,  # type: ignore[arg-type]  # only user/assistant records come here
             text="\n\n".join(blocks.texts or ()),
-            # Tuples: a list is 32 bytes more, and most messages hold one block.
-            toolUses=tuple(blocks.uses) if blocks.uses else NO_USES,
+            toolUses=tuple(blocks.uses) if blocks.uses else (),
             toolResults=None if blocks.results is None else tuple(blocks.results),
             handle=handle,
             extra=_extras(blocks.extras, is_meta),
@@ -237,7 +237,7 @@ class _Assembler:
         if isinstance(content, str):
             out.texts = [content]
             return out
-        calls = self._calls
+        calls, early = self._calls, self._early
         for block in content:
             if isinstance(block, str):
                 # Not an API block shape, but it is text: keep it readable.
@@ -265,6 +265,10 @@ class _Assembler:
                     tool=sys.intern(name) if isinstance(name, str) else "unknown",
                     input=_as_input(block.get("input"), self._inputs),
                 )
+                if early:
+                    waiting = early.pop(tool_use_id, None)
+                    if waiting is not None:
+                        _set_outcome(use, waiting)
                 out.uses = _append(out.uses, use)
             elif kind == "tool_result" and isinstance(block.get("tool_use_id"), str):
                 given: str = block["tool_use_id"]
@@ -274,9 +278,9 @@ class _Assembler:
                     text=_result_text(block.get("content")),
                     isError=block.get("is_error") is True,
                 )
-                if call is None or call.text is not None:
-                    self._unordered = True
-                else:
+                if call is None:
+                    early.setdefault(given, result)
+                elif call.text is None:  # a later result for a call keeps the first one's outcome
                     _set_outcome(call, result)
                 out.results = _append(out.results, result)
             else:
@@ -290,16 +294,7 @@ class _Assembler:
         self._turns.clear()
         self._calls.clear()
         self._inputs.clear()
-        if self._unordered:
-            outcomes: dict[str, ToolResult] = {}
-            for message in self.messages:
-                for result in message.toolResults or ():
-                    outcomes.setdefault(result.tool_use_id, result)
-            for message in self.messages:
-                for use in message.toolUses:
-                    outcome = outcomes.get(use.tool_use_id)
-                    if outcome is not None:
-                        _set_outcome(use, outcome)
+        self._early.clear()
         return self.messages
 
 

@@ -20,3 +20,13 @@ def whole_number(minimum: int, bound: str | None = None) -> Callable[[str], int]
         return value
 
     return parse
+
+
+def add_db_option(parser: argparse.ArgumentParser) -> None:
+    """``--db``: the decision log the reading commands open (``fast-jev log``, ``stats``, ``report``)."""
+    parser.add_argument(
+        "--db",
+        metavar="PATH",
+        help="decision log file (default: $FAST_JEV_DB, $CLAUDE_PLUGIN_DATA/decisions.sqlite, "
+        "or the plugin data dir under ~/.claude)",
+    )

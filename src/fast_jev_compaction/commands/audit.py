@@ -21,16 +21,11 @@ from ..audit.store import DecisionLog, DecisionLogBusy, DecisionLogError, Totals
 from ..errors import EXIT_BAD_INPUT as EXIT_USAGE
 from ..errors import EXIT_FAILED as EXIT_BUSY
 from ..errors import EXIT_OK
-from .arguments import whole_number
+from .arguments import add_db_option, whole_number
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--db",
-        metavar="PATH",
-        help="decision log file (default: $FAST_JEV_DB, $CLAUDE_PLUGIN_DATA/decisions.sqlite, "
-        "or the plugin data dir under ~/.claude)",
-    )
+    add_db_option(parser)
     parser.add_argument("--session", metavar="ID", help="only this Claude Code session (a unique prefix of its id will do)")
     parser.add_argument("--json", action="store_true", help="print a JSON document")
 

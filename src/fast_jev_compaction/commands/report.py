@@ -16,11 +16,12 @@ from typing import Any
 from ..audit.html import render_page
 from ..audit.session import SessionSummary, summarise, summary_text
 from ..audit.store import DecisionLog, DecisionLogBusy, DecisionLogError, default_db_path
+from ..errors import EXIT_BAD_INPUT as EXIT_USAGE
+from ..errors import EXIT_FAILED as EXIT_BUSY
+from ..errors import EXIT_OK
 from ..private_files import write_private
+from .arguments import add_db_option
 
-EXIT_OK = 0
-EXIT_BUSY = 1
-EXIT_USAGE = 2
 LAST = "last"
 ALL = "all"
 
@@ -45,12 +46,7 @@ def add_parser(subparsers: Any) -> None:
         "session) or 'all' (every session, newest first)",
     )
     parser.add_argument("--html", metavar="FILE", help="write the page to FILE ('-' for stdout)")
-    parser.add_argument(
-        "--db",
-        metavar="PATH",
-        help="decision log file (default: $FAST_JEV_DB, $CLAUDE_PLUGIN_DATA/decisions.sqlite, "
-        "or the plugin data dir under ~/.claude)",
-    )
+    add_db_option(parser)
     parser.set_defaults(run=run)
 
 

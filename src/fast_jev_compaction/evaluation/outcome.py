@@ -174,14 +174,14 @@ def rewritten(
     cut = cut or {}
     out: list[SessionMessage] = []
     for message in messages:
-        uses = [u for u in message.toolUses if u.tool_use_id not in drop]
-        results = [
+        uses = tuple(u for u in message.toolUses if u.tool_use_id not in drop)
+        results = tuple(
             ToolResult(tool_use_id=r.tool_use_id, text=cut[r.tool_use_id](r.text), isError=r.isError)
             if r.tool_use_id in cut
             else r
             for r in message.toolResults or ()
             if r.tool_use_id not in drop
-        ]
+        )
         if not message.text.strip() and not uses and not results:
             continue
         out.append(replace(message, toolUses=uses, toolResults=results or None))

@@ -189,7 +189,7 @@ def with_notes(
             fresh = [note for note in notes if note not in result.text]
             files.update(named)
             results.append(replace(result, text="\n".join([result.text, *fresh] if result.text else fresh)) if fresh else result)
-        out.append(replace(message, toolResults=results))
+        out.append(replace(message, toolResults=tuple(results)))
     return out, files
 
 

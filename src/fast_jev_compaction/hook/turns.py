@@ -22,7 +22,7 @@ from collections import deque
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..markers import PREFIX
-from ..messages import SessionMessage, ToolResult, ToolUse
+from ..messages import Role, SessionMessage, ToolResult, ToolUse
 from ..records import record
 
 _RECORD_IDS = frozenset({"uuid", "handle"})
@@ -34,7 +34,8 @@ class _Turn:
     """Consecutive assistant fragments of one response, and the results of their calls."""
 
     fragments: list[SessionMessage]
-    results: list[ToolResult] | None = None
+    # A tuple grown a result at a time: most turns have one, which goes out as it is.
+    results: tuple[ToolResult, ...] = ()
     # The user messages the results came from; their text rides in the results message.
     result_sources: list[SessionMessage] | None = None
     # Engine text that hung on the turn's messages, carried after the turn.
@@ -43,24 +44,26 @@ class _Turn:
     waiting: int = 0
 
     @property
-    def uses(self) -> list[ToolUse]:
-        return [use for fragment in self.fragments for use in fragment.toolUses]
+    def uses(self) -> tuple[ToolUse, ...]:
+        if len(self.fragments) == 1:
+            return self.fragments[0].toolUses
+        return tuple(use for fragment in self.fragments for use in fragment.toolUses)
 
     def messages(self) -> list[SessionMessage]:
-        out = [m for m in (_merged("assistant", self.fragments, self.uses, []),) if m is not None]
+        out = [m for m in (_merged("assistant", self.fragments, self.uses, ()),) if m is not None]
         carried = self.carried
         if self.results:
-            out.append(_merged("user", self.result_sources or [], [], self.results, carried)
+            out.append(_merged("user", self.result_sources or [], (), self.results, carried)
                        or SessionMessage(role="user", toolResults=self.results))
         elif carried:
             out.append(SessionMessage(role="user", text=carried))
         return out
 
 
-def _merged(role: str, sources: Sequence[SessionMessage], uses: list[ToolUse], results: list[ToolResult], carried: str = "") -> SessionMessage | None:
+def _merged(role: Role, sources: Sequence[SessionMessage], uses: tuple[ToolUse, ...], results: tuple[ToolResult, ...],
+            carried: str = "") -> SessionMessage | None:
     """One message from several; a single source that already is that message comes back as is."""
-    # The blocks compared one by one: a message may hold them in a tuple, the turn in a list.
-    if len(sources) == 1 and not carried and [*sources[0].toolUses] == uses and [*(sources[0].toolResults or ())] == results:
+    if len(sources) == 1 and not carried and sources[0].toolUses == uses and (sources[0].toolResults or ()) == results:
         return sources[0]
     text = joined([m.text for m in sources if m.text.strip()]) + carried
     if not text.strip() and not uses and not results:
@@ -70,7 +73,7 @@ def _merged(role: str, sources: Sequence[SessionMessage], uses: list[ToolUse], r
         for key, value in source.extra.items():
             if key not in _RECORD_IDS:
                 extras.setdefault(key, value)
-    return SessionMessage(role=role, text=text, toolUses=uses, toolResults=results or None, extra=extras)  # type: ignore[arg-type]
+    return SessionMessage(role=role, text=text, toolUses=uses, toolResults=results or None, extra=extras)
 
 
 def joined(texts: Sequence[str]) -> str:
@@ -154,7 +157,7 @@ def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessag
             open_turn.waiting += len(message.toolUses)
             continue
         open_turn = None
-        results = message.toolResults or []
+        results = message.toolResults or ()
         # A call's result is homed once (pairing refuses a second result for one call).
         homes = [turn_of.pop(r.tool_use_id, None) for r in results]
         first = next((home for home in homes if home is not None), None)
@@ -165,12 +168,12 @@ def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessag
         else:
             strays = [r for r, home in zip(results, homes) if home is None]
             if strays:
-                slots.append(SessionMessage(role="user", toolResults=strays))
+                slots.append(SessionMessage(role="user", toolResults=tuple(strays)))
             first.result_sources = _added(first.result_sources, message)
             first.carried += carry(message)
             for result, home in zip(results, homes):
                 if home is not None:
-                    home.results = _added(home.results, result)
+                    home.results += (result,)
                     home.waiting -= 1
         while slots and not (isinstance(slots[0], _Turn) and slots[0].waiting):
             _emit(out, slots.popleft())
@@ -186,7 +189,7 @@ def _emit(out: list[SessionMessage], slot: _Turn | SessionMessage) -> None:
             # A turn left with text only (every call of it dropped, its results gone) runs
             # into the next turn: the engine would not merge two assistant messages, so its
             # text (a marker line, prose) leads the next turn's text.
-            merged = _merged("assistant", [previous, message], list(message.toolUses), [])
+            merged = _merged("assistant", [previous, message], message.toolUses, ())
             out[-1] = merged if merged is not None else message
             continue
         out.append(message)

@@ -152,6 +152,6 @@ def transcripts(draw: st.DrawFn) -> tuple[list[str], list[str]]:
 
 @given(transcripts())
 @settings(max_examples=400, deadline=None)
-def test_decoding_only_the_lines_a_walk_can_meet_gives_what_decoding_every_line_gives(case: tuple[list[str], list[str]]) -> None:
+def test_hung_texts_are_what_decoding_every_line_gives(case: tuple[list[str], list[str]]) -> None:
     lines, handles = case
     assert hung_texts(lines, handles) == every_line_decoded(lines, handles)

@@ -12,8 +12,6 @@ the way, keyed by the handle of the message they hang on.
 from __future__ import annotations
 
 import json
-import re
-from array import array
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -64,12 +62,6 @@ def _meta_text(record: Mapping[str, Any]) -> str:
 
 # Only a line holding this key can be a meta record (every JSON writer spells a key plainly).
 _META_KEY = '"isMeta"'
-# A string ``uuid`` member and a string member whose key ends in "Uuid" (``parentUuid`` among
-# them), at any depth: a key's closing quote is never escaped, so a match is never text inside
-# a string.
-_VALUE = r'\s*:\s*"([^"\\]*(?:\\.[^"\\]*)*)"'
-_OWN = re.compile('"uuid"' + _VALUE)
-_LINKED = re.compile('Uuid"' + _VALUE)
 
 # Per record only what the walk needs: its parent, whether it is a message, its meta text.
 _Record = tuple[Any, bool, str]
@@ -79,81 +71,14 @@ def hung_texts(lines: Iterable[str], handles: Iterable[str]) -> dict[str, str]:
     """``isMeta`` text by the handle of the message it hangs on, among the messages ``handles`` names.
 
     Each message's parent chain is walked back to the previous message; the meta records passed
-    on the way hang on that previous message, in chain order. ``lines`` is read more than once.
+    on the way hang on that previous message, in chain order. ``lines`` is read twice: most
+    transcripts hold no meta text, and then only the lines naming the key are decoded.
     """
-    seeds = []
-    for line in lines:
-        if _META_KEY in line:
-            found = _record(line)
-            if found is not None and found[1][2].strip():
-                seeds.append(found)
-    if not seeds:
+    keyed = (line for line in lines if _META_KEY in line)
+    if not any(found[1][2].strip() for found in map(_record, keyed) if found is not None):
         return {}
-    return _walk(_records_near(lines, seeds), set(handles))
-
-
-def _records_near(lines: Iterable[str], seeds: list[tuple[str, _Record]]) -> dict[str, _Record]:
-    """The records a walk that passes the seeds' meta text can meet, as decoding every line gives them.
-
-    JSON-decoding a transcript's messages is most of the cost of reading it, so one reading
-    notes the uuids each line names (a hash each), and only lines naming one of interest are
-    decoded: by any member, a linked uuid (a seed's, a decoded non-message record's, their
-    parents); by its ``uuid``, one a decoded line holds (a uuid on several lines takes its
-    last, as when every line is decoded); until nothing new comes. A walk past meta text runs
-    from a message through non-message records only, so it is decoded whole; any other walk
-    stops at another message or at a record not decoded, with nothing hung either way.
-    """
-    own, named = _Index(), _Index()
-    find_own, find_named = _OWN.findall, _LINKED.findall
-    for number, line in enumerate(lines):
-        if values := find_own(line):
-            own.note(number, values)
-        if values := find_named(line):
-            named.note(number, values)
-    linked = {link for seed in seeds for link in _links(*seed)}
-    decoded: set[str] = set()
-    found: dict[int, tuple[str, _Record] | None] = {}
-    while True:
-        fresh = (own.lines(linked | decoded) | named.lines(linked)) - found.keys()
-        if fresh:
-            # The lines beside each as well: a chain's records mostly follow one another, so
-            # most of the next round's are read in this one.
-            fresh |= {near for number in fresh for near in (number - 1, number + 1)}
-            fresh -= found.keys()
-            for number, line in enumerate(lines):
-                if number in fresh:
-                    found[number] = _record(line)
-        records = {record[0]: record[1] for _, record in sorted(found.items()) if record is not None}
-        more = {link for uuid, record in records.items() if not record[1] for link in _links(uuid, record)} - linked
-        if not more and decoded.issuperset(records):
-            return records
-        linked |= more
-        decoded |= records.keys()
-
-
-class _Index:
-    """Which lines name which strings, by the hash of the name as the line writes it: a few
-    bytes a name (two names a line, most often)."""
-
-    def __init__(self) -> None:
-        self.hashes, self.numbers = array("q"), array("q")
-
-    def note(self, number: int, values: list[str]) -> None:
-        self.hashes.extend(map(hash, values))
-        self.numbers.extend([number] * len(values))
-
-    def lines(self, names: set[str]) -> set[int]:
-        """The lines naming any of ``names`` (and a few more, whose names share a hash)."""
-        hashes = {hash(written) for name in names for written in _written(name)}
-        return {number for value, number in zip(self.hashes, self.numbers) if value in hashes}
-
-
-def _written(name: str) -> set[str]:
-    """A string as a JSON writer puts it between quotes: escaping what it must, and non-ASCII
-    characters as well or not (JSON.stringify does not; Python's json does by default)."""
-    if name.isascii() and name.isprintable() and '"' not in name and "\\" not in name:
-        return {name}
-    return {json.dumps(name)[1:-1], json.dumps(name, ensure_ascii=False)[1:-1]}
+    records = dict(found for found in map(_record, lines) if found is not None)
+    return _walk(records, set(handles))
 
 
 def _record(line: str) -> tuple[str, _Record] | None:
@@ -164,11 +89,6 @@ def _record(line: str) -> tuple[str, _Record] | None:
     if isinstance(record, dict) and isinstance(record.get("uuid"), str) and not record.get("isSidechain"):
         return record["uuid"], (record.get("parentUuid"), _is_message(record), _meta_text(record))
     return None
-
-
-def _links(uuid: str, record: _Record) -> tuple[str, ...]:
-    parent = record[0]
-    return (uuid, parent) if isinstance(parent, str) else (uuid,)
 
 
 def _walk(records: Mapping[str, _Record], wanted: set[str]) -> dict[str, str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fast_jev_compaction.hook import meta
 from fast_jev_compaction.hook.meta import hung_texts, read_hung_texts, transcript_file
 from fast_jev_compaction.hook.turns import carried_by, regroup
 from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
@@ -80,33 +81,8 @@ def test_rebuilt_turns_carry_the_text_their_messages_lose() -> None:
 
 
 def every_line_decoded(lines: list[str], handles: list[str]) -> dict[str, str]:
-    """The walk over every line's record, each decoded: what only decoding some must give."""
-    records: dict[str, tuple[object, bool, str]] = {}
-    for line in lines:
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(item, dict) and isinstance(item.get("uuid"), str) and not item.get("isSidechain"):
-            kind, meta = item.get("type"), item.get("isMeta") is True
-            content = item.get("message", {}).get("content") if isinstance(item.get("message"), dict) else None
-            text = content if kind == "user" and meta and isinstance(content, str) else ""
-            records[item["uuid"]] = (item.get("parentUuid"), kind == "assistant" or (kind == "user" and not meta), text)
-    texts: dict[str, str] = {}
-    for handle in set(handles):
-        passed: list[str] = []
-        parent, seen = records[handle][0] if handle in records else None, {handle}
-        while isinstance(parent, str) and parent in records and parent not in seen:
-            seen.add(parent)
-            grandparent, is_message, text = records[parent]
-            if is_message:
-                if parent in handles and passed:
-                    texts[parent] = "".join(reversed(passed))
-                break
-            if text.strip():
-                passed.append(text)
-            parent = grandparent
-    return texts
+    """The walk over every line's record: what skipping the lines of a transcript without meta text must give."""
+    return meta._walk(dict(found for found in map(meta._record, lines) if found is not None), set(handles))
 
 
 def test_a_transcript_without_the_meta_key_hangs_nothing_and_text_in_a_string_is_no_key() -> None:

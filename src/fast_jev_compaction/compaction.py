@@ -129,7 +129,7 @@ async def compact(
     del scored, judged
     decisions: list[CallDecision] = []
     archive: dict[str, str] = {}
-    # The rebuild's cuts and markers only; a call's probes and its first decision go as it is
+    # The rebuild's cuts only; a call's probes and its first decision go as it is
     # decided, so they never stand beside the final decisions whole (a compaction's peak).
     made: dict[str, str | None] = {}
     for call in pairing.calls:
@@ -142,7 +142,8 @@ async def compact(
                 decision = replace(decision, action=KEEP, reason=SMALL, archive_path=None, chars_freed=0)
             else:
                 decision = replace(decision, archive_path=path, chars_freed=final.freed)
-                made[call.tool_use_id] = final.text
+                if final.text is not None:  # a truncation's cut (a drop's marker: rebuild.Cut)
+                    made[call.tool_use_id] = final.text
                 if path is not None:
                     archive[path] = results[call.tool_use_id].text
         probes.pop(call.tool_use_id, None)

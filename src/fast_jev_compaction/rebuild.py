@@ -38,8 +38,9 @@ def cut_output(text: str, is_error: bool, shape: DigestShape, archive_path: str 
 class Cut:
     """What truncating or dropping one call does, made once for the budget policy's probes and
     the rebuild alike: the characters of context it frees (as ``message_chars`` counts them,
-    marker included) and the text it leaves, a truncation's cut output (None when cutting does
-    not pay) or a drop's marker line."""
+    marker included) and a truncation's cut output (None when cutting does not pay). A drop's
+    marker line is measured, not kept (None): the rebuild makes it again, since one kept per
+    probed call would stand beside the rebuilt history at the compaction's peak of memory."""
 
     freed: int
     text: str | None
@@ -50,7 +51,7 @@ def cut_of(result: ToolResult, call: ToolCall, action: Action, shape: DigestShap
     and is saved at ``archive_path``."""
     if action == DROP:
         marker = drop_marker(call.tool, call_target(call.tool, call.input), call.result_chars, call.is_error, archive_path)
-        return Cut(call.result_chars + input_chars(call.input) - len(marker) - 1, marker)
+        return Cut(call.result_chars + input_chars(call.input) - len(marker) - 1, None)
     cut = cut_output(result.text, call.is_error, shape, archive_path)
     return Cut(0 if cut is None else len(result.text) - len(cut), cut)
 
@@ -64,8 +65,8 @@ def apply_decisions(
 ) -> list[SessionMessage]:
     """Rebuild the transcript; each cut decision's ``archive_path`` goes into its marker.
 
-    ``made``: by tool_use_id, the text each cut decision leaves (``Cut.text``), made already with
-    this ``shape`` and the decision's archive path, so none is made twice.
+    ``made``: by tool_use_id, the cut output each truncation leaves (``Cut.text``), made already
+    with this ``shape`` and the decision's archive path, so none is made twice.
     """
     return rebuild(messages, decisions, calls, shape, made)[0]
 
@@ -114,14 +115,13 @@ def rebuild(
             if decision is None:
                 uses.append(use)
             elif decision.action == DROP:
-                marker = known.get(use.tool_use_id)
-                if marker is None:
-                    call = by_id[use.tool_use_id]
-                    marker = drop_marker(
+                call = by_id[use.tool_use_id]
+                marks.append(
+                    drop_marker(
                         call.tool, call_target(call.tool, call.input), call.result_chars, call.is_error,
                         decision.archive_path,
                     )
-                marks.append(marker)
+                )
                 changed = True
             else:
                 new = _truncated_use(use, shape, decision.archive_path)

@@ -89,9 +89,13 @@ async def compact(
             text = results[call.tool_use_id].text
             path = archive_path(opts.archive_dir, text) if opts.archive_dir and text else None
             probe = probes[call.tool_use_id] = _Probes(path)
-        made = probe.cuts.get(action)
+        made = probe.truncated if action == TRUNCATE else probe.dropped
         if made is None:
-            made = probe.cuts[action] = cut_of(results[call.tool_use_id], call, action, shape, probe.path)
+            made = cut_of(results[call.tool_use_id], call, action, shape, probe.path)
+            if action == TRUNCATE:
+                probe.truncated = made
+            else:
+                probe.dropped = made
         return made, probe.path
 
     def freed(call: ToolCall, action: Action) -> int:
@@ -171,10 +175,12 @@ async def compact(
 
 @record(slots=True)
 class _Probes:
-    """One call's cuts by action, and the file its output is saved to."""
+    """One call's cuts, each made once, and the file its output is saved to. Two slots, not a
+    dict by action: every call probed has one while the policy weighs them all."""
 
     path: str | None
-    cuts: dict[Action, Cut] = field(default_factory=dict)
+    truncated: Cut | None = None
+    dropped: Cut | None = None
 
 
 def _ruled(call: ToolCall, verdict: Verdict) -> CallDecision:

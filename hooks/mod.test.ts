@@ -125,6 +125,15 @@ function spilled(seen: { spills: { path: string; text: string }[] }) {
   return entry.compaction
 }
 
+// The built-in summary ran once, and one toast says why.
+function expectOneFallback(seen, result, why) {
+  expect(result).toEqual(SUMMARY)
+  expect(seen.core).toBe(1)
+  expect(seen.toasts.length).toBe(1)
+  expect(seen.toasts[0].startsWith('fallback to built-in summary (')).toBe(true)
+  expect(seen.toasts[0].includes(why)).toBe(true)
+}
+
 for (const [name, answer, opts, why, broken] of [
   ['a non-zero exit', REPLACE, { exitCode: 1 }, 'the Python hook exited with code 1', true],
   ['output that is not JSON', 'Traceback (most recent call last):', {}, 'JSON', true],
@@ -134,12 +143,7 @@ for (const [name, answer, opts, why, broken] of [
 ] as const) {
   test(`any failure falls back exactly once: ${name}`, async ($, on) => {
     const seen = world(on, answer, opts)
-    const result = await $.session.compact({ trigger: 'manual', messages: MESSAGES })
-    expect(result).toEqual(SUMMARY)
-    expect(seen.core).toBe(1)
-    expect(seen.toasts.length).toBe(1)
-    expect(seen.toasts[0].startsWith('fallback to built-in summary (')).toBe(true)
-    expect(seen.toasts[0].includes(why)).toBe(true)
+    expectOneFallback(seen, await $.session.compact({ trigger: 'manual', messages: MESSAGES }), why)
     // A broken interpreter wrote no row of its own, so the mod leaves one; a bad answer was logged by Python.
     if (broken) {
       const row = spilled(seen)
@@ -207,12 +211,7 @@ for (const [name, stdout, file, why, emptied] of [
 ] as const) {
   test(`an answer file that cannot be read falls back once: ${name}`, async ($, on) => {
     const seen = fileWorld(on, stdout, file)
-    const result = await $.session.compact({ trigger: 'manual', messages: MESSAGES })
-    expect(result).toEqual(SUMMARY)
-    expect(seen.core).toBe(1)
-    expect(seen.toasts.length).toBe(1)
-    expect(seen.toasts[0].startsWith('fallback to built-in summary (')).toBe(true)
-    expect(seen.toasts[0].includes(why)).toBe(true)
+    expectOneFallback(seen, await $.session.compact({ trigger: 'manual', messages: MESSAGES }), why)
     // Python logged its row; the mod only empties a file it was allowed to read.
     expect(seen.spills).toEqual(emptied ? [{ path: ANSWER_PATH, text: '' }] : [])
     if (!emptied) expect(seen.reads).toEqual([])

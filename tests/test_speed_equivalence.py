@@ -526,3 +526,41 @@ def test_escape_unwritable_escapes_what_the_pattern_finds(text: str) -> None:
 
     expected = _UNWRITABLE_PLAIN.sub(lambda m: "\\x00" if m.group() == "\x00" else f"\\u{ord(m.group()):04x}", text)
     assert escape_unwritable(text) == expected
+
+
+# -- outside the plan: goal, pairing ------------------------------------------------------------
+
+_PROMPTS = st.lists(
+    st.tuples(
+        st.sampled_from(["user", "assistant"]),
+        st.sampled_from(["", "  ", "fix the parser", "<system-reminder>x</system-reminder>", "Caveat: no", "a" * 600, "ok"]),
+        st.booleans(),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_PROMPTS)
+def test_goal_walked_from_the_end_is_the_last_prompts_of_all(rows: list[tuple[str, str, bool]]) -> None:
+    from fast_jev_compaction.goal import GOAL_PROMPT_CHARS, GOAL_PROMPTS, prompt_text
+    from fast_jev_compaction.messages import ToolResult
+
+    messages = [
+        SessionMessage(role=role, text=text, toolResults=(ToolResult(tool_use_id="x", text="out"),) if result else None)  # type: ignore[arg-type]
+        for role, text, result in rows
+    ]
+    prompts = [text for text in map(prompt_text, messages) if text]
+    expected = "\n".join(truncate(text, GOAL_PROMPT_CHARS) for text in prompts[-GOAL_PROMPTS:])
+    assert goal_from_messages(messages) == expected
+
+
+@pytest.mark.parametrize("keep", [-1, 0, 1, 6, 10, 400])
+def test_pinned_calls_are_those_with_a_pinned_end_and_results_all_results(keep: int) -> None:
+    messages = parse_transcript(list(transcript_lines(300, seed=3)))
+    pairing = pair_tool_calls(messages, keep)
+    total = len(messages)
+    assert [call.pinned for call in pairing.calls] == [
+        is_pinned(call.call_index, total, keep) or is_pinned(call.result_index, total, keep) for call in pairing.calls
+    ]
+    assert pairing.results == {r.tool_use_id: r for m in messages for r in m.toolResults or ()}

@@ -60,7 +60,7 @@ async def compact(
     opts = options or CompactOptions()
     validate_threshold(opts.keep_threshold)
     pairing = pair_tool_calls(messages, opts.preserve_recent_messages)
-    results: dict[str, ToolResult] = {r.tool_use_id: r for m in messages for r in m.toolResults or ()}
+    results = pairing.results
     # By position (8 bytes a message): the rebuild returns untouched messages as the same objects,
     # counted once (``rebuilt_chars``).
     sizes = array("q", map(message_chars, messages))
@@ -70,7 +70,7 @@ async def compact(
         calls=len(pairing.calls),
     )
     verdicts = (
-        settle(call_facts(pairing.calls, {k: r.text for k, r in results.items()}), len(messages)) if opts.use_rules else {}
+        settle(call_facts(pairing.calls, results), len(messages)) if opts.use_rules else {}
     )
     to_judge = [call for call in pairing.candidates if call.tool_use_id not in verdicts]
     judging = _Judging(messages, pairing, asker, opts, stats, results, opts.goal or goal_from_messages(messages))

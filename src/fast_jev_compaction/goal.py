@@ -36,8 +36,15 @@ def prompt_text(message: SessionMessage) -> str:
 
 def goal_from_messages(messages: Sequence[SessionMessage]) -> str:
     """The last three real prompts, 500 characters each, oldest first."""
-    prompts = [text for text in map(prompt_text, messages) if text]
-    return "\n".join(truncate(text, GOAL_PROMPT_CHARS) for text in prompts[-GOAL_PROMPTS:])
+    # Newest first, up to the third: the earlier prompts are never read.
+    prompts: list[str] = []
+    for message in reversed(messages):
+        text = prompt_text(message)
+        if text:
+            prompts.append(text)
+            if len(prompts) == GOAL_PROMPTS:
+                break
+    return "\n".join(truncate(text, GOAL_PROMPT_CHARS) for text in reversed(prompts))
 
 
 def goal_with_instructions(goal: str, instructions: str | None) -> str:

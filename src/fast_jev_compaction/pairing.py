@@ -6,7 +6,7 @@ from dataclasses import field
 from typing import Any, Sequence
 
 from .errors import PairingError
-from .messages import SessionMessage
+from .messages import SessionMessage, ToolResult
 from .records import frozen, record
 
 
@@ -42,6 +42,8 @@ class Pairing:
     pending: list[PendingCall] = field(default_factory=list)
     # Results whose call is absent; they are left untouched in the output.
     orphan_results: list[str] = field(default_factory=list)
+    # Every result by its tool_use_id, orphans included.
+    results: dict[str, ToolResult] = field(default_factory=dict)
 
     @property
     def candidates(self) -> list[ToolCall]:
@@ -79,44 +81,49 @@ def pair_tool_calls(messages: Sequence[SessionMessage], preserve_recent_messages
                 raise PairingError(f"Duplicate tool_use_id: {use.tool_use_id}")
             call_at[use.tool_use_id] = index
 
+    results: dict[str, ToolResult] = {}
     result_at: dict[str, int] = {}
     orphans: list[str] = []
     for index, message in enumerate(messages):
         for result in message.toolResults or ():
             if result.tool_use_id in result_at:
                 raise PairingError(f"Duplicate tool_result: {result.tool_use_id}")
+            results[result.tool_use_id] = result
             result_at[result.tool_use_id] = index
             at = call_at.get(result.tool_use_id)
             if at is None:
                 orphans.append(result.tool_use_id)
             elif index < at:
                 raise PairingError(f"Tool result precedes its call: {result.tool_use_id}")
+    del call_at
 
-    total = len(messages)
-    pairing = Pairing(orphan_results=orphans)
-    for tool_use_id, call_index in call_at.items():
-        use = next(u for u in messages[call_index].toolUses if u.tool_use_id == tool_use_id)
-        result_index = result_at.get(tool_use_id)
-        if result_index is None:
-            pairing.pending.append(PendingCall(tool_use_id, use.tool, use.input, call_index))
-            continue
-        result = next(r for r in messages[result_index].toolResults or () if r.tool_use_id == tool_use_id)
-        pinned = is_pinned(call_index, total, preserve_recent_messages) or is_pinned(
-            result_index, total, preserve_recent_messages
-        )
-        pairing.calls.append(
-            ToolCall(
-                id=f"t{len(pairing.calls) + 1}",
-                tool_use_id=tool_use_id,
-                tool=use.tool,
-                input=use.input,
-                call_index=call_index,
-                result_index=result_index,
-                result_chars=len(result.text),
-                is_error=bool(result.isError),
-                pinned=pinned,
+    # A call is pinned when its call or its result is: its result never comes before it, so
+    # that is a call in the first message or a result in the last ``preserve_recent_messages``.
+    recent_from = len(messages) - preserve_recent_messages
+    pairing = Pairing(orphan_results=orphans, results=results)
+    calls = pairing.calls
+    # The calls in transcript order (the order ``call_at`` met them in), each use at hand.
+    for call_index, message in enumerate(messages):
+        for use in message.toolUses:
+            tool_use_id = use.tool_use_id
+            result_index = result_at.get(tool_use_id)
+            if result_index is None:
+                pairing.pending.append(PendingCall(tool_use_id, use.tool, use.input, call_index))
+                continue
+            result = results[tool_use_id]
+            calls.append(
+                ToolCall(
+                    f"t{len(calls) + 1}",
+                    tool_use_id,
+                    use.tool,
+                    use.input,
+                    call_index,
+                    result_index,
+                    len(result.text),
+                    bool(result.isError),
+                    call_index == 0 or result_index >= recent_from,
+                )
             )
-        )
     return pairing
 
 

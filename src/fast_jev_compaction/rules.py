@@ -19,6 +19,7 @@ from typing import Callable, Final, Mapping, Sequence
 from .decisions import DROP, KEEP, TRUNCATE, Action
 from .lexicon import DECISION, EDIT, READ, SIDE_EFFECT, TEST_BUILD, TODO, CallShape, call_shape
 from .markers import carries_mark
+from .messages import ToolResult
 from .pairing import ToolCall, is_recent
 from .records import frozen, record
 
@@ -137,12 +138,10 @@ def _link(facts: list[CallFacts]) -> None:
             seen.todo = True
 
 
-def call_facts(calls: Sequence[ToolCall], result_texts: Mapping[str, str]) -> list[CallFacts]:
-    """Facts for every completed call, in call order (pinned ones included: they supersede too)."""
-    facts = [
-        CallFacts(call, call_shape(call.tool, call.input), carries_mark(result_texts.get(call.tool_use_id, "")))
-        for call in calls
-    ]
+def call_facts(calls: Sequence[ToolCall], results: Mapping[str, ToolResult]) -> list[CallFacts]:
+    """Facts for every completed call (``results``: its output by tool_use_id, as
+    ``Pairing.results`` holds them), in call order (pinned ones included: they supersede too)."""
+    facts = [CallFacts(call, call_shape(call.tool, call.input), carries_mark(results[call.tool_use_id].text)) for call in calls]
     _link(facts)
     return facts
 

@@ -564,3 +564,62 @@ def test_pinned_calls_are_those_with_a_pinned_end_and_results_all_results(keep: 
         is_pinned(call.call_index, total, keep) or is_pinned(call.result_index, total, keep) for call in pairing.calls
     ]
     assert pairing.results == {r.tool_use_id: r for m in messages for r in m.toolResults or ()}
+
+
+# -- lexicon: shells and inputs ------------------------------------------------------------------
+
+
+def _plain_program_words(segment: str) -> list[str]:
+    from fast_jev_compaction.lexicon import _ENV_ASSIGN, _PYTHON, _WRAPPERS
+
+    words = segment.split()
+    while words and (_ENV_ASSIGN.match(words[0]) or words[0] in _WRAPPERS):
+        words.pop(0)
+    if len(words) >= 2 and words[0] == "timeout":
+        words = words[2:]
+    if len(words) >= 3 and words[0] in ("uv", "poetry", "pdm", "pipenv") and words[1] == "run":
+        words = words[2:]
+    if len(words) >= 3 and _PYTHON.fullmatch(words[0]) and words[1] == "-m":
+        words = words[2:]
+    return words
+
+
+_SHELL_WORDS = st.sampled_from(
+    "A=1 a_b=x =x 1=2 sudo time nohup timeout 5 uv poetry run python python3 python3.11 python3x pythonic -m "
+    "pytest git status log push ls cat cd dir echo rm npm test && || ; | \u0130 \u00e9=1 x".split()
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_SHELL_WORDS, max_size=10), st.sampled_from([" ", "  ", "\t", " ; ", " && "]))
+def test_shell_words_and_kind_match_the_plain_forms(words: list[str], joint: str) -> None:
+    from fast_jev_compaction import lexicon
+
+    command = joint.join(words)
+    assert lexicon.program_words(command) == _plain_program_words(command)
+    lowered = command.lower()
+    segments = [s for s in lexicon._COMMAND_SPLIT.split(lowered) if s.strip()]
+    inspects = bool(segments) and all(lexicon._is_inspect(s) for s in segments)
+    kind = lexicon.shell_kind(command)
+    if kind in (lexicon.INSPECT, lexicon.SHELL):
+        assert kind == (lexicon.INSPECT if inspects else lexicon.SHELL)
+
+
+_JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSONISH)
+def test_as_text_renders_as_json_dumps(value: object) -> None:
+    import json
+
+    from fast_jev_compaction.lexicon import as_text
+
+    expected = value if isinstance(value, str) else "" if value is None else json.dumps(
+        value, ensure_ascii=False, separators=(",", ":"), sort_keys=True
+    )
+    assert as_text(value) == expected

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from array import array
-from dataclasses import field, replace
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Coroutine, Sequence, TypeVar
 
 from .archive import archive_path
@@ -140,25 +140,24 @@ async def compact(
         decision = by_id.pop(call.tool_use_id)
         if decision.action != KEEP:
             final, path = cut(call, decision.action)
+            # Made whole, not by ``dataclasses.replace`` (which looks up every field by name).
             if final.freed <= 0:
                 # Nothing to gain (an output shorter than its digest or its marker): it stays,
                 # and the counts say so.
-                decision = replace(decision, action=KEEP, reason=SMALL, archive_path=None, chars_freed=0)
+                decision = CallDecision(
+                    decision.id, decision.tool_use_id, decision.tool, decision.keep_call, decision.keep_result, KEEP, SMALL
+                )
             else:
-                decision = replace(decision, archive_path=path, chars_freed=final.freed)
+                decision = CallDecision(
+                    decision.id, decision.tool_use_id, decision.tool, decision.keep_call, decision.keep_result,
+                    decision.action, decision.reason, final.freed, path,
+                )
                 if final.text is not None:  # a truncation's cut (a drop's marker: rebuild.Cut)
                     made[call.tool_use_id] = final.text
                 if path is not None:
                     archive[path] = results[call.tool_use_id].text
         probes.pop(call.tool_use_id, None)
         decisions.append(decision)
-    del by_id
-    out, touched = rebuild(messages, decisions, pairing.calls, shape, made)
-    del made
-
-    stats.messages_after = len(out)
-    stats.chars_after = rebuilt_chars(messages, sizes, out, touched)
-    for decision in decisions:
         if decision.reason == PINNED:
             stats.pinned += 1
         elif decision.action == KEEP:
@@ -169,6 +168,12 @@ async def compact(
             stats.dropped += 1
         if decision.reason in rule_names:
             stats.settled_by_rules += 1
+    del by_id
+    out, touched = rebuild(messages, decisions, pairing.calls, shape, made)
+    del made
+
+    stats.messages_after = len(out)
+    stats.chars_after = rebuilt_chars(messages, sizes, out, touched)
     stats.ms = (time.perf_counter() - started) * 1000
     return CompactResult(out, decisions, list(pairing.calls), stats, archive)
 

@@ -132,6 +132,9 @@ _SPACES = re.compile(r"\s+")
 # The input key that names a call's target, by preference.
 _TARGET_KEYS = ("file_path", "notebook_path", "command", "url", "pattern", "query", "path", "description", "prompt")
 TARGET_CHARS = 100
+# ``json.dumps`` with these options, its encoder made once: dumps makes one per call, which costs
+# more than encoding most inputs (a search's, a TODO list).
+_SORTED_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
 def basename(path: str) -> str:
@@ -144,7 +147,7 @@ def as_text(value: Any) -> str:
     if value is None:
         return ""
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        return _SORTED_JSON.encode(value)
     except (TypeError, ValueError):
         return str(value)
 
@@ -163,13 +166,14 @@ def _clip(text: str, limit: int) -> str:
 def program_words(segment: str) -> list[str]:
     """The words of one command segment, without env assignments and wrappers (sudo, uv run…)."""
     words = segment.split()
-    while words and (_ENV_ASSIGN.match(words[0]) or words[0] in _WRAPPERS):
+    # Each pattern only on a word that can match it: an assignment holds "=", a python starts so.
+    while words and (words[0] in _WRAPPERS or ("=" in words[0] and _ENV_ASSIGN.match(words[0]))):
         words.pop(0)
     if len(words) >= 2 and words[0] == "timeout":
         words = words[2:]
     if len(words) >= 3 and words[0] in ("uv", "poetry", "pdm", "pipenv") and words[1] == "run":
         words = words[2:]
-    if len(words) >= 3 and _PYTHON.fullmatch(words[0]) and words[1] == "-m":
+    if len(words) >= 3 and words[0].startswith("python") and _PYTHON.fullmatch(words[0]) and words[1] == "-m":
         words = words[2:]
     return words
 
@@ -185,10 +189,14 @@ def shell_kind(command: str) -> str:
                 break
     if _TEST_BUILD.search(lowered):
         return TEST_BUILD
-    segments = [s for s in _COMMAND_SPLIT.split(lowered) if s.strip()]
-    if segments and all(_is_inspect(s) for s in segments):
-        return INSPECT
-    return SHELL
+    # Inspecting when it has a segment and every segment inspects: the first that does not decides.
+    inspects = False
+    for segment in _COMMAND_SPLIT.split(lowered):
+        if segment.strip():
+            if not _is_inspect(segment):
+                return SHELL
+            inspects = True
+    return INSPECT if inspects else SHELL
 
 
 def _is_inspect(segment: str) -> bool:

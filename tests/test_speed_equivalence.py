@@ -623,3 +623,11 @@ def test_as_text_renders_as_json_dumps(value: object) -> None:
         value, ensure_ascii=False, separators=(",", ":"), sort_keys=True
     )
     assert as_text(value) == expected
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", " ", "\t", "\n", "\x1c", "\u3000", "&", "|", ";", "&&", "||", "Σ"]), max_size=16).map("".join))
+def test_command_segments_split_as_the_pattern(command: str) -> None:
+    from fast_jev_compaction.lexicon import _COMMAND_SPLIT, command_segments
+
+    assert command_segments(command) == _COMMAND_SPLIT.split(command)

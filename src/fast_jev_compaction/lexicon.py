@@ -121,6 +121,7 @@ _INSPECT_PROGRAMS = frozenset(
 )
 _INSPECT_GIT = frozenset({"status", "diff", "log", "show", "branch", "remote", "rev-parse", "blame", "ls-files", "grep"})
 _COMMAND_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
+_SEPARATOR = re.compile(r"&&|\|\||;|\|")
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
 _WRAPPERS = frozenset({"sudo", "time", "nice", "nohup", "exec", "command", "npx", "bunx", "pnpx"})
 _TWO_WORD_PROGRAMS = frozenset(
@@ -163,6 +164,20 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def command_segments(command: str) -> list[str]:
+    """``_COMMAND_SPLIT.split(command)``: the parts between separators, without the blanks
+    beside each separator. Split at the separators alone, then stripped: a pattern opening with
+    ``\\s*`` is tried at every position of the command, one opening with a separator only where
+    its first character is (and a command holding none of them is one part, with no search)."""
+    if "&" not in command and ";" not in command and "|" not in command:
+        return [command]
+    parts = _SEPARATOR.split(command)
+    last = len(parts) - 1
+    if not last:  # a lone "&" separates nothing
+        return parts
+    return [part.rstrip() if i == 0 else part.lstrip() if i == last else part.strip() for i, part in enumerate(parts)]
+
+
 def program_words(segment: str) -> list[str]:
     """The words of one command segment, without env assignments and wrappers (sudo, uv run…)."""
     words = segment.split()
@@ -191,7 +206,7 @@ def shell_kind(command: str) -> str:
         return TEST_BUILD
     # Inspecting when it has a segment and every segment inspects: the first that does not decides.
     inspects = False
-    for segment in _COMMAND_SPLIT.split(lowered):
+    for segment in command_segments(lowered):
         if segment.strip():
             if not _is_inspect(segment):
                 return SHELL
@@ -212,7 +227,7 @@ def _is_inspect(segment: str) -> bool:
 def command_head(command: str) -> str:
     """The part of a command that names what ran: ``pytest``, ``npm test``, ``git push``."""
     words: list[str] = []
-    for segment in _COMMAND_SPLIT.split(command.strip()):  # `cd dir && make` is about make, not cd
+    for segment in command_segments(command.strip()):  # `cd dir && make` is about make, not cd
         found = program_words(segment)
         if found and basename(found[0]) != "cd":
             words = found

@@ -472,6 +472,26 @@ def test_digest_terms_are_the_plain_definition(text: str, times: int) -> None:
     assert _parts(text)[2] == " ".join(expected)
 
 
+_LINE_PIECES = st.sampled_from(["", "  x", "\r", "a line", "日本", "    12\u2192code", "a" * 45, "b " * 400, " " * 40])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_LINE_PIECES, max_size=30), st.integers(1, 60), st.sampled_from([0, 100, 300, 301, 1000, 5000]))
+def test_digest_ends_are_the_ends_of_the_whole_flattened_output(lines: list[str], times: int, budget: int) -> None:
+    """A digest read from each end's flattened characters is the digest of the whole output's
+    flattened lines."""
+    from fast_jev_compaction.history import _parts, output_digest
+
+    text = "\n".join(lines * times)
+    flat = " ⏎ ".join(line.strip() for line in text.splitlines() if line.strip())
+    if len(flat) > budget:
+        head = budget * 3 // 5
+        flat = f"{flat[:head]} … {flat[len(flat) - (budget - head):]}"
+    terms = _parts(text)[2]
+    assert output_digest(text, budget) == (f"{flat} [terms: {terms}]" if terms else flat)
+    assert output_digest(text, budget, RenderMemo()) == output_digest(text, budget)
+
+
 @settings(max_examples=500, deadline=None)
 @given(st.one_of(st.from_regex(r"t[0-9]{1,6}", fullmatch=True), _ANY_TEXT), _ANY_TEXT, st.integers(0, 10**9))
 def test_question_tokens_equal_the_estimate_of_the_questions(call_id: str, tool: str, chars: int) -> None:

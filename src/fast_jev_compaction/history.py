@@ -60,7 +60,9 @@ _TERM_MIN = 7
 _RUN_BYTES = bytes(b if b >= 0x80 or chr(b).isalnum() or chr(b) in "_.-/" else 0x20 for b in range(256))
 _TERM_LEAD = b"0123456789.-/"  # what a run may open with before a term starts
 _TERM_TRAIL = b".-/"  # what it may close with after a term ends
-_FLAT_ENDS = 1000
+# The flattened characters a digest keeps of each end of a long output: as many as the longest
+# digest shows (output_digest flattens the whole output for a longer one).
+_FLAT_ENDS = max(DIGEST_CHARS.values())
 
 
 def output_digest(text: str, budget: int, memo: RenderMemo | None = None) -> str:
@@ -140,8 +142,10 @@ def _flat(lines: list[str]) -> str:
 
 def _flattened(text: str) -> tuple[str, bool]:
     """The flattened lines; for a long output, ``_FLAT_ENDS`` characters of each end, which is
-    all a digest of up to that many characters reads, without flattening the middle."""
-    window = 4 * _FLAT_ENDS
+    all a digest of up to that many characters reads, without flattening the middle. Each end is
+    flattened from twice that many characters of the output: on the corpus enough for 5 long
+    outputs in 6 (the others are flattened whole)."""
+    window = 2 * _FLAT_ENDS
     if len(text) > 2 * window:
         # The cut line at each chunk's inner edge is left out: the rest are whole lines.
         prefix = _flat(text[:window].splitlines()[:-1])

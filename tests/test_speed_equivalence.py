@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fast_jev_compaction.errors import FittingError
@@ -433,7 +433,8 @@ def test_one_line_input_reads_only_the_opening_of_long_texts(value: dict, repeat
 
 
 _TERM_ALPHABET = st.sampled_from(
-    list("aZ_9.-/ é\u0130x\n:") + ["abcdef", "parse_header", "src/a.py", "v2.0", "__init__", "x.y.z-", "ab12cd", "日本語"]
+    list("aZ_9.-/ é\u0130x\n:\u2192\ud800")
+    + ["abcdef", "parse_header", "src/a.py", "v2.0", "__init__", "x.y.z-", "ab12cd", "日本語", "    12\u2192", "ReadFile"]
 )
 
 
@@ -454,6 +455,41 @@ def test_term_counts_count_what_the_plain_pattern_finds(text: str) -> None:
     counts = _term_counts(text)
     assert {word.decode("utf-8", "surrogatepass"): times for word, times in counts.items()} == expected
     assert all(_is_term_bytes(word) == _is_term(word.decode("utf-8", "surrogatepass")) for word in counts)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.lists(_TERM_ALPHABET, max_size=80).map("".join), _ANY_TEXT), st.integers(1, 3))
+@example(" " * 49_990 + "parse_header src/a.py " * 2, 1)  # terms cut at 50,000 characters
+@example("    12\u2192Read_it 8\u2192src/b.py\n", 3)
+def test_digest_terms_are_the_plain_definition(text: str, times: int) -> None:
+    """A digest's terms: the ``_TERM`` matches of the opening 50,000 characters, counted, the 8
+    most repeated that pass ``_is_term``, ties alphabetical."""
+    from fast_jev_compaction.history import _parts
+
+    text = text * times
+    counts = Counter(re.findall(r"[A-Za-z_][\w.\-/]{5,}[\w]", text[:50_000]))
+    expected = sorted((term for term in counts if _is_term(term)), key=lambda term: (-counts[term], term))[:8]
+    assert _parts(text)[2] == " ".join(expected)
+
+
+_LINE_PIECES = st.sampled_from(["", "  x", "\r", "a line", "日本", "    12\u2192code", "a" * 45, "b " * 400, " " * 40])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_LINE_PIECES, max_size=30), st.integers(1, 60), st.sampled_from([0, 100, 300, 301, 1000, 5000]))
+def test_digest_ends_are_the_ends_of_the_whole_flattened_output(lines: list[str], times: int, budget: int) -> None:
+    """A digest read from each end's flattened characters is the digest of the whole output's
+    flattened lines."""
+    from fast_jev_compaction.history import _parts, output_digest
+
+    text = "\n".join(lines * times)
+    flat = " ⏎ ".join(line.strip() for line in text.splitlines() if line.strip())
+    if len(flat) > budget:
+        head = budget * 3 // 5
+        flat = f"{flat[:head]} … {flat[len(flat) - (budget - head):]}"
+    terms = _parts(text)[2]
+    assert output_digest(text, budget) == (f"{flat} [terms: {terms}]" if terms else flat)
+    assert output_digest(text, budget, RenderMemo()) == output_digest(text, budget)
 
 
 @settings(max_examples=500, deadline=None)

@@ -27,6 +27,7 @@ from fast_jev_compaction.fitting import (
 )
 from fast_jev_compaction.goal import goal_from_messages
 from fast_jev_compaction.history import (
+    TERM_SCAN_CHARS,
     RenderMemo,
     _is_term,
     _is_term_bytes,
@@ -459,15 +460,15 @@ def test_term_counts_count_what_the_plain_pattern_finds(text: str) -> None:
 
 @settings(max_examples=500, deadline=None)
 @given(st.one_of(st.lists(_TERM_ALPHABET, max_size=80).map("".join), _ANY_TEXT), st.integers(1, 3))
-@example(" " * 49_990 + "parse_header src/a.py " * 2, 1)  # terms cut at 50,000 characters
+@example(" " * (TERM_SCAN_CHARS - 10) + "parse_header src/a.py " * 2, 1)  # terms cut at the scan's end
 @example("    12\u2192Read_it 8\u2192src/b.py\n", 3)
 def test_digest_terms_are_the_plain_definition(text: str, times: int) -> None:
-    """A digest's terms: the ``_TERM`` matches of the opening 50,000 characters, counted, the 8
+    """A digest's terms: the ``_TERM`` matches of the opening ``TERM_SCAN_CHARS`` characters, counted, the 8
     most repeated that pass ``_is_term``, ties alphabetical."""
     from fast_jev_compaction.history import _parts
 
     text = text * times
-    counts = Counter(re.findall(r"[A-Za-z_][\w.\-/]{5,}[\w]", text[:50_000]))
+    counts = Counter(re.findall(r"[A-Za-z_][\w.\-/]{5,}[\w]", text[:TERM_SCAN_CHARS]))
     expected = sorted((term for term in counts if _is_term(term)), key=lambda term: (-counts[term], term))[:8]
     assert _parts(text)[2] == " ".join(expected)
 

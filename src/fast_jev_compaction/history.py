@@ -54,6 +54,11 @@ DIGEST_CHARS = {1000: 300, 200: 100}
 # checks the plain pattern ``[A-Za-z_][\w.\-/]{5,}[\w]`` finds the same).
 _TERM = re.compile(r"[A-Za-z_](?<![A-Za-z_][A-Za-z_])[\w.\-/]{5,}\w")
 _TERMS = 8
+# A digest's terms are counted over this opening of its output. 10,000 rather than 50,000: on
+# the corpus the term scan was a ninth of the core's instructions (740M to 676M per pass), 20 of
+# its 365 asked outputs are longer, the state judge's held-out AUC went from 0.877 to 0.876 and
+# no other figure of `fast-jev eval --frontier --serve` moved.
+TERM_SCAN_CHARS = 10_000
 _TERM_MIN = 7
 # ASCII bytes that may be in a term: word characters, ".", "-" and "/"; every other ASCII byte
 # is a space, and non-ASCII bytes stay as they are (see _term_counts).
@@ -92,7 +97,7 @@ def read_digest(digest: str) -> tuple[list[str], list[str]]:
 def _parts(text: str) -> tuple[str, bool, str]:
     """The flattened lines (exact, or of a long output only both ends), and the term list."""
     flat, exact = _flattened(text)
-    return flat, exact, " ".join(_top_terms(_term_counts(text[:50_000])))
+    return flat, exact, " ".join(_top_terms(_term_counts(text[:TERM_SCAN_CHARS])))
 
 
 def _term_counts(text: str) -> Counter[bytes]:

@@ -668,3 +668,37 @@ def test_command_segments_split_as_the_pattern(command: str) -> None:
     from fast_jev_compaction.lexicon import _COMMAND_SPLIT, command_segments
 
     assert command_segments(command) == _COMMAND_SPLIT.split(command)
+
+
+# -- rules: a failed call's program ---------------------------------------------------------------
+
+_RUN_COMMANDS = st.sampled_from(
+    ["pytest", "pytest > out.txt", "cd src && pytest -x", "make", "make > log", "ls", "grep x | pytest", "rm -rf build",
+     "npm test", "npm test && git push", "echo hi"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_RUN_COMMANDS, st.booleans()), max_size=8))
+def test_failed_calls_are_fixed_as_when_every_shape_held_its_program(runs: list[tuple[str, bool]]) -> None:
+    from fast_jev_compaction.lexicon import TEST_BUILD, command_head
+    from fast_jev_compaction.messages import ToolResult
+    from fast_jev_compaction.pairing import ToolCall
+    from fast_jev_compaction.rules import call_facts
+
+    calls = [
+        ToolCall(f"t{i}", f"u{i}", "Bash", {"command": command}, 2 * i, 2 * i + 1, 3, failed, False)
+        for i, (command, failed) in enumerate(runs)
+    ]
+    facts = call_facts(calls, {call.tool_use_id: ToolResult(tool_use_id=call.tool_use_id, text="out") for call in calls})
+    # the plain form: every shell shape holds its program, and a later successful test/build run
+    # of the same program (or the same command) fixes a failure
+    heads = [command_head(" ".join(fact.shape.command.split())) for fact in facts]
+    for i, fact in enumerate(facts):
+        assert fact.shape.head == (heads[i] if fact.shape.kind == TEST_BUILD else "")
+        if fact.call.is_error:
+            later = [(facts[j], heads[j]) for j in range(i + 1, len(facts)) if not facts[j].call.is_error]
+            expected = any(other.shape.rerun_key == fact.shape.rerun_key for other, _ in later) or any(
+                other.shape.kind == TEST_BUILD and head == heads[i] and head for other, head in later
+            )
+            assert fact.fixed_later == expected

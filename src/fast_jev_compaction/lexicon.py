@@ -278,7 +278,7 @@ class CallShape:
     file: str = ""  # the file a read or an edit targets
     span: str = ""  # offset:limit of a partial read; "" for the whole file
     command: str = ""  # the whitespace-normalised command of a shell call
-    head: str = ""  # the command's program (pytest, npm test), for test/build runs
+    head: str = ""  # the command's program (pytest, npm test), for test/build runs only
     rerun_key: str = ""  # two calls with the same key produce the same output
 
 
@@ -287,7 +287,9 @@ def call_shape(tool: str, fields: Mapping[str, Any]) -> CallShape:
     if command is not None:
         if fields.get("command", fields.get("cmd")) is not None:
             normalized = " ".join(command.split())
-            head = command_head(normalized)
+            # Only a test/build run is matched by its program; a failed call of another kind
+            # works out its head where the rules need it (rules._link).
+            head = command_head(normalized) if kind == TEST_BUILD else ""
             return CallShape(kind, command=normalized, head=head, rerun_key=f"cmd:{normalized}" if normalized else "")
         return CallShape(kind)
     if kind == READ or kind == EDIT:

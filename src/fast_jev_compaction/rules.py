@@ -17,7 +17,7 @@ from dataclasses import field
 from typing import Callable, Final, Mapping, Sequence
 
 from .decisions import DROP, KEEP, TRUNCATE, Action
-from .lexicon import DECISION, EDIT, READ, SIDE_EFFECT, TEST_BUILD, TODO, CallShape, call_shape
+from .lexicon import DECISION, EDIT, READ, SIDE_EFFECT, TEST_BUILD, TODO, CallShape, call_shape, command_head
 from .markers import carries_mark
 from .messages import ToolResult
 from .pairing import ToolCall, is_recent
@@ -120,8 +120,11 @@ def _link(facts: list[CallFacts]) -> None:
         if shape.kind == TODO and shape.rerun_key == "todo":
             fact.todo_replaced = seen.todo
         if fact.call.is_error:
+            # Fixed by a later success of the same call, or of a test/build run of its program
+            # (a shape holds the program of test/build runs only: a failed call's is worked out here).
+            head = shape.head or (command_head(shape.command) if shape.command else "")
             fact.fixed_later = bool(shape.rerun_key) and shape.rerun_key in seen.ok_rerun_keys or (
-                bool(shape.head) and shape.head in seen.ok_heads
+                bool(head) and head in seen.ok_heads
             )
 
         if shape.rerun_key:

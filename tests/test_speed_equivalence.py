@@ -89,6 +89,16 @@ def test_tallies_of_json_fragments_add_up_to_the_whole(texts: list[str]) -> None
     assert known is None or known == estimate_tokens(whole) == _accumulated(whole)
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(_TEXT, st.text(), st.lists(st.sampled_from(["a", ".", "9", " ", "\U0001F600", "abcdefg"]), max_size=80).map("".join)))
+def test_the_ordered_estimate_is_the_estimate(text: str) -> None:
+    """What entry_tokens falls back on when the tally leaves the estimate undecided: the pieces
+    added in order, the same estimate as the whole one for any text."""
+    from fast_jev_compaction.tokens import ordered_estimate
+
+    assert ordered_estimate(text) == estimate_tokens(text) == _accumulated(text)
+
+
 @settings(max_examples=300, deadline=None)
 @given(_TEXT)
 def test_most_tokens_bounds_the_estimate(text: str) -> None:

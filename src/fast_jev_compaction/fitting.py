@@ -20,7 +20,7 @@ from .pairing import Pairing, PendingCall, ToolCall, is_pinned
 from .questions import STATE_CONTEXT
 from .records import frozen
 from .textutil import ELLIPSIS, abridge, collapsed, format_number, js_json, plain_json
-from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, tally
+from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, ordered_estimate, tally
 
 INPUT_STAGES = ((1000, "full"), (200, "inputs<=200"), (60, "inputs<=60"))
 # The stages that show every call with its output's digest, the first ones: fit_detailed walks
@@ -48,8 +48,7 @@ def entry_tokens(entry: dict[str, Any], memo: RenderMemo | None = None) -> int:
         parts = _entry_tally(entry, memo)
         if parts is not None:
             tokens = from_tally(*parts)
-            if tokens is not None:
-                return tokens + 1
+            return (ordered_estimate(plain_json(entry)) if tokens is None else tokens) + 1
     return estimate_tokens(plain_json(entry)) + 1
 
 
@@ -57,7 +56,7 @@ def item_tokens(item: dict[str, Any], memo: RenderMemo) -> int:
     """:func:`entry_tokens` of a rendered call: from the memo's tally of it, which the entries
     showing the call add up too (the call is rendered and tallied once)."""
     tokens = from_tally(*memo.tally(item))
-    return estimate_tokens(plain_json(item)) + 1 if tokens is None else tokens + 1
+    return (ordered_estimate(plain_json(item)) if tokens is None else tokens) + 1
 
 
 def _entry_tally(entry: dict[str, Any], memo: RenderMemo) -> tuple[int, int] | None:

@@ -90,6 +90,16 @@ def test_tallies_of_json_fragments_add_up_to_the_whole(texts: list[str]) -> None
     assert known is None or known == estimate_tokens(whole) == _accumulated(whole)
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(_TEXT, st.text(), st.lists(st.sampled_from(["a", ".", "9", " ", "\U0001F600", "abcdefg"]), max_size=80).map("".join)))
+def test_the_ordered_estimate_is_the_estimate(text: str) -> None:
+    """What entry_tokens falls back on when the tally leaves the estimate undecided: the pieces
+    added in order, the same estimate as the whole one for any text."""
+    from fast_jev_compaction.tokens import ordered_estimate
+
+    assert ordered_estimate(text) == estimate_tokens(text) == _accumulated(text)
+
+
 @settings(max_examples=300, deadline=None)
 @given(_TEXT)
 def test_most_tokens_bounds_the_estimate(text: str) -> None:
@@ -388,6 +398,48 @@ def test_fit_detailed_agrees_with_the_plain_walk_of_its_stages(long_session, lim
 
 
 _ANY_TEXT = st.one_of(_TEXT, st.text())
+
+
+def _session_of(turns: list[tuple[str, str, str]]) -> list:  # type: ignore[type-arg]
+    """A transcript of one assistant turn per (text, command, output), each with its result."""
+    from fast_jev_compaction.synthetic import _Chain
+
+    chain = _Chain("u", "floors")
+    lines = [chain.record("user", {"role": "user", "content": "Please look."})]
+    for n, (text, command, output) in enumerate(turns):
+        content = [{"type": "text", "text": text}, {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"command": command}}]
+        lines.append(chain.record("assistant", {"role": "assistant", "id": f"msg_{n}", "content": content}))
+        result = [{"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": output}]
+        lines.append(chain.record("user", {"role": "user", "content": result}))
+    return parse_transcript(lines)
+
+
+def _assert_floors_under_detailed_entries(messages: list) -> None:  # type: ignore[type-arg]
+    from fast_jev_compaction.fitting import _frame_tenths
+    from fast_jev_compaction.history import history_entry, shown_messages
+
+    pairing = pair_tool_calls(messages, 2)
+    memo = RenderMemo()
+    outputs = memo.outputs(messages)
+    for index, message, calls, waiting in shown_messages(messages, pairing, memo):
+        tenths = _frame_tenths(index, message, calls, waiting, outputs, memo) + memo.tally(message.text)[0]
+        for input_chars, _ in DETAILED_STAGES:
+            entry = history_entry(index, message, calls, waiting, input_chars, outputs, memo)
+            assert -(-tenths // 10) + 1 <= estimate_tokens(plain_json(entry)) + 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_ANY_TEXT, st.one_of(_ANY_TEXT, st.text(min_size=150, max_size=1200)), _ANY_TEXT), min_size=1, max_size=4))
+def test_each_floor_is_under_its_entry_at_every_detailed_stage(turns: list[tuple[str, str, str]]) -> None:
+    """fit_detailed's floor of an entry (an empty digest for each call with an output, inputs cut
+    short without their cut mark) is under the entry at each stage it walks: blank and empty
+    outputs, inputs around the cuts, escapes and astral characters included."""
+    _assert_floors_under_detailed_entries(_session_of(turns))
+
+
+@pytest.mark.parametrize("seed", [1, 7, 23])
+def test_each_floor_is_under_its_entry_in_a_long_session(seed: int) -> None:
+    _assert_floors_under_detailed_entries(parse_transcript(list(transcript_lines(300, seed))))
 
 
 def test_detailed_stages_come_first() -> None:

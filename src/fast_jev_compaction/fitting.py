@@ -20,7 +20,7 @@ from .pairing import Pairing, PendingCall, ToolCall, is_pinned
 from .questions import STATE_CONTEXT
 from .records import frozen
 from .textutil import ELLIPSIS, abridge, collapsed, format_number, js_json, plain_json
-from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, tally
+from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, ordered_estimate, tally
 
 INPUT_STAGES = ((1000, "full"), (200, "inputs<=200"), (60, "inputs<=60"))
 # The stages that show every call with its output's digest, the first ones: fit_detailed walks
@@ -48,8 +48,7 @@ def entry_tokens(entry: dict[str, Any], memo: RenderMemo | None = None) -> int:
         parts = _entry_tally(entry, memo)
         if parts is not None:
             tokens = from_tally(*parts)
-            if tokens is not None:
-                return tokens + 1
+            return (ordered_estimate(plain_json(entry)) if tokens is None else tokens) + 1
     return estimate_tokens(plain_json(entry)) + 1
 
 
@@ -57,7 +56,7 @@ def item_tokens(item: dict[str, Any], memo: RenderMemo) -> int:
     """:func:`entry_tokens` of a rendered call: from the memo's tally of it, which the entries
     showing the call add up too (the call is rendered and tallied once)."""
     tokens = from_tally(*memo.tally(item))
-    return estimate_tokens(plain_json(item)) + 1 if tokens is None else tokens + 1
+    return (ordered_estimate(plain_json(item)) if tokens is None else tokens) + 1
 
 
 def _entry_tally(entry: dict[str, Any], memo: RenderMemo) -> tuple[int, int] | None:
@@ -207,7 +206,7 @@ def fit_detailed(
     ``inputs<=200``) whose state fits ``limit``, as :func:`fit_state` gives it; None when neither
     fits.
 
-    Each entry has a floor, the cost of the entry with its calls' digests left out and their
+    Each entry has a floor, the cost of the entry with its calls' digests empty and their
     inputs cut to the shorter stage's length, which no stage goes under. A stage starts from
     the floors' sum and replaces them one entry at a time, entries whose outputs are read
     already first, and is given up as soon as the sum passes ``limit``: most outputs are then
@@ -219,9 +218,10 @@ def fit_detailed(
     floor = state_base_tokens(goal)
     # Largest first, as their lengths suggest: a sum that passes the limit passes it after fewer
     # entries (every floor is positive, so whether it passes does not depend on the order).
-    for position in sorted(range(len(shown)), key=lambda p: _size_guess(shown[p]), reverse=True):
+    guesses = [_size_guess(item) for item in shown]
+    for position in sorted(range(len(shown)), key=guesses.__getitem__, reverse=True):
         index, message, calls, waiting = shown[position]
-        tenths = _frame_tenths(index, message, calls, waiting, memo) + memo.tally(message.text)[0]
+        tenths = _frame_tenths(index, message, calls, waiting, outputs, memo) + memo.tally(message.text)[0]
         floors[position] = -(-tenths // 10) + 1
         floor += floors[position]
         if floor > limit:
@@ -229,13 +229,11 @@ def fit_detailed(
     # Entries whose outputs are read already first, those with more calls (more digests above
     # their floors) first among them: no entry costs less than its floor, so again whether the
     # sum passes the limit does not depend on the order.
-    order = sorted(
-        range(len(shown)),
-        key=lambda p: (
-            not all(memo.has_read(outputs.get(c.tool_use_id) or "") for c in shown[p][2] or ()),
-            -len(shown[p][2] or ()),
-        ),
-    )
+    keys = [
+        (not all(memo.has_read(outputs.get(c.tool_use_id) or "") for c in calls or ()), -len(calls or ()))
+        for _, _, calls, _ in shown
+    ]
+    order = sorted(range(len(shown)), key=keys.__getitem__)
     for input_chars, stage in DETAILED_STAGES:
         tokens = floor
         entries: list[dict[str, Any]] = [{}] * len(shown)
@@ -256,17 +254,23 @@ def _size_guess(shown: tuple[int, SessionMessage, list[ToolCall] | None, list[Pe
 
 
 def _frame_tenths(
-    index: int, message: SessionMessage, calls: list[ToolCall] | None, waiting: list[PendingCall] | None, memo: RenderMemo
+    index: int,
+    message: SessionMessage,
+    calls: list[ToolCall] | None,
+    waiting: list[PendingCall] | None,
+    outputs: dict[str, str],
+    memo: RenderMemo,
 ) -> int:
     """An entry's floor (see fit_detailed) without its text, in tenths: the exact tally of the
     entry at the ``full`` and ``inputs<=200`` stages is at least this plus its text's tally (a
-    cut input's opening is a prefix of the longer cut, and a prefix never tallies more; a digest
-    only adds)."""
+    cut input's opening is a prefix of the longer cut, and a prefix never tallies more; a
+    digest, shown for each call with an output, tallies at least as much as an empty one)."""
     cut = DETAILED_STAGES[-1][0]
     entry: dict[str, Any] = {"i": index, "role": message.role, "text": ""}
     if calls:
         entry["tool_calls"] = [
             {"id": c.id, "tool": c.tool, "input": _uncut(input_json(c.input, cut, memo)), "result": result_note(c)}
+            | ({"digest": ""} if outputs.get(c.tool_use_id) else {})
             for c in calls
         ]
     if waiting:

@@ -49,6 +49,17 @@ def estimate_tokens(text: str) -> int:
     estimate = from_tally(tenths, others)
     if estimate is not None:
         return estimate
+    return _in_order(text, plain, classes)
+
+
+def ordered_estimate(text: str) -> int:
+    """:func:`estimate_tokens` of a text whose tally :func:`from_tally` leaves undecided (known
+    from its parts): the pieces are added in order at once, without being counted first."""
+    classes, astral = _classes(text)
+    return _in_order(text, not astral, classes)
+
+
+def _in_order(text: str, plain: bool, classes: bytes) -> int:
     if plain:
         # The pieces in order, costed through a dict and added left to right, all in C.
         marked = (b" " + classes).replace(b" a", b" A").replace(b".a", b".A").replace(b"0a", b"0A")
@@ -84,13 +95,7 @@ def from_tally(tenths: int, others: int) -> int | None:
 
 def _pieces(text: str) -> tuple[int, int, bool, bytes]:
     """Tenths, 0.9 pieces, whether each "." class byte is one such piece, the class bytes."""
-    if text.isascii():
-        classes = text.encode("ascii").translate(_CLASSES)
-        astral = 0
-    else:
-        classes = codecs.charmap_encode(text, "replace", _CHARMAP)[0].translate(_CLASSES)
-        # Each astral character is one "." byte and a second UTF-16 unit.
-        astral = len(text.encode("utf-16-le", "surrogatepass")) // 2 - len(text)
+    classes, astral = _classes(text)
     # Letters as "a" and the rest as spaces, after a space: one replacement marks each run's
     # first letter (three are needed on the class bytes themselves).
     marked = (b" " + classes.translate(_LETTERS)).replace(b" a", b" A")
@@ -98,6 +103,15 @@ def _pieces(text: str) -> tuple[int, int, bool, bytes]:
     digits = classes.count(b"0")
     others = classes.count(b".") + astral
     return 10 * letters + 5 * digits + 9 * others, others, not astral, classes
+
+
+def _classes(text: str) -> tuple[bytes, int]:
+    """One class byte per character, and how many characters are astral."""
+    if text.isascii():
+        return text.encode("ascii").translate(_CLASSES), 0
+    classes = codecs.charmap_encode(text, "replace", _CHARMAP)[0].translate(_CLASSES)
+    # Each astral character is one "." byte and a second UTF-16 unit.
+    return classes, len(text.encode("utf-16-le", "surrogatepass")) // 2 - len(text)
 
 
 class _PieceCosts(dict[bytes, float]):

@@ -42,6 +42,9 @@ def test_bench_reports_peak_memory_and_the_hooks_start() -> None:
     # A few kB: a process's own variation would outweigh it, so no figure is made up for it.
     assert "cli_over_size" not in small and "hook_over_size" not in small
     assert generated["bytes"] >= 1_000_000
+    # With one run the fastest is the median; the per-1k figure is that run's over the messages.
+    assert 0 < generated["core_ms_fastest"] == generated["core_ms"]
+    assert generated["core_ms_per_1k_messages"] == round(generated["core_ms"] * 1000 / generated["messages"], 2)
     assert generated["cli_code"] == 0 and 0 < generated["cli_over_size"] < 10 and 0 < generated["hook_over_size"] < 10
     start = report["hook_start"]
     assert start["messages"] == 30

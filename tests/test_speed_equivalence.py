@@ -679,6 +679,10 @@ _SHELL_WORDS = st.sampled_from(
 )
 
 
+# The plain form of a command's segments: the separators with the blanks beside them.
+_COMMAND_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
+
+
 @settings(max_examples=500, deadline=None)
 @given(st.lists(_SHELL_WORDS, max_size=10), st.sampled_from([" ", "  ", "\t", " ; ", " && "]))
 def test_shell_words_and_kind_match_the_plain_forms(words: list[str], joint: str) -> None:
@@ -687,7 +691,7 @@ def test_shell_words_and_kind_match_the_plain_forms(words: list[str], joint: str
     command = joint.join(words)
     assert lexicon.program_words(command) == _plain_program_words(command)
     lowered = command.lower()
-    segments = [s for s in lexicon._COMMAND_SPLIT.split(lowered) if s.strip()]
+    segments = [s for s in _COMMAND_SPLIT.split(lowered) if s.strip()]
     inspects = bool(segments) and all(lexicon._is_inspect(s) for s in segments)
     kind = lexicon.shell_kind(command)
     if kind in (lexicon.INSPECT, lexicon.SHELL):
@@ -717,7 +721,7 @@ def test_as_text_renders_as_json_dumps(value: object) -> None:
 @settings(max_examples=1000, deadline=None)
 @given(st.lists(st.sampled_from(["a", "b", " ", "\t", "\n", "\x1c", "\u3000", "&", "|", ";", "&&", "||", "Σ"]), max_size=16).map("".join))
 def test_command_segments_split_as_the_pattern(command: str) -> None:
-    from fast_jev_compaction.lexicon import _COMMAND_SPLIT, command_segments
+    from fast_jev_compaction.lexicon import command_segments
 
     assert command_segments(command) == _COMMAND_SPLIT.split(command)
 

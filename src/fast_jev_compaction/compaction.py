@@ -141,16 +141,14 @@ async def compact(
         if decision.action != KEEP:
             final, path = cut(call, decision.action)
             # Made whole, not by ``dataclasses.replace`` (which looks up every field by name).
+            ids = (decision.id, decision.tool_use_id, decision.tool, decision.keep_call, decision.keep_result)
             if final.freed <= 0:
                 # Nothing to gain (an output shorter than its digest or its marker): it stays,
                 # and the counts say so.
-                decision = CallDecision(
-                    decision.id, decision.tool_use_id, decision.tool, decision.keep_call, decision.keep_result, KEEP, SMALL
-                )
+                decision = CallDecision(*ids, action=KEEP, reason=SMALL)
             else:
                 decision = CallDecision(
-                    decision.id, decision.tool_use_id, decision.tool, decision.keep_call, decision.keep_result,
-                    decision.action, decision.reason, final.freed, path,
+                    *ids, action=decision.action, reason=decision.reason, chars_freed=final.freed, archive_path=path
                 )
                 if final.text is not None:  # a truncation's cut (a drop's marker: rebuild.Cut)
                     made[call.tool_use_id] = final.text

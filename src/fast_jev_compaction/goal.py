@@ -39,8 +39,6 @@ def goal_from_messages(messages: Sequence[SessionMessage]) -> str:
     # Newest first, up to the third: the earlier prompts are never read.
     prompts: list[str] = []
     for message in reversed(messages):
-        if message.role != "user" or message.toolResults:
-            continue  # prompt_text's first test, without a call per assistant turn and tool result
         text = prompt_text(message)
         if text:
             prompts.append(text)

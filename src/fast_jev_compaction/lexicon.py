@@ -120,7 +120,6 @@ _INSPECT_PROGRAMS = frozenset(
     basename dirname uname id hostname ps top""".split()
 )
 _INSPECT_GIT = frozenset({"status", "diff", "log", "show", "branch", "remote", "rev-parse", "blame", "ls-files", "grep"})
-_COMMAND_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
 _SEPARATOR = re.compile(r"&&|\|\||;|\|")
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
 _WRAPPERS = frozenset({"sudo", "time", "nice", "nohup", "exec", "command", "npx", "bunx", "pnpx"})
@@ -165,10 +164,10 @@ def _clip(text: str, limit: int) -> str:
 
 
 def command_segments(command: str) -> list[str]:
-    """``_COMMAND_SPLIT.split(command)``: the parts between separators, without the blanks
-    beside each separator. Split at the separators alone, then stripped: a pattern opening with
-    ``\\s*`` is tried at every position of the command, one opening with a separator only where
-    its first character is (and a command holding none of them is one part, with no search)."""
+    """The parts of ``command`` between the separators ``&&``, ``||``, ``;`` and ``|``, without
+    the blanks beside each separator. Split at the separators alone, then stripped: a pattern
+    opening with ``\\s*`` would be tried at every position of the command, this one only where a
+    separator's first character is (and a command holding none of them is one part, unsearched)."""
     if "&" not in command and ";" not in command and "|" not in command:
         return [command]
     parts = _SEPARATOR.split(command)

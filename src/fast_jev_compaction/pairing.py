@@ -97,9 +97,7 @@ def pair_tool_calls(messages: Sequence[SessionMessage], preserve_recent_messages
                 raise PairingError(f"Tool result precedes its call: {result.tool_use_id}")
     del call_at
 
-    # A call is pinned when its call or its result is: its result never comes before it, so
-    # that is a call in the first message or a result in the last ``preserve_recent_messages``.
-    recent_from = len(messages) - preserve_recent_messages
+    total = len(messages)
     pairing = Pairing(orphan_results=orphans, results=results)
     calls = pairing.calls
     # The calls in transcript order (the order ``call_at`` met them in), each use at hand.
@@ -113,15 +111,17 @@ def pair_tool_calls(messages: Sequence[SessionMessage], preserve_recent_messages
             result = results[tool_use_id]
             calls.append(
                 ToolCall(
-                    f"t{len(calls) + 1}",
-                    tool_use_id,
-                    use.tool,
-                    use.input,
-                    call_index,
-                    result_index,
-                    len(result.text),
-                    bool(result.isError),
-                    call_index == 0 or result_index >= recent_from,
+                    id=f"t{len(calls) + 1}",
+                    tool_use_id=tool_use_id,
+                    tool=use.tool,
+                    input=use.input,
+                    call_index=call_index,
+                    result_index=result_index,
+                    result_chars=len(result.text),
+                    is_error=bool(result.isError),
+                    # Pinned when its call or its result is.
+                    pinned=is_pinned(call_index, total, preserve_recent_messages)
+                    or is_pinned(result_index, total, preserve_recent_messages),
                 )
             )
     return pairing

@@ -377,15 +377,18 @@ def test_fit_state_agrees_with_the_plain_walk(long_session, limit: int) -> None:
 @pytest.mark.parametrize("limit", [60_000, 24_500, 23_500, 22_000, 12_000, 4_000])
 def test_fit_detailed_agrees_with_the_plain_walk_of_its_stages(long_session, limit: int) -> None:  # type: ignore[no-untyped-def]
     """The floors summed largest first and the entries with more calls first: the same state
-    as the detailed stages walked whole, or none."""
-    from fast_jev_compaction.fitting import fit_detailed
+    as the detailed stages walked whole, or none (and none when the size guess rules the
+    history out)."""
+    from fast_jev_compaction.fitting import GUESSED_CHARS_PER_TOKEN, _size_guess, fit_detailed
+    from fast_jev_compaction.history import shown_messages
 
     messages = long_session[:300]
     pairing = pair_tool_calls(messages, 10)
     goal = goal_from_messages(messages)
     fitted = fit_detailed(messages, pairing, goal, limit, RenderMemo())
     reference = None
-    for input_chars, stage in DETAILED_STAGES:
+    guessed = sum(map(_size_guess, shown_messages(messages, pairing, RenderMemo())))
+    for input_chars, stage in DETAILED_STAGES if guessed <= GUESSED_CHARS_PER_TOKEN * limit else ():
         entries = history_entries(messages, pairing, input_chars)
         tokens = _Budget(goal, entries, limit).tokens
         if tokens <= limit:

@@ -147,3 +147,57 @@ def test_a_request_about_a_few_calls_carries_a_state_sized_by_them():
     # The surroundings stay within their share: a few hundred tokens per asked call.
     newest_and_detail = estimate_tokens(js_json({**state, "history": [e for e in state["history"] if e["i"] >= asked[0].call_index]}))
     assert requests[0].state_tokens - newest_and_detail <= 2 * SURROUND_PER_CALL + 50
+
+
+def _spaced_session() -> list:
+    # Texts of long runs of spaces: each character counts in the size guess, few in the estimate.
+    messages = [user("Please tidy the handlers" + " " * 4000 + "and keep the tests green")]
+    for k in range(4):
+        messages += pair(f"toolu_{k}", f"{OUTPUT}# {k}\n", "Read", file_path=f"/repo/src/handler_{k}.py")
+        messages.append(user("Next one." + " " * 4000 + "Thanks."))
+    return messages
+
+
+def _plain_fit(messages: list, limit: float):  # type: ignore[no-untyped-def]
+    from fast_jev_compaction.fitting import DETAILED_STAGES, _Budget
+    from fast_jev_compaction.history import history_entries
+
+    pairing = pair_tool_calls(messages, 2)
+    goal = goal_from_messages(messages)
+    for input_chars, stage in DETAILED_STAGES:
+        tokens = _Budget(goal, history_entries(messages, pairing, input_chars), limit).tokens
+        if tokens <= limit:
+            return stage, tokens
+    return None
+
+
+def test_a_history_guessed_far_over_the_limit_is_not_tried() -> None:
+    """The single state is not tried when the history's size guess passes
+    GUESSED_CHARS_PER_TOKEN characters per token of the limit, even where it would have fitted
+    (the trade-off of fitting.GUESSED_CHARS_PER_TOKEN); under that it is tried as before."""
+    from fast_jev_compaction.fitting import GUESSED_CHARS_PER_TOKEN, _size_guess, fit_detailed
+    from fast_jev_compaction.history import RenderMemo, shown_messages
+
+    messages = _spaced_session()
+    pairing = pair_tool_calls(messages, 2)
+    goal = goal_from_messages(messages)
+    guessed = sum(map(_size_guess, shown_messages(messages, pairing, RenderMemo())))
+    fitted = _plain_fit(messages, 10_000)
+    assert fitted is not None
+    needed = fitted[1]
+    assert guessed > GUESSED_CHARS_PER_TOKEN * needed  # the case the guess gets wrong
+    assert fit_detailed(messages, pairing, goal, needed, RenderMemo()) is None
+    roomy = guessed / GUESSED_CHARS_PER_TOKEN
+    tried = fit_detailed(messages, pairing, goal, roomy, RenderMemo())
+    assert tried is not None and (tried.stage, tried.tokens) == _plain_fit(messages, roomy)
+
+
+def test_a_history_not_tried_as_one_state_is_asked_about_in_windows() -> None:
+    messages = _spaced_session()
+    asker = ScriptedAsker(0.9, yields=0)
+    options = CompactOptions(use_rules=False, policy="threshold", max_state_tokens=1_500, preserve_recent_messages=2)
+    result = compact_sync(messages, asker, options)
+    assert result.stats.state_stage == WINDOWED
+    assert asker.requests and all(wire_tokens(request) <= options.max_request_tokens for request in asker.requests)
+    asked = {name for request in asker.requests for name in request.questions}
+    assert {f"call_{c.id}" for c in pair_tool_calls(messages, 2).candidates} <= asked

@@ -100,6 +100,48 @@ def test_the_ordered_estimate_is_the_estimate(text: str) -> None:
     assert ordered_estimate(text) == estimate_tokens(text) == _accumulated(text)
 
 
+# Runs either side of the 6-letter blocks, digits, JavaScript-only spaces (which Python's \\s
+# does not know or knows apart), astral and lone-surrogate characters, the empty text.
+_TALLY_TEXT = st.lists(
+    st.sampled_from(
+        ["", "abcdef", "abcdefg", "a" * 12, "B" * 13, "a" * 5, "7", "0123456789", " ", ".", "\n", '"', "\\"]
+        + ["\ufeff", "\u2028", "\u2029", "\xa0", "\u3000", "\u1680", "\u200a", "\x1c", "\x85", "\u0663"]
+        + ["\U0001F600", "\ud83d", "\ude00", "\u00e9", "\u2026", "\u23ce", "\ue07f"]
+    ),
+    max_size=40,
+).map("".join)
+
+
+def _regex_tally(text: str) -> tuple[int, int]:
+    """The plain form of tokens.tally: upstream's regex pieces, costed one by one in tenths."""
+    from fast_jev_compaction.tokens import _PIECE
+
+    tenths = others = 0
+    for letters, digits, other in (m.groups() for m in _PIECE.finditer(text)):
+        if letters is not None:
+            tenths += 10 * (1 + (len(letters) - 1) // 6)
+        elif digits is not None:
+            tenths += 5 * len(digits)
+        else:
+            count = 2 if ord(other) > 0xFFFF else 1
+            tenths, others = tenths + 9 * count, others + count
+    return tenths, others
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(_TALLY_TEXT, _TEXT, st.text()))
+@example("")
+@example("abcdefabcdef abcdefabcdefg \ufeff\u2028\U0001F600 12")
+def test_the_counted_tally_is_the_regex_tally(text: str) -> None:
+    """tokens.tally counts class bytes (a non-ASCII text through its UTF-8 bytes, the non-ASCII
+    characters apart) and keeps short texts' tallies: the same as the pieces one by one, asked
+    once or again."""
+    reference = _regex_tally(text)
+    assert tally(text) == reference
+    assert tally(text) == reference
+    assert estimate_tokens(text) == _accumulated(text)
+
+
 @settings(max_examples=300, deadline=None)
 @given(_TEXT)
 def test_most_tokens_bounds_the_estimate(text: str) -> None:

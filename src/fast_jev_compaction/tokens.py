@@ -6,11 +6,14 @@ both classes are spelled out. An astral character is two UTF-16 units in JavaScr
 pieces here too.
 
 Counting is done in C: the text is mapped to one class byte per character (letter ``a``, digit
-``0``, space, other ``.``; a charmap codec takes JavaScript's non-ASCII spaces to a space byte and
-any other non-ASCII character to ``.``), each letter run's first letter is marked ``A``, and
-``bytes.count`` gives the runs, the extra 6-letter blocks, the digits and the other pieces. The
-sum is exact in tenths; only when it lands on an integer can the float accumulation of
-JavaScript round it up, and then the pieces are added one by one as upstream does.
+``0``, space, other ``.``), each letter run's first letter is marked ``A``, and ``bytes.count``
+gives the runs, the extra 6-letter blocks, the digits and the other pieces. A non-ASCII
+character is never in a letter or digit run: the tally maps it to a space through its UTF-8
+bytes and counts the few non-ASCII characters apart (a charmap codec takes JavaScript's
+non-ASCII spaces to a space byte and any other character to ``.``, and an astral character is
+two pieces), which spares the whole text the charmap's per-character lookup. The sum is exact
+in tenths; only when it lands on an integer can the float accumulation of JavaScript round it
+up, and then the pieces are added one by one as upstream does.
 """
 
 from __future__ import annotations
@@ -41,30 +44,27 @@ _CLASSES = bytes(
     ord(".")
     for b in range(256)
 )
+# UTF-8 bytes: ASCII by its class, a non-ASCII lead byte as a space (continuation bytes dropped).
+_UTF8_CLASSES = _CLASSES[:128] + b" " * 128
+_CONTINUATION = bytes(range(0x80, 0xC0))
+_ASCII = bytes(range(128))
 
 
 def estimate_tokens(text: str) -> int:
     """Estimated Jev tokens for ``text`` (``''`` -> 0, ``hello world`` -> 2)."""
-    tenths, others, plain, classes = _pieces(text)
-    estimate = from_tally(tenths, others)
-    if estimate is not None:
-        return estimate
-    return _in_order(text, plain, classes)
+    estimate = from_tally(*tally(text))
+    return ordered_estimate(text) if estimate is None else estimate
 
 
 def ordered_estimate(text: str) -> int:
     """:func:`estimate_tokens` of a text whose tally :func:`from_tally` leaves undecided (known
     from its parts): the pieces are added in order at once, without being counted first."""
     classes, astral = _classes(text)
-    return _in_order(text, not astral, classes)
-
-
-def _in_order(text: str, plain: bool, classes: bytes) -> int:
-    if plain:
-        # The pieces in order, costed through a dict and added left to right, all in C.
-        marked = (b" " + classes).replace(b" a", b" A").replace(b".a", b".A").replace(b"0a", b"0A")
-        return math.ceil(reduce(add, map(_COSTS.__getitem__, _CLASS_PIECES.findall(marked)), 0.0))
-    return _accumulated(text)
+    if astral:
+        return _accumulated(text)
+    # The pieces in order, costed through a dict and added left to right, all in C.
+    marked = (b" " + classes).replace(b" a", b" A").replace(b".a", b".A").replace(b"0a", b"0A")
+    return math.ceil(reduce(add, map(_COSTS.__getitem__, _CLASS_PIECES.findall(marked)), 0.0))
 
 
 def most_tokens(text: str) -> int:
@@ -79,8 +79,20 @@ def tally(text: str) -> tuple[int, int]:
     Tallies add up over texts joined where no letter or digit run is split (JSON fragments, which
     begin and end with punctuation), so a text's estimate can be had from its parts' tallies.
     """
-    tenths, others, _, _ = _pieces(text)
-    return tenths, others
+    if len(text) > _SHORT:
+        return _tally(text)
+    # Short texts are mostly the same few (roles, tool names, ids, empty texts): kept once each.
+    found = _SHORT_TALLIES.get(text)
+    if found is None:
+        found = _tally(text)
+        if len(_SHORT_TALLIES) < _SHORT_KEPT:
+            _SHORT_TALLIES[text] = found
+    return found
+
+
+_SHORT = 32
+_SHORT_KEPT = 4096
+_SHORT_TALLIES: dict[str, tuple[int, int]] = {}
 
 
 def from_tally(tenths: int, others: int) -> int | None:
@@ -93,16 +105,22 @@ def from_tally(tenths: int, others: int) -> int | None:
     return None
 
 
-def _pieces(text: str) -> tuple[int, int, bool, bytes]:
-    """Tenths, 0.9 pieces, whether each "." class byte is one such piece, the class bytes."""
-    classes, astral = _classes(text)
+def _tally(text: str) -> tuple[int, int]:
+    if text.isascii():
+        classes = text.encode("ascii").translate(_CLASSES)
+        others = classes.count(b".")
+    else:
+        utf8 = text.encode("utf-8", "surrogatepass")
+        # Each non-ASCII character a space (its lead byte; the continuation bytes dropped), and
+        # the non-ASCII characters alone, classed as in full.
+        classes = utf8.translate(_UTF8_CLASSES, _CONTINUATION)
+        rest, astral = _classes(utf8.translate(None, _ASCII).decode("utf-8", "surrogatepass"))
+        others = classes.count(b".") + rest.count(b".") + astral
     # Letters as "a" and the rest as spaces, after a space: one replacement marks each run's
     # first letter (three are needed on the class bytes themselves).
     marked = (b" " + classes.translate(_LETTERS)).replace(b" a", b" A")
     letters = marked.count(b"A") + marked.count(b"aaaaaa")
-    digits = classes.count(b"0")
-    others = classes.count(b".") + astral
-    return 10 * letters + 5 * digits + 9 * others, others, not astral, classes
+    return 10 * letters + 5 * classes.count(b"0") + 9 * others, others
 
 
 def _classes(text: str) -> tuple[bytes, int]:
@@ -110,8 +128,9 @@ def _classes(text: str) -> tuple[bytes, int]:
     if text.isascii():
         return text.encode("ascii").translate(_CLASSES), 0
     classes = codecs.charmap_encode(text, "replace", _CHARMAP)[0].translate(_CLASSES)
-    # Each astral character is one "." byte and a second UTF-16 unit.
-    return classes, len(text.encode("utf-16-le", "surrogatepass")) // 2 - len(text)
+    # Each astral character is one "." byte and a second UTF-16 unit (the codec called directly:
+    # str.encode looks this one up by name each time).
+    return classes, len(codecs.utf_16_le_encode(text, "surrogatepass")[0]) // 2 - len(text)
 
 
 class _PieceCosts(dict[bytes, float]):

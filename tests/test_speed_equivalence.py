@@ -842,3 +842,14 @@ def test_windows_walk_out_as_over_the_list_of_shown_messages(long_session, keep:
         assert (tokens, list(entries)) == (plain_tokens, list(plain))
     assert windows.required == [i for i in shown if is_pinned(i, len(messages), keep) or i in windows.pending]
     assert windows.pending
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TEXT)
+def test_a_texts_estimate_from_the_tally_of_its_json_is_its_estimate(text: str) -> None:
+    from fast_jev_compaction.windows import _text_tokens
+
+    assert _text_tokens(text, RenderMemo()) == estimate_tokens(text)
+    assert _text_tokens(text.replace('"', "").replace("\\", "").replace("\n", " "), RenderMemo()) == estimate_tokens(
+        text.replace('"', "").replace("\\", "").replace("\n", " ")
+    )

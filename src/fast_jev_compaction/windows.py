@@ -33,7 +33,7 @@ from .pairing import Pairing, ToolCall
 from .questions import REQUEST_OVERHEAD_TOKENS, batch_calls
 from .records import frozen
 from .textutil import abridge, collapsed, format_number
-from .tokens import estimate_tokens, most_tokens
+from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, most_tokens, ordered_estimate
 
 # Window calls are shown as at the single state's first stage: inputs cut at this length, and
 # the digest that goes with it.
@@ -135,6 +135,16 @@ def _most_line_chars(call: ToolCall) -> int:
     """The most characters ``history.one_line_call(call)`` can take: its input's pairs are cut to
     60 characters and its status is "ok" or "error"."""
     return len(call.id) + len(call.tool) + len(str(call.result_chars)) + 60 + len("error") + 8  # 5 spaces, →, ch
+
+
+def _text_tokens(text: str, memo: RenderMemo) -> int:
+    """``estimate_tokens(text)``; when the text's JSON is the text in quotes (nothing in it is
+    escaped), from the memo's tally of that JSON, which the entries showing the text read too."""
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        tenths, others = memo.tally(text)
+        tokens = from_tally(tenths - QUOTES_TENTHS, others - 2)  # the quotes: two 0.9 pieces
+        return ordered_estimate(text) if tokens is None else tokens
+    return estimate_tokens(text)
 
 
 class _Windows:
@@ -277,7 +287,7 @@ class _Windows:
         # Shared by the calls of one message.
         cost = self._text_costs.get(index)
         if cost is None:
-            cost = estimate_tokens(self._abridged(index)) + 12
+            cost = _text_tokens(self._abridged(index), self.memo) + 12
             self._text_costs[index] = cost
         return cost
 

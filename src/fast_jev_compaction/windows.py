@@ -196,7 +196,7 @@ class _Windows:
     def _brief(self, index: int, input_chars: int) -> dict[str, Any]:
         """A required entry: text abridged, calls structured with short inputs."""
         message = self.messages[index]
-        entry: dict[str, Any] = {"i": index, "role": _ROLE[message.role], "text": self._abridged(index)}
+        entry: dict[str, Any] = {"i": index, "role": _ROLE.get(message.role, message.role), "text": self._abridged(index)}
         if index in self.completed:
             entry["tool_calls"] = [
                 self.memo.call(c, input_chars, self.outputs.get(c.tool_use_id)) for c in self.completed[index]
@@ -213,7 +213,7 @@ class _Windows:
             text = message.text
             if text:
                 text = self._abridged(index) if message.role == "user" else collapsed(len(text))
-            entry: dict[str, Any] = {"i": index, "role": _ROLE[message.role], "text": text}
+            entry: dict[str, Any] = {"i": index, "role": _ROLE.get(message.role, message.role), "text": text}
             if index in self.completed:
                 entry["tool_calls"] = [self.memo.one_line(c) for c in self.completed[index]]
             # Rendered whole: its parts show nowhere else.
@@ -228,7 +228,7 @@ class _Windows:
             self.memo.call(c, WINDOW_INPUT_CHARS, self.outputs.get(c.tool_use_id)) if c.id in window else self.memo.one_line(c)
             for c in self.completed.get(index, [])
         ]
-        return {"i": index, "role": _ROLE[message.role], "text": text, "tool_calls": calls}
+        return {"i": index, "role": _ROLE.get(message.role, message.role), "text": text, "tool_calls": calls}
 
     def focus(self, calls: list[ToolCall]) -> int:
         """The state a request asking about ``calls`` may take: the goal, the newest messages,

@@ -803,3 +803,98 @@ def test_failed_calls_are_fixed_as_when_every_shape_held_its_program(runs: list[
                 other.shape.kind == TEST_BUILD and head == heads[i] and head for other, head in later
             )
             assert fact.fixed_later == expected
+
+
+# -- windows -------------------------------------------------------------------------------------
+
+
+_INPUTS = st.dictionaries(st.sampled_from(["command", "file_path", "content", "limit", "x"]),
+                          st.one_of(_TEXT, st.integers(), st.lists(_TEXT, max_size=3)), max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TEXT, _TEXT, _INPUTS, st.integers(min_value=0, max_value=10**9), st.booleans())
+def test_a_line_is_never_longer_than_its_bound(call_id: str, tool: str, value: dict, size: int, error: bool) -> None:  # type: ignore[type-arg]
+    from fast_jev_compaction.history import one_line_call
+    from fast_jev_compaction.pairing import ToolCall
+    from fast_jev_compaction.windows import _most_line_chars
+
+    call = ToolCall(call_id, "u", tool, value, 0, 1, size, error, False)
+    assert len(one_line_call(call)) <= _most_line_chars(call)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(_TEXT, st.sampled_from(["Bash", "Read", "mcp__x__y", ""])), max_size=12))
+def test_question_costs_are_each_calls_question_tokens(calls: list[tuple[str, str]]) -> None:
+    from fast_jev_compaction.pairing import ToolCall
+    from fast_jev_compaction.questions import question_costs, question_tokens
+
+    asked = [ToolCall(f"t{i}{name}", "u", tool, {}, 0, 1, 7 * i, False, False) for i, (name, tool) in enumerate(calls)]
+    assert question_costs(asked) == {call.id: question_tokens(call) for call in asked}
+
+
+def _plain_surround(windows, entries, tokens, limit, first, last):  # type: ignore[no-untyped-def]
+    """_surround over the list of every message that shows, as it was first written."""
+    from bisect import bisect_left
+
+    from fast_jev_compaction.windows import MAX_MISSES
+
+    messages = windows.messages
+    shown = [i for i, m in enumerate(messages) if m.text.strip() or i in windows.completed or i in windows.pending]
+    misses = 0
+    left, right = bisect_left(shown, first) - 1, bisect_left(shown, last) + 1
+    while left >= 0 or right < len(shown):
+        grew = False
+        for side in (1, 0):
+            if side == 0 and left >= 0:
+                index, left = shown[left], left - 1
+            elif side == 1 and right < len(shown):
+                index, right = shown[right], right + 1
+            else:
+                continue
+            if index in entries:
+                grew = True
+                continue
+            entry, cost = windows._context(index)
+            if tokens + cost <= limit:
+                entries[index] = entry
+                tokens += cost
+                grew = True
+            else:
+                misses += 1
+        if not grew or misses > MAX_MISSES:
+            break
+    return tokens, shown
+
+
+@pytest.mark.parametrize("keep", [0, 6, 40])
+def test_windows_walk_out_as_over_the_list_of_shown_messages(long_session, keep: int) -> None:  # type: ignore[no-untyped-def]
+    from fast_jev_compaction.windows import _Windows
+
+    # Cut after a message with calls: they wait for their outputs (pending work).
+    messages = long_session[:max(i for i, m in enumerate(long_session[:-1]) if m.toolUses) + 1]
+    pairing = pair_tool_calls(messages, keep)
+    windows = _Windows(messages, pairing, goal_from_messages(messages), keep, 25_000, 30_000, {}, RenderMemo())
+    calls = pairing.calls
+    for start, length, room in [(0, 1, 400), (5, 3, 2_000), (len(calls) // 2, 4, 50), (len(calls) - 2, 2, 9_000),
+                                (len(calls) // 3, 1, 100_000)]:
+        window = calls[start:start + length]
+        first, last = window[0].call_index, window[-1].call_index
+        required = {i: windows.required_entries[i] for i in windows.required}
+        entries, plain = dict(required), dict(required)
+        tokens = windows._surround(entries, 1_000, 1_000 + room, first, last)
+        plain_tokens, shown = _plain_surround(windows, plain, 1_000, 1_000 + room, first, last)
+        assert (tokens, list(entries)) == (plain_tokens, list(plain))
+    assert windows.required == [i for i in shown if is_pinned(i, len(messages), keep) or i in windows.pending]
+    assert windows.pending
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TEXT)
+def test_a_texts_estimate_from_the_tally_of_its_json_is_its_estimate(text: str) -> None:
+    from fast_jev_compaction.windows import _text_tokens
+
+    assert _text_tokens(text, RenderMemo()) == estimate_tokens(text)
+    assert _text_tokens(text.replace('"', "").replace("\\", "").replace("\n", " "), RenderMemo()) == estimate_tokens(
+        text.replace('"', "").replace("\\", "").replace("\n", " ")
+    )

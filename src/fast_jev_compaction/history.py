@@ -285,7 +285,7 @@ def one_line_input(value: dict[str, Any]) -> str:
     return truncate(line, 60)
 
 
-_ONE_LINE_PEEK = 4096
+_ONE_LINE_PEEK = 256
 
 
 def _pairs(value: dict[str, Any], peek: int | None) -> str:

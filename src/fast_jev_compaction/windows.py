@@ -14,7 +14,6 @@ sends a small state.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from typing import Any, Sequence
 
 from .errors import FittingError
@@ -29,12 +28,12 @@ from .fitting import (
     state_base_tokens,
 )
 from .history import RenderMemo
-from .messages import SessionMessage
-from .pairing import Pairing, ToolCall, is_pinned
+from .messages import ROLES, SessionMessage
+from .pairing import Pairing, ToolCall
 from .questions import REQUEST_OVERHEAD_TOKENS, batch_calls
 from .records import frozen
 from .textutil import abridge, collapsed, format_number
-from .tokens import estimate_tokens, most_tokens
+from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, most_tokens, ordered_estimate
 
 # Window calls are shown as at the single state's first stage: inputs cut at this length, and
 # the digest that goes with it.
@@ -53,6 +52,9 @@ WINDOWED = "windowed"
 # Entries that did not fit before the search for smaller ones stops: keeps each window's cost
 # bounded by its room, not by the history's length.
 MAX_MISSES = 64
+# One object per role, shown in every entry: the memo tallies it once (it tallies by identity),
+# not once per message.
+_ROLE = {role: role for role in ROLES}
 
 
 @frozen
@@ -115,6 +117,10 @@ def plan_requests(
 def _hopeless(pairing: Pairing, goal: str, limit: float, memo: RenderMemo) -> bool:
     """True when even one line per call cannot fit: every stage of fit_state keeps those lines."""
     total = state_base_tokens(goal)
+    # Not even close whatever the lines (tokens.most_tokens of the longest each can be): they
+    # are not rendered.
+    if total + sum(2 * _most_line_chars(call) + 1 for call in pairing.calls) <= limit:
+        return False
     lines = [memo.one_line(call) for call in pairing.calls]
     if total + sum(map(most_tokens, lines)) <= limit:
         return False  # not even close: no need to estimate each line
@@ -123,6 +129,22 @@ def _hopeless(pairing: Pairing, goal: str, limit: float, memo: RenderMemo) -> bo
         if total > limit:
             return True
     return False
+
+
+def _most_line_chars(call: ToolCall) -> int:
+    """The most characters ``history.one_line_call(call)`` can take: its input's pairs are cut to
+    60 characters and its status is "ok" or "error"."""
+    return len(call.id) + len(call.tool) + len(str(call.result_chars)) + 60 + len("error") + 8  # 5 spaces, →, ch
+
+
+def _text_tokens(text: str, memo: RenderMemo) -> int:
+    """``estimate_tokens(text)``; when the text's JSON is the text in quotes (nothing in it is
+    escaped), from the memo's tally of that JSON, which the entries showing the text read too."""
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        tenths, others = memo.tally(text)
+        tokens = from_tally(tenths - QUOTES_TENTHS, others - 2)  # the quotes: two 0.9 pieces
+        return ordered_estimate(text) if tokens is None else tokens
+    return estimate_tokens(text)
 
 
 class _Windows:
@@ -147,14 +169,11 @@ class _Windows:
         self.completed, self.pending = memo.by_message(pairing)
         self.outputs = memo.outputs(messages)
         total = len(messages)
-        # Every message that shows anything, in order; the newest and the unfinished work are
-        # in every window's state.
-        self.shown = [
-            i for i, m in enumerate(messages) if m.text.strip() or i in self.completed or i in self.pending
-        ]
-        self.required = [
-            i for i in self.shown if is_pinned(i, total, preserve_recent_messages) or i in self.pending
-        ]
+        # The pinned messages (pairing.is_pinned: the first and the newest) and the unfinished
+        # work are in every window's state, those that show anything; the others are found as
+        # _surround walks out from a window, never all of them.
+        pinned = {0, *range(max(0, total - preserve_recent_messages), total)} if total else set()
+        self.required = sorted(i for i in pinned | self.pending.keys() if self._shows(i))
         self.base = state_base_tokens(goal)
         self.required_entries = {i: self._brief(i, RECENT_INPUT_CHARS) for i in self.required}
         # Costed once: every window's state holds them, and one that shows its call in detail
@@ -170,10 +189,14 @@ class _Windows:
         self._call_costs: dict[str, int] = {}
         self._text_costs: dict[int, int] = {}
 
+    def _shows(self, index: int) -> bool:
+        """Whether the message at ``index`` shows anything: text, or calls done or waiting."""
+        return index in self.completed or index in self.pending or bool(self.messages[index].text.strip())
+
     def _brief(self, index: int, input_chars: int) -> dict[str, Any]:
         """A required entry: text abridged, calls structured with short inputs."""
         message = self.messages[index]
-        entry: dict[str, Any] = {"i": index, "role": message.role, "text": self._abridged(index)}
+        entry: dict[str, Any] = {"i": index, "role": _ROLE.get(message.role, message.role), "text": self._abridged(index)}
         if index in self.completed:
             entry["tool_calls"] = [
                 self.memo.call(c, input_chars, self.outputs.get(c.tool_use_id)) for c in self.completed[index]
@@ -190,7 +213,7 @@ class _Windows:
             text = message.text
             if text:
                 text = self._abridged(index) if message.role == "user" else collapsed(len(text))
-            entry: dict[str, Any] = {"i": index, "role": message.role, "text": text}
+            entry: dict[str, Any] = {"i": index, "role": _ROLE.get(message.role, message.role), "text": text}
             if index in self.completed:
                 entry["tool_calls"] = [self.memo.one_line(c) for c in self.completed[index]]
             # Rendered whole: its parts show nowhere else.
@@ -205,7 +228,7 @@ class _Windows:
             self.memo.call(c, WINDOW_INPUT_CHARS, self.outputs.get(c.tool_use_id)) if c.id in window else self.memo.one_line(c)
             for c in self.completed.get(index, [])
         ]
-        return {"i": index, "role": message.role, "text": text, "tool_calls": calls}
+        return {"i": index, "role": _ROLE.get(message.role, message.role), "text": text, "tool_calls": calls}
 
     def focus(self, calls: list[ToolCall]) -> int:
         """The state a request asking about ``calls`` may take: the goal, the newest messages,
@@ -264,7 +287,7 @@ class _Windows:
         # Shared by the calls of one message.
         cost = self._text_costs.get(index)
         if cost is None:
-            cost = estimate_tokens(self._abridged(index)) + 12
+            cost = _text_tokens(self._abridged(index), self.memo) + 12
             self._text_costs[index] = cost
         return cost
 
@@ -306,19 +329,25 @@ class _Windows:
     def _surround(self, entries: dict[int, dict[str, Any]], tokens: int, limit: float, first: int, last: int) -> int:
         """Add surrounding entries, nearest first on both sides (later history first: it says
         whether an output is still needed), until the room is spent."""
-        shown = self.shown
+        end = len(self.messages)
         misses = 0
-        left = bisect_left(shown, first) - 1
-        right = bisect_left(shown, last) + 1
-        while left >= 0 or right < len(shown):
+        # Message positions, each side's next one to look at; only those that show are taken.
+        left, right = first - 1, last + 1
+        while left >= 0 or right < end:
             grew = False
             for side in (1, 0):
-                if side == 0 and left >= 0:
-                    index, left = shown[left], left - 1
-                elif side == 1 and right < len(shown):
-                    index, right = shown[right], right + 1
+                if side == 0:
+                    while left >= 0 and not self._shows(left):
+                        left -= 1
+                    if left < 0:
+                        continue
+                    index, left = left, left - 1
                 else:
-                    continue
+                    while right < end and not self._shows(right):
+                        right += 1
+                    if right >= end:
+                        continue
+                    index, right = right, right + 1
                 if index in entries:
                     grew = True
                     continue

@@ -898,3 +898,13 @@ def test_a_texts_estimate_from_the_tally_of_its_json_is_its_estimate(text: str) 
     assert _text_tokens(text.replace('"', "").replace("\\", "").replace("\n", " "), RenderMemo()) == estimate_tokens(
         text.replace('"', "").replace("\\", "").replace("\n", " ")
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ANY_TEXT)
+def test_the_state_base_from_tallies_is_the_whole_estimate(goal: str) -> None:
+    """state_base_tokens adds the goal's tally to the fixed context's: the estimate of the
+    whole empty-history state."""
+    from fast_jev_compaction.fitting import build_state, state_base_tokens
+
+    assert state_base_tokens.__wrapped__(goal) == estimate_tokens(js_json(build_state(goal, [])))

@@ -102,8 +102,15 @@ def build_state(goal: str, history: list[dict[str, Any]]) -> dict[str, Any]:
 
 @lru_cache(maxsize=8)
 def state_base_tokens(goal: str) -> int:
-    """The cost of a state with an empty history."""
-    return estimate_tokens(js_json(build_state(goal, [])))
+    """The cost of a state with an empty history: the fixed context's tally, kept, and the
+    goal's (the goal's JSON is set off by punctuation, so the tallies add up; tokens.tally)."""
+    tenths, others = tally(js_json(goal))
+    tokens = from_tally(_BLANK_STATE[0] + tenths - QUOTES_TENTHS, _BLANK_STATE[1] + others - 2)
+    return estimate_tokens(js_json(build_state(goal, []))) if tokens is None else tokens
+
+
+# The tally of a state with an empty goal and an empty history.
+_BLANK_STATE = tally(js_json(build_state("", [])))
 
 
 class _Budget:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
-from typing import Any, Container, Sequence
+from json.encoder import encode_basestring
+from typing import Container, Sequence
 
 from .decisions import BUDGET, PINNED, THRESHOLD, CallDecision
 from .messages import SessionMessage

@@ -908,3 +908,48 @@ def test_the_state_base_from_tallies_is_the_whole_estimate(goal: str) -> None:
     from fast_jev_compaction.fitting import build_state, state_base_tokens
 
     assert state_base_tokens.__wrapped__(goal) == estimate_tokens(js_json(build_state(goal, [])))
+# Every class JSON escapes differently: as it is, in two characters, in six, a lone surrogate
+# (js_json's own escape), and pieces long enough to cross stats._COUNTED_TEXT.
+_JSON_TEXT_PIECES = st.sampled_from(
+    ["a", " ", '"', "\\", "\x00", "\x1b", "\x1f", "\b", "\f", "\n", "\r", "\t", "\x7f", "\u00e9", "\u2028",
+     "\ud800", "\U0001F680", "x" * 100, "é" * 90]
+)
+_JSON_TEXT = st.lists(_JSON_TEXT_PIECES, max_size=12).map("".join)
+_INPUT_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | _JSON_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_JSON_TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(st.dictionaries(_JSON_TEXT, _INPUT_VALUE, max_size=5), _INPUT_VALUE))
+@example({"content": "x" * 300, "replace_all": True, "limit": 10**5000})  # an int JSON cannot write
+@example({1: "a", "b": 2.0})
+@example({"edits": [{"old_string": "\ud800" * 300}], "n": float("nan")})
+def test_input_chars_is_the_length_of_the_rendered_input(value: object) -> None:
+    from fast_jev_compaction.stats import input_chars
+
+    try:
+        expected = len(js_json(value))
+    except (TypeError, ValueError):
+        expected = 20
+    assert input_chars(value) == expected
+
+
+def test_input_chars_of_inputs_json_cannot_write() -> None:
+    from fast_jev_compaction.stats import input_chars
+
+    assert input_chars({"a": {1}}) == input_chars({1}) == input_chars({"a": "x" * 300, "b": [object()]}) == 20
+
+
+@settings(max_examples=500, deadline=None)
+@given(_INPUT_VALUE)
+def test_as_text_prints_what_json_dumps_prints(value: object) -> None:
+    import json
+
+    from fast_jev_compaction.lexicon import as_text
+
+    if isinstance(value, str) or value is None:
+        return
+    assert as_text(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)

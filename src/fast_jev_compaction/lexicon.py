@@ -13,6 +13,7 @@ from typing import Any, Final, Mapping
 
 from .lazy_pattern import lazy_pattern
 from .records import frozen
+from .textutil import _c_encoder
 
 READ: Final = "read"
 SEARCH: Final = "search"
@@ -132,9 +133,10 @@ _SPACES = re.compile(r"\s+")
 # The input key that names a call's target, by preference.
 _TARGET_KEYS = ("file_path", "notebook_path", "command", "url", "pattern", "query", "path", "description", "prompt")
 TARGET_CHARS = 100
-# ``json.dumps`` with these options, its encoder made once: dumps makes one per call, which costs
-# more than encoding most inputs (a search's, a TODO list).
-_SORTED_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+# ``json.dumps`` with these options, through one C encoder made once: dumps, and the encoder's
+# own ``encode``, make one per call, which costs more than encoding most inputs (a search's, a
+# read's offset). Inputs come from parsed JSON, never circular: no check for cycles.
+_sorted_json = _c_encoder(json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True))
 
 
 def basename(path: str) -> str:
@@ -147,7 +149,7 @@ def as_text(value: Any) -> str:
     if value is None:
         return ""
     try:
-        return _SORTED_JSON.encode(value)
+        return _sorted_json(value)
     except (TypeError, ValueError):
         return str(value)
 

@@ -823,16 +823,6 @@ def test_a_line_is_never_longer_than_its_bound(call_id: str, tool: str, value: d
     assert len(one_line_call(call)) <= _most_line_chars(call)
 
 
-@settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(_TEXT, st.sampled_from(["Bash", "Read", "mcp__x__y", ""])), max_size=12))
-def test_question_costs_are_each_calls_question_tokens(calls: list[tuple[str, str]]) -> None:
-    from fast_jev_compaction.pairing import ToolCall
-    from fast_jev_compaction.questions import question_costs, question_tokens
-
-    asked = [ToolCall(f"t{i}{name}", "u", tool, {}, 0, 1, 7 * i, False, False) for i, (name, tool) in enumerate(calls)]
-    assert question_costs(asked) == {call.id: question_tokens(call) for call in asked}
-
-
 def _plain_surround(windows, entries, tokens, limit, first, last):  # type: ignore[no-untyped-def]
     """_surround over the list of every message that shows, as it was first written."""
     from bisect import bisect_left

@@ -248,11 +248,11 @@ async def _ask(judging: _Judging, to_judge: list[ToolCall]) -> dict[str, tuple[f
     # usual judge) never imports them.
     from .answers import read_noul_answers
     from .batches import run_bounded
-    from .questions import REQUEST_OVERHEAD_TOKENS, batch_questions, question_costs
+    from .questions import REQUEST_OVERHEAD_TOKENS, batch_questions, question_tokens
     from .windows import WINDOWED, plan_requests
 
     messages, pairing, asker, opts, stats = judging.messages, judging.pairing, judging.asker, judging.opts, judging.stats
-    question_cost = question_costs(to_judge)
+    question_cost = {call.id: question_tokens(call) for call in to_judge}
     requests = plan_requests(
         messages, pairing, to_judge, judging.goal, opts.preserve_recent_messages,
         opts.max_state_tokens, opts.max_request_tokens, question_cost,

@@ -13,7 +13,7 @@ from typing import Any, Final, Mapping
 
 from .lazy_pattern import lazy_pattern
 from .records import frozen
-from .textutil import _c_encoder
+from .textutil import c_encoder
 
 READ: Final = "read"
 SEARCH: Final = "search"
@@ -136,7 +136,7 @@ TARGET_CHARS = 100
 # ``json.dumps`` with these options, through one C encoder made once: dumps, and the encoder's
 # own ``encode``, make one per call, which costs more than encoding most inputs (a search's, a
 # read's offset). Inputs come from parsed JSON, never circular: no check for cycles.
-_sorted_json = _c_encoder(json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True))
+_sorted_json = c_encoder(json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True))
 
 
 def basename(path: str) -> str:

@@ -51,23 +51,7 @@ def question_tokens(call: ToolCall) -> int:
     """``estimate_tokens(js_json(questions_for(call)))``, from tallies: the questions are a fixed
     text around the call's id (4 times), tool (twice) and output size, each set off by
     punctuation or a space, so their tallies add up (tokens.tally)."""
-    return _question_tokens(call, tally(plain_json(call.tool)))
-
-
-def question_costs(calls: Sequence[ToolCall]) -> dict[str, int]:
-    """:func:`question_tokens` of each call, by call id; each tool name is tallied once."""
-    tools: dict[str, tuple[int, int]] = {}
-    costs: dict[str, int] = {}
-    for call in calls:
-        tool = tools.get(call.tool)
-        if tool is None:
-            tool = tools[call.tool] = tally(plain_json(call.tool))
-        costs[call.id] = _question_tokens(call, tool)
-    return costs
-
-
-def _question_tokens(call: ToolCall, tool_tally: tuple[int, int]) -> int:
-    tool_tenths, tool_others = tool_tally
+    tool_tenths, tool_others = tally(plain_json(call.tool))
     id_tenths, id_others = tally(plain_json(call.id))
     tokens = from_tally(
         _TEMPLATE[0] + 2 * (tool_tenths - QUOTES_TENTHS) + 4 * (id_tenths - QUOTES_TENTHS) + 5 * len(str(call.result_chars)),

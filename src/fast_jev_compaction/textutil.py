@@ -25,7 +25,7 @@ _JS_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_
 _PLAIN_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
-def _c_encoder(encoder: json.JSONEncoder) -> Callable[[Any], str]:
+def c_encoder(encoder: json.JSONEncoder) -> Callable[[Any], str]:
     """``encoder.encode`` through one C encoder made once (the plain method where there is none)."""
     if c_make_encoder is None:  # pragma: no cover - CPython always has the accelerator
         return encoder.encode
@@ -42,8 +42,8 @@ def _c_encoder(encoder: json.JSONEncoder) -> Callable[[Any], str]:
     return encode
 
 
-_js_encode = _c_encoder(_JS_ENCODER)
-_plain_encode = _c_encoder(_PLAIN_ENCODER)
+_js_encode = c_encoder(_JS_ENCODER)
+_plain_encode = c_encoder(_PLAIN_ENCODER)
 
 
 def _js_value(value: Any) -> Any:

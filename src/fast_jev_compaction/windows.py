@@ -29,7 +29,7 @@ from .fitting import (
 )
 from .history import RenderMemo
 from .messages import ROLES, SessionMessage
-from .pairing import Pairing, ToolCall
+from .pairing import Pairing, ToolCall, is_pinned
 from .questions import REQUEST_OVERHEAD_TOKENS, batch_calls
 from .records import frozen
 from .textutil import abridge, collapsed, format_number
@@ -172,8 +172,10 @@ class _Windows:
         # The pinned messages (pairing.is_pinned: the first and the newest) and the unfinished
         # work are in every window's state, those that show anything; the others are found as
         # _surround walks out from a window, never all of them.
-        pinned = {0, *range(max(0, total - preserve_recent_messages), total)} if total else set()
-        self.required = sorted(i for i in pinned | self.pending.keys() if self._shows(i))
+        self.required = [
+            i for i in range(total)
+            if (is_pinned(i, total, preserve_recent_messages) or i in self.pending) and self._shows(i)
+        ]
         self.base = state_base_tokens(goal)
         self.required_entries = {i: self._brief(i, RECENT_INPUT_CHARS) for i in self.required}
         # Costed once: every window's state holds them, and one that shows its call in detail

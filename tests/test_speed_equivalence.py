@@ -815,12 +815,11 @@ _INPUTS = st.dictionaries(st.sampled_from(["command", "file_path", "content", "l
 @settings(max_examples=300, deadline=None)
 @given(_TEXT, _TEXT, _INPUTS, st.integers(min_value=0, max_value=10**9), st.booleans())
 def test_a_line_is_never_longer_than_its_bound(call_id: str, tool: str, value: dict, size: int, error: bool) -> None:  # type: ignore[type-arg]
-    from fast_jev_compaction.history import one_line_call
+    from fast_jev_compaction.history import one_line_call, one_line_most_chars
     from fast_jev_compaction.pairing import ToolCall
-    from fast_jev_compaction.windows import _most_line_chars
 
     call = ToolCall(call_id, "u", tool, value, 0, 1, size, error, False)
-    assert len(one_line_call(call)) <= _most_line_chars(call)
+    assert len(one_line_call(call)) <= one_line_most_chars(call)
 
 
 def _plain_surround(windows, entries, tokens, limit, first, last):  # type: ignore[no-untyped-def]

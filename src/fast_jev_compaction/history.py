@@ -306,6 +306,12 @@ def one_line_call(call: ToolCall) -> str:
     return f"{call.id} {call.tool} {one_line_input(call.input)} → {status} {call.result_chars}ch"
 
 
+def one_line_most_chars(call: ToolCall) -> int:
+    """The most characters :func:`one_line_call` can take, without rendering it: the input's
+    pairs are cut to 60 characters and the status is "ok" or "error"."""
+    return len(call.id) + len(call.tool) + len(str(call.result_chars)) + 60 + len("error") + 8  # 5 spaces, →, ch
+
+
 def calls_by_message(pairing: Pairing) -> tuple[dict[int, list[ToolCall]], dict[int, list[PendingCall]]]:
     completed: dict[int, list[ToolCall]] = {}
     for call in pairing.calls:

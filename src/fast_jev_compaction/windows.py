@@ -27,7 +27,7 @@ from .fitting import (
     item_tokens,
     state_base_tokens,
 )
-from .history import RenderMemo
+from .history import RenderMemo, one_line_most_chars
 from .messages import ROLES, SessionMessage
 from .pairing import Pairing, ToolCall, is_pinned
 from .questions import REQUEST_OVERHEAD_TOKENS, batch_calls
@@ -119,7 +119,7 @@ def _hopeless(pairing: Pairing, goal: str, limit: float, memo: RenderMemo) -> bo
     total = state_base_tokens(goal)
     # Not even close whatever the lines (tokens.most_tokens of the longest each can be): they
     # are not rendered.
-    if total + sum(2 * _most_line_chars(call) + 1 for call in pairing.calls) <= limit:
+    if total + sum(2 * one_line_most_chars(call) + 1 for call in pairing.calls) <= limit:
         return False
     lines = [memo.one_line(call) for call in pairing.calls]
     if total + sum(map(most_tokens, lines)) <= limit:
@@ -129,12 +129,6 @@ def _hopeless(pairing: Pairing, goal: str, limit: float, memo: RenderMemo) -> bo
         if total > limit:
             return True
     return False
-
-
-def _most_line_chars(call: ToolCall) -> int:
-    """The most characters ``history.one_line_call(call)`` can take: its input's pairs are cut to
-    60 characters and its status is "ok" or "error"."""
-    return len(call.id) + len(call.tool) + len(str(call.result_chars)) + 60 + len("error") + 8  # 5 spaces, →, ch
 
 
 def _text_tokens(text: str, memo: RenderMemo) -> int:

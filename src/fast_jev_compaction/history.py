@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from itertools import filterfalse, groupby
+from itertools import filterfalse
 from typing import Any, Iterator, Sequence
 
 from .messages import SessionMessage
@@ -101,22 +101,25 @@ def _parts(text: str) -> tuple[str, bool, str]:
 
 
 def _term_counts(text: str) -> Counter[bytes]:
-    """How often each ``_TERM`` match occurs in ``text``, keyed by its UTF-8 bytes.
+    """How often each ``_TERM`` match occurs in ``text``, keyed by its UTF-8 bytes, beside a few
+    keys shorter than ``_TERM_MIN`` bytes that are not matches (:func:`_top_terms` skips them).
 
     A match lies in a run of word characters, dots, dashes and slashes: it starts at the run's
     first ASCII letter or "_" and ends at its last word character, and is one if that spans
     7 or more characters. The runs are cut in C (every ASCII byte that cannot be in a term a
     space, non-ASCII bytes kept whole in their runs) and only the long ones stripped and
-    counted; the few stripped ones left too short are dropped once counted, by key rather than
-    by run. A run with non-ASCII characters in it, which may split it or count wider in bytes,
-    is matched by ``_TERM`` itself. On the corpus outputs this takes under 3/4 of the
-    instructions of ``findall`` (tests/test_speed_equivalence.py checks the two agree).
+    counted; the few stripped ones left too short stay, as dropping them would read every key.
+    A run with non-ASCII characters in it, which may split it or count wider in bytes, is matched
+    by ``_TERM`` itself. The Read tool's line-number arrow "→" cannot be in a term, so it is a
+    space before the cut: on the corpus that leaves half the non-ASCII outputs all ASCII. On the
+    corpus outputs this takes under 3/4 of the instructions of ``findall``
+    (tests/test_speed_equivalence.py checks the two agree).
     """
+    if not text.isascii():
+        text = text.replace("\u2192", " ")
     encoded = text.encode("utf-8", "surrogatepass")
     runs = encoded.translate(_RUN_BYTES).split()
     counts = Counter([run.lstrip(_TERM_LEAD).rstrip(_TERM_TRAIL) for run in runs if len(run) >= _TERM_MIN])
-    for short in [run for run in counts if len(run) < _TERM_MIN]:
-        del counts[short]
     if len(encoded) == len(text):  # all ASCII
         return counts
     for run in list(filterfalse(bytes.isascii, counts)):
@@ -127,17 +130,19 @@ def _term_counts(text: str) -> Counter[bytes]:
 
 
 def _top_terms(counts: Counter[bytes]) -> list[str]:
-    """The ``_TERMS`` most repeated terms, ties alphabetical (UTF-8 bytes sort as their code
-    points do): words are tested in that order only until enough are found, not all of them."""
+    """The ``_TERMS`` most repeated terms of :func:`_term_counts`, ties alphabetical (UTF-8 bytes
+    sort as their code points do): words are tested in that order only until enough are found,
+    not all of them."""
+    # Words of ASCII letters only (bytes.isalpha) all lower case or title case have no upper case
+    # letter past the first: no terms (see _is_term_bytes), left out in C before the sorts, which
+    # are most of the work. Sorting by count after sorting by word keeps ties in word order.
+    words = [*filterfalse(bytes.isalpha, counts), *filterfalse(bytes.istitle, filterfalse(bytes.islower, filter(bytes.isalpha, counts)))]
     chosen: list[str] = []
-    times = counts.__getitem__
-    # The words alone, by count (most_common would make a pair of each).
-    for _, group in groupby(sorted(counts, key=times, reverse=True), key=times):
-        for word in sorted(group):
-            if _is_term_bytes(word):
-                chosen.append(word.decode("utf-8", "surrogatepass"))
-                if len(chosen) == _TERMS:
-                    return chosen
+    for word in sorted(sorted(words), key=counts.__getitem__, reverse=True):
+        if len(word) >= _TERM_MIN and _is_term_bytes(word):
+            chosen.append(word.decode("utf-8", "surrogatepass"))
+            if len(chosen) == _TERMS:
+                return chosen
     return chosen
 
 

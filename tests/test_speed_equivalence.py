@@ -60,7 +60,7 @@ from fast_jev_compaction.textutil import (
     plain_json,
     truncate,
 )
-from fast_jev_compaction.tokens import _accumulated, estimate_tokens, from_tally, most_tokens, tally
+from fast_jev_compaction.tokens import _accumulated, estimate_tokens, from_tally, json_tally, most_tokens, tally
 from fast_jev_compaction.transcript import parse_transcript
 
 # Pieces that exercise every class: ASCII letters and digits, JSON punctuation, JavaScript-only
@@ -140,6 +140,50 @@ def test_the_counted_tally_is_the_regex_tally(text: str) -> None:
     assert tally(text) == reference
     assert tally(text) == reference
     assert estimate_tokens(text) == _accumulated(text)
+
+
+# Every character JSON escapes: with a letter (\\n, \\t, \\r, \\b, \\f), doubled (" and \\), in
+# hexadecimal (the other controls), and lone surrogates; next to letter runs either side.
+_JSON_TEXT = st.one_of(
+    _TALLY_TEXT,
+    _TEXT,
+    st.text(),
+    st.lists(
+        st.sampled_from(
+            ["\n", "\t", "\r", "\b", "\f", '"', "\\", "\x00", "\x0b", "\x1b", "\x1f", "\x7f", "\ud800", "\udfff"]
+            + ["abcde", "abcdef", "n", "u", "00", "9", " ", ".", "\u23ce", "\u2026", "\xa0", "\U0001F600"]
+        ),
+        max_size=40,
+    ).map("".join),
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_JSON_TEXT)
+@example('a"b\\c\nd\tabcdef\rabcde\bx\fy')
+@example("abc\nabcdef")
+@example("\x1bbold")
+def test_the_json_tally_is_the_tally_of_the_json(text: str) -> None:
+    """tokens.json_tally counts a text as its JSON shows it without writing the JSON: the same
+    as the written JSON's tally, asked once or again (short texts are kept)."""
+    assert json_tally(text) == tally(plain_json(text))
+    assert json_tally(text) == tally(plain_json(text))
+
+
+_RENDERED = st.one_of(
+    st.dictionaries(st.sampled_from(["id", "tool", "input", "result", "digest", "k\n\u00e9"]), _JSON_TEXT, max_size=5),
+    st.deferred(lambda: st.dictionaries(_TEXT, _JSON_VALUE, max_size=4)),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(_RENDERED, _JSON_TEXT))
+def test_the_memo_tally_is_the_tally_of_the_json(value: dict | str) -> None:  # type: ignore[type-arg]
+    """RenderMemo.tally adds a rendered call's keys and texts up instead of writing it (and a
+    dict of other values, nested ones too, is written): the same as the written JSON's tally."""
+    memo = RenderMemo()
+    assert memo.tally(value) == tally(plain_json(value))
+    assert memo.tally(value) == tally(plain_json(value))
 
 
 @settings(max_examples=300, deadline=None)

@@ -10,7 +10,7 @@ from typing import Any, Iterator, Sequence
 from .messages import SessionMessage
 from .pairing import Pairing, PendingCall, ToolCall
 from .textutil import collapse_spaces, js_json, plain_json, truncate
-from .tokens import tally
+from .tokens import json_tally, tally
 
 UNSERIALIZABLE = "[unserializable input]"
 
@@ -245,7 +245,7 @@ class RenderMemo:
         stays valid while the memo lives)."""
         found = self._tallies.get(id(value))
         if found is None or found[0] is not value:
-            found = (value, tally(plain_json(value)))
+            found = (value, json_tally(value) if isinstance(value, str) else _dict_tally(value))
             self._tallies[id(value)] = found
         return found[1]
 
@@ -260,6 +260,25 @@ class RenderMemo:
         if self._outputs is None or self._outputs[0] is not messages:
             self._outputs = (messages, {r.tool_use_id: r.text for m in messages for r in m.toolResults or ()})
         return self._outputs[1]
+
+
+def _dict_tally(value: dict[str, Any]) -> tuple[int, int]:
+    """``tally(plain_json(value))`` of a dict of texts (a rendered call) from its keys' and
+    texts' tallies: its JSON joins their JSON by punctuation, which splits no run of letters or
+    digits (tokens.tally). Another dict is written and tallied."""
+    if not value:
+        return tally("{}")
+    # The braces, a colon per item and a comma between two.
+    others = 2 * len(value) + 1
+    tenths = 9 * others
+    for key, item in value.items():
+        if type(key) is not str or type(item) is not str:
+            return tally(plain_json(value))
+        key_tenths, key_others = json_tally(key)
+        item_tenths, item_others = json_tally(item)
+        tenths += key_tenths + item_tenths
+        others += key_others + item_others
+    return tenths, others
 
 
 def structured_call(call: ToolCall, input_chars: int, output: str | None = None, memo: RenderMemo | None = None) -> dict[str, Any]:

@@ -6,8 +6,8 @@ from typing import Any, Mapping, Sequence
 
 from .errors import FittingError
 from .pairing import ToolCall
-from .textutil import format_number, js_json, plain_json
-from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, tally
+from .textutil import format_number, js_json
+from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, json_tally, tally
 
 # Upstream's context asserted that every tool can be re-run, which biased the judge towards
 # dropping; this one states what is and is not recoverable, and how.
@@ -51,8 +51,8 @@ def question_tokens(call: ToolCall) -> int:
     """``estimate_tokens(js_json(questions_for(call)))``, from tallies: the questions are a fixed
     text around the call's id (4 times), tool (twice) and output size, each set off by
     punctuation or a space, so their tallies add up (tokens.tally)."""
-    tool_tenths, tool_others = tally(plain_json(call.tool))
-    id_tenths, id_others = tally(plain_json(call.id))
+    tool_tenths, tool_others = json_tally(call.tool)
+    id_tenths, id_others = json_tally(call.id)
     tokens = from_tally(
         _TEMPLATE[0] + 2 * (tool_tenths - QUOTES_TENTHS) + 4 * (id_tenths - QUOTES_TENTHS) + 5 * len(str(call.result_chars)),
         _TEMPLATE[1] + 2 * (tool_others - 2) + 4 * (id_others - 2),

@@ -24,6 +24,8 @@ import re
 from functools import reduce
 from operator import add
 
+from .textutil import plain_json
+
 # JavaScript's \s: ECMAScript WhiteSpace + LineTerminator.
 _JS_SPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 _PIECE = re.compile(f"([A-Za-z]+)|([0-9]+)|([^{_JS_SPACE}A-Za-z0-9])")
@@ -36,7 +38,7 @@ _CHARMAP = codecs.charmap_build(
     "".join(map(chr, range(128))) + _WIDE_SPACES + _FREQUENT
     + "".join(chr(0xE000 + i) for i in range(128 - len(_WIDE_SPACES) - len(_FREQUENT)))
 )
-_LETTERS = bytes(ord("a") if b == ord("a") else ord(" ") for b in range(256))
+_LETTERS = bytes(b if b in b"aA" else ord(" ") for b in range(256))
 _CLASSES = bytes(
     ord("a") if chr(b).isascii() and chr(b).isalpha() else
     ord("0") if chr(b).isascii() and chr(b).isdigit() else
@@ -48,6 +50,18 @@ _CLASSES = bytes(
 _UTF8_CLASSES = _CLASSES[:128] + b" " * 128
 _CONTINUATION = bytes(range(0x80, 0xC0))
 _ASCII = bytes(range(128))
+# The class bytes of a text as its JSON string shows it (see json_tally): ``"`` and ``\\`` as
+# ``"``, the five characters JSON escapes with a letter as ``A``, other control characters as
+# ``u``.
+_HEX_ESCAPE = b"u"
+_JSON_CLASSES = bytes(
+    ord('"') if b in b'"\\' else
+    ord("A") if b in b"\n\t\r\b\f" else
+    _HEX_ESCAPE[0] if b < 0x20 else
+    _CLASSES[b]
+    for b in range(256)
+)
+_UTF8_JSON_CLASSES = _JSON_CLASSES[:128] + b" " * 128
 
 
 def estimate_tokens(text: str) -> int:
@@ -111,13 +125,60 @@ def _tally(text: str) -> tuple[int, int]:
         others = classes.count(b".")
     else:
         utf8 = text.encode("utf-8", "surrogatepass")
-        # Each non-ASCII character a space (its lead byte; the continuation bytes dropped), and
-        # the non-ASCII characters alone, classed as in full.
         classes = utf8.translate(_UTF8_CLASSES, _CONTINUATION)
-        rest, astral = _classes(utf8.translate(None, _ASCII).decode("utf-8", "surrogatepass"))
-        others = classes.count(b".") + rest.count(b".") + astral
+        others = classes.count(b".") + _non_ascii_others(utf8)
+    return _counted(classes, others)
+
+
+def json_tally(text: str) -> tuple[int, int]:
+    r"""``tally(plain_json(text))`` without writing the JSON: the text's class bytes are those of
+    its JSON with each escape in one byte. ``"`` and ``\\`` are written as two "other"
+    characters, and ``\n``, ``\t``, ``\r``, ``\b`` and ``\f`` as a backslash (one other) and a
+    letter that starts a run (it is marked ``A`` at once, so the letters after it join it and
+    those before it do not). A text with another control character or a lone surrogate, which
+    JSON writes as ``\u`` and four hexadecimal digits, is written and tallied."""
+    if len(text) > _SHORT:
+        return _json_tally(text)
+    found = _SHORT_JSON_TALLIES.get(text)
+    if found is None:
+        found = _json_tally(text)
+        if len(_SHORT_JSON_TALLIES) < _SHORT_KEPT:
+            _SHORT_JSON_TALLIES[text] = found
+    return found
+
+
+_SHORT_JSON_TALLIES: dict[str, tuple[int, int]] = {}
+
+
+def _json_tally(text: str) -> tuple[int, int]:
+    if text.isascii():
+        classes = text.encode("ascii").translate(_JSON_CLASSES)
+        extra = 0
+    else:
+        try:
+            utf8 = text.encode("utf-8")
+        except UnicodeEncodeError:
+            return tally(plain_json(text))
+        classes = utf8.translate(_UTF8_JSON_CLASSES, _CONTINUATION)
+        extra = _non_ascii_others(utf8)
+    if _HEX_ESCAPE in classes:
+        return tally(plain_json(text))
+    # The quotes around the text, and a backslash before each escaped character.
+    others = 2 + classes.count(b".") + 2 * classes.count(b'"') + classes.count(b"A") + extra
+    return _counted(classes, others)
+
+
+def _non_ascii_others(utf8: bytes) -> int:
+    """How many "other" pieces the non-ASCII characters of these UTF-8 bytes make: they are
+    classed alone, as in full (an astral character is two)."""
+    rest, astral = _classes(utf8.translate(None, _ASCII).decode("utf-8", "surrogatepass"))
+    return rest.count(b".") + astral
+
+
+def _counted(classes: bytes, others: int) -> tuple[int, int]:
     # Letters as "a" and the rest as spaces, after a space: one replacement marks each run's
-    # first letter (three are needed on the class bytes themselves).
+    # first letter (three are needed on the class bytes themselves). A letter marked "A"
+    # already starts a run.
     marked = (b" " + classes.translate(_LETTERS)).replace(b" a", b" A")
     letters = marked.count(b"A") + marked.count(b"aaaaaa")
     return 10 * letters + 5 * classes.count(b"0") + 9 * others, others

@@ -288,6 +288,8 @@ class CallShape:
 
 
 def call_shape(tool: str, fields: Mapping[str, Any]) -> CallShape:
+    # Shapes made with their fields in order (kind, file, span, command, head, rerun_key): by
+    # name, making one costs about twice as much.
     name, kind, command = _kind(tool, fields)
     if command is not None:
         if fields.get("command", fields.get("cmd")) is not None:
@@ -295,7 +297,7 @@ def call_shape(tool: str, fields: Mapping[str, Any]) -> CallShape:
             # Only a test/build run is matched by its program; a failed call of another kind
             # works out its head where the rules need it (rules._link).
             head = command_head(normalized) if kind == TEST_BUILD else ""
-            return CallShape(kind, command=normalized, head=head, rerun_key=f"cmd:{normalized}" if normalized else "")
+            return CallShape(kind, "", "", normalized, head, f"cmd:{normalized}" if normalized else "")
         return CallShape(kind)
     if kind == READ or kind == EDIT:
         for key in ("file_path", "notebook_path", "path"):
@@ -303,11 +305,11 @@ def call_shape(tool: str, fields: Mapping[str, Any]) -> CallShape:
             if isinstance(path, str) and path.strip():
                 offset, limit = fields.get("offset"), fields.get("limit")
                 span = "" if offset in (None, "", 0, 1) and limit in (None, "") else f"{as_text(offset)}:{as_text(limit)}"
-                return CallShape(kind, file=path, span=span, rerun_key=f"read:{path}:{span}" if kind == READ else "")
+                return CallShape(kind, path, span, "", "", f"read:{path}:{span}" if kind == READ else "")
     if kind == TODO and name == "todowrite":
-        return CallShape(kind, rerun_key="todo")
+        return CallShape(kind, "", "", "", "", "todo")
     if kind == SEARCH or kind == FETCH:
-        return CallShape(kind, rerun_key=f"{name}:{as_text(dict(fields))}")
+        return CallShape(kind, "", "", "", "", f"{name}:{as_text(dict(fields))}")
     return CallShape(kind)
 
 

@@ -675,11 +675,52 @@ def test_side_effect_patterns_one_by_one_match_as_their_alternation(words: list[
 
     alternation = re.compile("|".join(f"(?:{pattern})" for pattern, _ in _SIDE_EFFECT_PATTERNS))
     command = joint.join(words).lower()
-    assert (shell_kind(command) == SIDE_EFFECT) == bool(alternation.search(command))
+    # the patterns search the command with a blank in front (standing for its start)
+    assert (shell_kind(command) == SIDE_EFFECT) == bool(alternation.search(" " + command))
+    assert (shell_kind(command) == SIDE_EFFECT) == bool(_PLAIN_SIDE_EFFECT.search(command))
     # the words are what the patterns need: each pattern matching holds one of its words
     for pattern, needed in _SIDE_EFFECT:
-        if pattern.search(command):
+        if pattern.search(" " + command):
             assert any(word in command for word in needed)
+
+
+# The plain form of the side-effect patterns: searched in the command itself, those that may
+# match at its start say so with a ``^`` branch.
+_PLAIN_SIDE_EFFECT = re.compile(
+    r"\bgit\s+(?:-[a-z]\s+\S+\s+)*(?:commit|push|merge|rebase|reset|revert|cherry-pick|tag|am|apply|"
+    r"stash|checkout|switch|rm|mv|clean|pull|fetch|clone|init|restore|add|submodule|worktree)\b"
+    r"|\b(?:npm|pnpm|yarn|bun|pip3?|uv|poetry|cargo|gem|brew|apt-get|apt|yum|dnf|apk|conda|composer|go)\b"
+    r"[^|;&\n]*?\b(?:install|add|remove|uninstall|publish|upgrade|i|ci|get)\b"
+    r"|(?:^|[\s;&|(])(?:rm|rmdir|mv|cp|mkdir|touch|chmod|chown|ln|kill|pkill|killall|dd|truncate|"
+    r"shred|tee|unlink|install)\s"
+    r"|\bsed\s+(?:-[a-z]*i|--in-place)"
+    r"|\bcurl\b.*(?:-x\s*(?:post|put|patch|delete)|--request\s*=?\s*(?:post|put|patch|delete)|\s-d\s|"
+    r"--data|\s-f\s|--form|--upload-file)"
+    r"|\bwget\b.*--post"
+    r"|\b(?:deploy|publish)\b"
+    r"|\b(?:kubectl|helm)\s+(?:apply|delete|create|install|upgrade|uninstall|rollout|scale|patch|replace)\b"
+    r"|\bterraform\s+(?:apply|destroy|import)\b"
+    r"|\bdocker(?:\s+compose|-compose)?\s+(?:push|run|rm|rmi|build|up|down|stop|kill|exec|tag)\b"
+    r"|\bgh\s+(?:pr|issue|release|repo|workflow|run)\s+(?:create|merge|close|comment|edit|delete|"
+    r"run|review|rerun|cancel)\b"
+    r"|\b(?:systemctl|service)\b.*\b(?:start|stop|restart|enable|disable|reload)\b"
+    r"|\b(?:psql|mysql|sqlite3)\b.*\b(?:insert|update|delete|drop|create|alter)\b"
+    r"|\b(?:migrate|alembic\s+upgrade)\b"
+    r"|\b(?:ssh|scp|rsync)\s"
+    r"|(?:^|[^0-9&>\-=])>>?\s*(?!&|/dev/null)[^\s&|;>]"
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("rmvcpteinsal>&|;( -=0\n\t")), max_size=24))
+@example("rm x")
+@example(">out")
+@example("tee")
+@example("2>x")
+def test_side_effect_patterns_with_a_blank_in_front_match_the_plain_form(command: str) -> None:
+    from fast_jev_compaction.lexicon import SIDE_EFFECT, shell_kind
+
+    assert (shell_kind(command) == SIDE_EFFECT) == bool(_PLAIN_SIDE_EFFECT.search(command.lower()))
 
 
 # -- judge: who names a file last ----------------------------------------------------------------
@@ -999,3 +1040,18 @@ def test_as_text_prints_what_json_dumps_prints(value: object) -> None:
     if isinstance(value, str) or value is None:
         return
     assert as_text(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+# -- goal: the prompts the user typed ------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["<system-reminder>", "</system-reminder>", "<bash-input>", "</bash-input>", "x", " ", "\n", "<", "Caveat: "]), max_size=10).map("".join))
+@example("  <system-reminder>a</system-reminder> typed ")
+def test_prompt_text_without_a_tag_skips_the_block_search(text: str) -> None:
+    from fast_jev_compaction.goal import _INJECTED_BLOCK, _INJECTED_OPENERS, prompt_text
+
+    plain = _INJECTED_BLOCK.sub("", text).strip()
+    if plain.startswith(_INJECTED_OPENERS):
+        plain = ""
+    assert prompt_text(SessionMessage(role="user", text=text)) == plain

@@ -119,7 +119,7 @@ async def compact(
     if opts.policy == "threshold":
         judged = threshold_decisions(scored, opts.keep_threshold)
     else:
-        pool = [call for call in pairing.candidates]
+        pool = pairing.candidates
         judged = budget_decisions(
             scored,
             target_chars=opts.target_reduction * sum(call.result_chars for call in pool),
@@ -140,16 +140,15 @@ async def compact(
         decision = by_id.pop(call.tool_use_id)
         if decision.action != KEEP:
             final, path = cut(call, decision.action)
-            # Made whole, not by ``dataclasses.replace`` (which looks up every field by name).
+            # Made whole, not by ``dataclasses.replace`` (which looks up every field by name), and
+            # with the fields in order: (ids, action, reason, chars_freed, archive_path).
             ids = (decision.id, decision.tool_use_id, decision.tool, decision.keep_call, decision.keep_result)
             if final.freed <= 0:
                 # Nothing to gain (an output shorter than its digest or its marker): it stays,
                 # and the counts say so.
-                decision = CallDecision(*ids, action=KEEP, reason=SMALL)
+                decision = CallDecision(*ids, KEEP, SMALL)
             else:
-                decision = CallDecision(
-                    *ids, action=decision.action, reason=decision.reason, chars_freed=final.freed, archive_path=path
-                )
+                decision = CallDecision(*ids, decision.action, decision.reason, final.freed, path)
                 if final.text is not None:  # a truncation's cut (a drop's marker: rebuild.Cut)
                     made[call.tool_use_id] = final.text
                 if path is not None:

@@ -28,7 +28,10 @@ def prompt_text(message: SessionMessage) -> str:
     extras = message.extra
     if extras.get("isMeta") or extras.get("isCompactSummary"):
         return ""
-    text = _INJECTED_BLOCK.sub("", message.text).strip()
+    text = message.text
+    if "<" in text:  # each injected block opens with one
+        text = _INJECTED_BLOCK.sub("", text)
+    text = text.strip()
     if not text or text.startswith(_INJECTED_OPENERS) or text.startswith(_CONTINUATION):
         return ""
     return text

@@ -77,7 +77,10 @@ _READING_VERB = lazy_pattern(
 )
 # Each pattern with the words one of which any text it matches (lower-cased) holds: a pattern
 # is tried only on a command holding one ("" for a pattern tried on every command). Tried one by
-# one, they find a match exactly when their alternation would, several times faster.
+# one, they find a match exactly when their alternation would, several times faster. They search
+# the command with a blank in front, which stands for its start: a pattern opening with a
+# character class needs no ``^`` branch beside it, and ``re`` then skips to where the class
+# matches instead of trying the whole pattern at every position.
 _SIDE_EFFECT_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (r"\bgit\s+(?:-[a-z]\s+\S+\s+)*(?:commit|push|merge|rebase|reset|revert|cherry-pick|tag|am|apply|"
      r"stash|checkout|switch|rm|mv|clean|pull|fetch|clone|init|restore|add|submodule|worktree)\b", ("git",)),
@@ -85,7 +88,7 @@ _SIDE_EFFECT_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
      r"[^|;&\n]*?\b(?:install|add|remove|uninstall|publish|upgrade|i|ci|get)\b",
      ("npm", "yarn", "bun", "pip", "uv", "poetry", "cargo", "gem", "brew", "apt", "yum", "dnf", "apk", "conda",
       "composer", "go")),
-    (r"(?:^|[\s;&|(])(?:rm|rmdir|mv|cp|mkdir|touch|chmod|chown|ln|kill|pkill|killall|dd|truncate|"
+    (r"[\s;&|(](?:rm|rmdir|mv|cp|mkdir|touch|chmod|chown|ln|kill|pkill|killall|dd|truncate|"
      r"shred|tee|unlink|install)\s", ("",)),
     (r"\bsed\s+(?:-[a-z]*i|--in-place)", ("sed",)),
     (r"\bcurl\b.*(?:-x\s*(?:post|put|patch|delete)|--request\s*=?\s*(?:post|put|patch|delete)|\s-d\s|"
@@ -102,7 +105,7 @@ _SIDE_EFFECT_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (r"\b(?:psql|mysql|sqlite3)\b.*\b(?:insert|update|delete|drop|create|alter)\b", ("psql", "mysql", "sqlite3")),
     (r"\b(?:migrate|alembic\s+upgrade)\b", ("migrate", "alembic")),
     (r"\b(?:ssh|scp|rsync)\s", ("ssh", "scp", "rsync")),
-    (r"(?:^|[^0-9&>\-=])>>?\s*(?!&|/dev/null)[^\s&|;>]", (">",)),  # redirection into a file
+    (r"[^0-9&>\-=]>>?\s*(?!&|/dev/null)[^\s&|;>]", (">",)),  # redirection into a file
 )
 # Compiled when a command first holds one of its words (lazy_pattern).
 _SIDE_EFFECT = tuple((lazy_pattern(pattern), words) for pattern, words in _SIDE_EFFECT_PATTERNS)
@@ -196,11 +199,12 @@ def program_words(segment: str) -> list[str]:
 
 def shell_kind(command: str) -> str:
     lowered = command.lower()
+    padded = " " + lowered  # the blank the side-effect patterns read as the command's start
     # Plain loops: a generator per pattern cost more than most of the searches it guards.
     for pattern, words in _SIDE_EFFECT:
         for word in words:
             if word in lowered:
-                if pattern.search(lowered):
+                if pattern.search(padded):
                     return SIDE_EFFECT
                 break
     if _TEST_BUILD.search(lowered):
@@ -284,6 +288,8 @@ class CallShape:
 
 
 def call_shape(tool: str, fields: Mapping[str, Any]) -> CallShape:
+    # Shapes made with their fields in order (kind, file, span, command, head, rerun_key): by
+    # name, making one costs about twice as much.
     name, kind, command = _kind(tool, fields)
     if command is not None:
         if fields.get("command", fields.get("cmd")) is not None:
@@ -291,7 +297,7 @@ def call_shape(tool: str, fields: Mapping[str, Any]) -> CallShape:
             # Only a test/build run is matched by its program; a failed call of another kind
             # works out its head where the rules need it (rules._link).
             head = command_head(normalized) if kind == TEST_BUILD else ""
-            return CallShape(kind, command=normalized, head=head, rerun_key=f"cmd:{normalized}" if normalized else "")
+            return CallShape(kind, "", "", normalized, head, f"cmd:{normalized}" if normalized else "")
         return CallShape(kind)
     if kind == READ or kind == EDIT:
         for key in ("file_path", "notebook_path", "path"):
@@ -299,11 +305,11 @@ def call_shape(tool: str, fields: Mapping[str, Any]) -> CallShape:
             if isinstance(path, str) and path.strip():
                 offset, limit = fields.get("offset"), fields.get("limit")
                 span = "" if offset in (None, "", 0, 1) and limit in (None, "") else f"{as_text(offset)}:{as_text(limit)}"
-                return CallShape(kind, file=path, span=span, rerun_key=f"read:{path}:{span}" if kind == READ else "")
+                return CallShape(kind, path, span, "", "", f"read:{path}:{span}" if kind == READ else "")
     if kind == TODO and name == "todowrite":
-        return CallShape(kind, rerun_key="todo")
+        return CallShape(kind, "", "", "", "", "todo")
     if kind == SEARCH or kind == FETCH:
-        return CallShape(kind, rerun_key=f"{name}:{as_text(dict(fields))}")
+        return CallShape(kind, "", "", "", "", f"{name}:{as_text(dict(fields))}")
     return CallShape(kind)
 
 

@@ -109,18 +109,20 @@ def pair_tool_calls(messages: Sequence[SessionMessage], preserve_recent_messages
                 pairing.pending.append(PendingCall(tool_use_id, use.tool, use.input, call_index))
                 continue
             result = results[tool_use_id]
+            # The fields in order (id, tool_use_id, tool, input, call_index, result_index,
+            # result_chars, is_error, pinned): by name, making a call costs twice as much.
             calls.append(
                 ToolCall(
-                    id=f"t{len(calls) + 1}",
-                    tool_use_id=tool_use_id,
-                    tool=use.tool,
-                    input=use.input,
-                    call_index=call_index,
-                    result_index=result_index,
-                    result_chars=len(result.text),
-                    is_error=bool(result.isError),
+                    f"t{len(calls) + 1}",
+                    tool_use_id,
+                    use.tool,
+                    use.input,
+                    call_index,
+                    result_index,
+                    len(result.text),
+                    bool(result.isError),
                     # Pinned when its call or its result is.
-                    pinned=is_pinned(call_index, total, preserve_recent_messages)
+                    is_pinned(call_index, total, preserve_recent_messages)
                     or is_pinned(result_index, total, preserve_recent_messages),
                 )
             )

@@ -107,37 +107,40 @@ class _Seen:
 
 def _link(facts: list[CallFacts]) -> None:
     seen = _Seen()
+    # Its sets at hand: read for every call, they cost an attribute look-up each otherwise.
+    rerun_keys, ok_rerun_keys, reads, heads, ok_heads = (
+        seen.rerun_keys, seen.ok_rerun_keys, seen.reads, seen.heads, seen.ok_heads
+    )
     for fact in reversed(facts):
         shape = fact.shape
-        if shape.rerun_key:
-            fact.rerun_later = shape.rerun_key in seen.rerun_keys
-        if shape.kind == READ and shape.file:
-            later = seen.reads.get(shape.file, set())
+        kind, rerun_key, is_error = shape.kind, shape.rerun_key, fact.call.is_error
+        if rerun_key:
+            fact.rerun_later = rerun_key in rerun_keys
+        if kind == READ and shape.file:
+            later = reads.get(shape.file, set())
             # A later read of the whole file, or of the very same range, shows the same lines.
             fact.reread_later = "" in later or shape.span in later
-        if shape.kind == TEST_BUILD and shape.head:
-            fact.newer_run_later = shape.head in seen.heads
-        if shape.kind == TODO and shape.rerun_key == "todo":
+        if kind == TEST_BUILD and shape.head:
+            fact.newer_run_later = shape.head in heads
+        if kind == TODO and rerun_key == "todo":
             fact.todo_replaced = seen.todo
-        if fact.call.is_error:
+        if is_error:
             # Fixed by a later success of the same call, or of a test/build run of its program
             # (a shape holds the program of test/build runs only: a failed call's is worked out here).
             head = shape.head or (command_head(shape.command) if shape.command else "")
-            fact.fixed_later = bool(shape.rerun_key) and shape.rerun_key in seen.ok_rerun_keys or (
-                bool(head) and head in seen.ok_heads
-            )
+            fact.fixed_later = bool(rerun_key) and rerun_key in ok_rerun_keys or (bool(head) and head in ok_heads)
 
-        if shape.rerun_key:
-            seen.rerun_keys.add(shape.rerun_key)
-            if not fact.call.is_error:
-                seen.ok_rerun_keys.add(shape.rerun_key)
-        if shape.kind == READ and shape.file and not fact.call.is_error:
-            seen.reads[shape.file].add(shape.span)
-        if shape.kind == TEST_BUILD and shape.head:
-            seen.heads.add(shape.head)
-            if not fact.call.is_error:
-                seen.ok_heads.add(shape.head)
-        if shape.kind == TODO and shape.rerun_key == "todo":
+        if rerun_key:
+            rerun_keys.add(rerun_key)
+            if not is_error:
+                ok_rerun_keys.add(rerun_key)
+        if kind == READ and shape.file and not is_error:
+            reads[shape.file].add(shape.span)
+        if kind == TEST_BUILD and shape.head:
+            heads.add(shape.head)
+            if not is_error:
+                ok_heads.add(shape.head)
+        if kind == TODO and rerun_key == "todo":
             seen.todo = True
 
 

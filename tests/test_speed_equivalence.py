@@ -421,12 +421,15 @@ def test_fit_detailed_agrees_with_the_plain_walk_of_its_stages(long_session, lim
     """The floors summed largest first and the entries with more calls first: the same state
     as the detailed stages walked whole, or none (and none when the size guess rules the
     history out)."""
+    messages = long_session[:300]
+    pairing = pair_tool_calls(messages, 10)
+    _assert_fit_detailed_is_the_plain_walk(messages, pairing, goal_from_messages(messages), limit)
+
+
+def _assert_fit_detailed_is_the_plain_walk(messages: list, pairing, goal: str, limit: int) -> None:  # type: ignore[no-untyped-def, type-arg]
     from fast_jev_compaction.fitting import GUESSED_CHARS_PER_TOKEN, _size_guess, fit_detailed
     from fast_jev_compaction.history import shown_messages
 
-    messages = long_session[:300]
-    pairing = pair_tool_calls(messages, 10)
-    goal = goal_from_messages(messages)
     fitted = fit_detailed(messages, pairing, goal, limit, RenderMemo())
     reference = None
     guessed = sum(map(_size_guess, shown_messages(messages, pairing, RenderMemo())))
@@ -514,6 +517,41 @@ def test_entry_costs_from_parts_equal_the_whole_entry_estimate(
         assert entry_tokens(entry, memo) == whole  # and again, from what the memo kept
     # A rendered call on its own (a window's cost of it) from the memo's tally of it.
     assert item_tokens(call, memo) == estimate_tokens(plain_json(call)) + 1 == entry_tokens(call)
+    for entry in (
+        {"i": index, "role": "assistant", "text": long_text, "tool_calls": [call, *one_liners]},
+        {"i": index, "role": "user", "text": long_text},
+    ):
+        _assert_least_entry_tokens(entry, memo)
+
+
+def _assert_least_entry_tokens(entry: dict, memo: RenderMemo) -> bool:  # type: ignore[type-arg]
+    """fit_detailed's walk counts an entry at its least until the stage is walked whole: the
+    exact estimate, or (left undecided) one under it or the estimate itself."""
+    from fast_jev_compaction.fitting import _least_entry_tokens
+
+    least, exact = _least_entry_tokens(entry, memo)
+    whole = estimate_tokens(plain_json(entry)) + 1
+    assert least == whole if exact else least <= whole <= least + 1
+    return exact
+
+
+def test_least_entry_tokens_bound_undecided_entries() -> None:
+    """Texts of many 0.9 pieces whose tallies land on whole tokens: the undecided case is met."""
+    memo = RenderMemo()
+    exact = [_assert_least_entry_tokens({"i": 1, "role": "user", "text": "." * n + "a" * m}, memo) for n in range(40) for m in range(3)]
+    assert not all(exact) and any(exact)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(_ANY_TEXT, st.one_of(_ANY_TEXT, st.text(min_size=150, max_size=1200)), _ANY_TEXT), min_size=1, max_size=5),
+    st.integers(min_value=40, max_value=3000),
+)
+def test_fit_detailed_agrees_with_the_plain_walk_on_small_sessions(turns: list[tuple[str, str, str]], limit: int) -> None:
+    """Undecided entries counted at their least while a stage is walked: the same state, or
+    none, as the stages walked whole."""
+    messages = _session_of(turns)
+    _assert_fit_detailed_is_the_plain_walk(messages, pair_tool_calls(messages, 2), "fix the floors", limit)
 
 
 @settings(max_examples=300, deadline=None)

@@ -52,19 +52,6 @@ def entry_tokens(entry: dict[str, Any], memo: RenderMemo | None = None) -> int:
     return estimate_tokens(plain_json(entry)) + 1
 
 
-def _least_entry_tokens(entry: dict[str, Any], memo: RenderMemo) -> tuple[int, bool]:
-    """:func:`entry_tokens` or one less, and whether it is exact: the tally's whole tokens of an
-    entry whose estimate depends on the order of its pieces (tokens.from_tally), which
-    JavaScript's float additions can only push up by one, without adding them in order."""
-    parts = _entry_tally(entry, memo)
-    if parts is not None:
-        tokens = from_tally(*parts)
-        if tokens is None:
-            return parts[0] // 10 + 1, False
-        return tokens + 1, True
-    return entry_tokens(entry), True
-
-
 def item_tokens(item: dict[str, Any], memo: RenderMemo) -> int:
     """:func:`entry_tokens` of a rendered call: from the memo's tally of it, which the entries
     showing the call add up too (the call is rendered and tallied once)."""
@@ -259,24 +246,14 @@ def fit_detailed(
     for input_chars, stage in DETAILED_STAGES:
         tokens = floor
         entries: list[dict[str, Any]] = [{}] * len(shown)
-        # Entries whose estimate depends on the order of their pieces count their least
-        # (_least_entry_tokens) until the stage is walked whole: a sum of least costs that passes
-        # the limit passes it with the exact ones, and a stage given up never adds them in order.
-        undecided: list[tuple[int, int]] = []  # (position, least cost)
         for position in order:
             index, message, calls, waiting = shown[position]
             entry = entries[position] = history_entry(index, message, calls, waiting, input_chars, outputs, memo)
-            cost, exact = _least_entry_tokens(entry, memo)
-            if not exact:
-                undecided.append((position, cost))
-            tokens += cost - floors[position]
+            tokens += entry_tokens(entry, memo) - floors[position]
             if tokens > limit:
                 break
         else:
-            for position, least in undecided:
-                tokens += entry_tokens(entries[position], memo) - least
-            if tokens <= limit:
-                return FittedState(build_state(goal, entries), tokens, stage)
+            return FittedState(build_state(goal, entries), tokens, stage)
     return None
 
 

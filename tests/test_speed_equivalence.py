@@ -473,12 +473,15 @@ def test_fit_detailed_agrees_with_the_plain_walk_of_its_stages(long_session, lim
     """The floors summed largest first and the entries with more calls first: the same state
     as the detailed stages walked whole, or none (and none when the size guess rules the
     history out)."""
+    messages = long_session[:300]
+    pairing = pair_tool_calls(messages, 10)
+    _assert_fit_detailed_is_the_plain_walk(messages, pairing, goal_from_messages(messages), limit)
+
+
+def _assert_fit_detailed_is_the_plain_walk(messages: list, pairing, goal: str, limit: int) -> None:  # type: ignore[no-untyped-def, type-arg]
     from fast_jev_compaction.fitting import GUESSED_CHARS_PER_TOKEN, _size_guess, fit_detailed
     from fast_jev_compaction.history import shown_messages
 
-    messages = long_session[:300]
-    pairing = pair_tool_calls(messages, 10)
-    goal = goal_from_messages(messages)
     fitted = fit_detailed(messages, pairing, goal, limit, RenderMemo())
     reference = None
     guessed = sum(map(_size_guess, shown_messages(messages, pairing, RenderMemo())))
@@ -566,6 +569,18 @@ def test_entry_costs_from_parts_equal_the_whole_entry_estimate(
         assert entry_tokens(entry, memo) == whole  # and again, from what the memo kept
     # A rendered call on its own (a window's cost of it) from the memo's tally of it.
     assert item_tokens(call, memo) == estimate_tokens(plain_json(call)) + 1 == entry_tokens(call)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(_ANY_TEXT, st.one_of(_ANY_TEXT, st.text(min_size=150, max_size=1200)), _ANY_TEXT), min_size=1, max_size=5),
+    st.integers(min_value=40, max_value=3000),
+)
+def test_fit_detailed_agrees_with_the_plain_walk_on_small_sessions(turns: list[tuple[str, str, str]], limit: int) -> None:
+    """The floors, the size guess and the walk's order on small sessions and any limit: the
+    same state, or none, as the stages walked whole."""
+    messages = _session_of(turns)
+    _assert_fit_detailed_is_the_plain_walk(messages, pair_tool_calls(messages, 2), "fix the floors", limit)
 
 
 @settings(max_examples=300, deadline=None)

@@ -27,6 +27,28 @@ def _silence_stderr() -> None:
     sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
 
 
+def _defer_inspect() -> None:
+    """Make ``inspect`` load on its first use: ``dataclasses`` imports it (with ``ast``, ``dis`` and
+    ``tokenize``, an eighth of the hook's start) for one call, made only for a class without a
+    docstring, and ``records`` gives each of its classes one. Until an attribute is asked for,
+    ``inspect`` is a stand-in module that then imports the real one and takes its names."""
+    if "inspect" in sys.modules:
+        return
+    stand_in = type(sys)("inspect")
+
+    def load(name: str) -> object:
+        if sys.modules.get("inspect") is stand_in:
+            del sys.modules["inspect"]
+        import inspect
+
+        stand_in.__dict__.update(inspect.__dict__)
+        sys.modules["inspect"] = inspect
+        return getattr(inspect, name)
+
+    stand_in.__getattr__ = load  # type: ignore[attr-defined] - a module's __getattr__ (PEP 562)
+    sys.modules["inspect"] = stand_in
+
+
 def _answer_without_package(exc: BaseException) -> int:
     """Stdlib only: drain stdin, log why (in the plugin data folder only), answer a fallback."""
     import json
@@ -70,6 +92,7 @@ def _run() -> int:
     # The imports make thousands of objects that all live to the end (classes, functions,
     # compiled patterns): collecting while they are made only walks them again and again.
     gc.disable()
+    _defer_inspect()
     try:
         from fast_jev_compaction.hook.entry import main
     except ImportError:

@@ -247,3 +247,19 @@ def test_init_refuses_what_it_does_not_support() -> None:
         record(type("Var", (), {"__annotations__": {"x": "dataclasses.InitVar[int]"}}))
     with pytest.raises(TypeError):
         record(type("Reserved", (), {"__annotations__": {"_records_factory": "int"}}))
+
+
+def test_a_class_without_a_docstring_gets_one_from_its_fields() -> None:
+    @frozen(kw_only=True)
+    class Bare:
+        first: int
+        second: str = ""
+        hidden: int = field(default=0, init=False)
+
+    @record
+    class Told:
+        """Its own."""
+
+        value: int
+
+    assert Bare.__doc__ == "Bare(first, second)" and Told.__doc__ == "Its own."

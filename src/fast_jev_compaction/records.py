@@ -66,8 +66,16 @@ def frozen(cls: Any = None, /, *, slots: bool = False, kw_only: bool = False, re
 def _made(cls: Any, *, slots: bool, kw_only: bool, repr: bool, hashed: bool) -> Any:  # noqa: A002
     # A class that writes __eq__ alone gets __hash__ = None from Python, not from its author.
     written = {name for name, value in cls.__dict__.items() if not (name == "__hash__" and value is None and "__eq__" in cls.__dict__)}
+    # A dataclass writes a docstring for a class without one from inspect.signature, and inspect
+    # (with ast, dis and tokenize) is the heaviest module the hook would load for nothing else:
+    # the docstring is written here, from the field names.
+    docless = not cls.__doc__
+    if docless:
+        cls.__doc__ = cls.__name__
     made = dataclasses.dataclass(init=False, slots=slots, kw_only=kw_only, repr=False, eq=False)(cls)
     fields = dataclasses.fields(made)
+    if docless:
+        made.__doc__ = f"{made.__name__}({', '.join(f.name for f in fields if f.init)})"
     if "__init__" not in cls.__dict__:
         made.__init__ = _init(made, fields, slots=slots)
     methods: dict[str, Callable[..., Any] | None] = {

@@ -27,26 +27,32 @@ def _silence_stderr() -> None:
     sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
 
 
-def _defer_inspect() -> None:
-    """Make ``inspect`` load on its first use: ``dataclasses`` imports it (with ``ast``, ``dis`` and
-    ``tokenize``, an eighth of the hook's start) for one call, made only for a class without a
-    docstring, and ``records`` gives each of its classes one. Until an attribute is asked for,
-    ``inspect`` is a stand-in module that then imports the real one and takes its names."""
-    if "inspect" in sys.modules:
-        return
-    stand_in = type(sys)("inspect")
+# Modules the standard library imports for what a compaction never does: inspect by dataclasses
+# (to write a docstring for a class without one; records give each class one), with ast, dis and
+# tokenize an eighth of the hook's start; ipaddress by urllib.parse (for a bracketed host).
+_DEFERRED = ("inspect", "ipaddress")
 
-    def load(name: str) -> object:
-        if sys.modules.get("inspect") is stand_in:
-            del sys.modules["inspect"]
-        import inspect
 
-        stand_in.__dict__.update(inspect.__dict__)
-        sys.modules["inspect"] = inspect
-        return getattr(inspect, name)
+def _defer_imports() -> None:
+    """Each module of ``_DEFERRED`` not yet imported becomes a stand-in: the first attribute asked
+    of it imports the real module, whose names the stand-in then takes."""
+    for name in _DEFERRED:
+        if name not in sys.modules:
+            sys.modules[name] = _stand_in(name)
+
+
+def _stand_in(name: str) -> object:
+    stand_in = type(sys)(name)
+
+    def load(attribute: str) -> object:
+        if sys.modules.get(name) is stand_in:
+            del sys.modules[name]
+        module = __import__(name)
+        stand_in.__dict__.update(module.__dict__)
+        return getattr(module, attribute)
 
     stand_in.__getattr__ = load  # type: ignore[attr-defined] - a module's __getattr__ (PEP 562)
-    sys.modules["inspect"] = stand_in
+    return stand_in
 
 
 def _answer_without_package(exc: BaseException) -> int:
@@ -92,7 +98,7 @@ def _run() -> int:
     # The imports make thousands of objects that all live to the end (classes, functions,
     # compiled patterns): collecting while they are made only walks them again and again.
     gc.disable()
-    _defer_inspect()
+    _defer_imports()
     try:
         from fast_jev_compaction.hook.entry import main
     except ImportError:

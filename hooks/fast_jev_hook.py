@@ -29,8 +29,9 @@ def _silence_stderr() -> None:
 
 # Modules the standard library imports for what a compaction never does: inspect by dataclasses
 # (to write a docstring for a class without one; records give each class one), with ast, dis and
-# tokenize an eighth of the hook's start; ipaddress by urllib.parse (for a bracketed host).
-_DEFERRED = ("inspect", "ipaddress")
+# tokenize an eighth of the hook's start; copy by dataclasses too (asdict, astuple); ipaddress
+# by urllib.parse (a bracketed host); ntpath by pathlib (Windows paths).
+_DEFERRED = ("inspect", "copy", "ipaddress", "ntpath")
 
 
 def _defer_imports() -> None:

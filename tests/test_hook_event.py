@@ -180,7 +180,7 @@ from fast_jev_compaction.hook.entry import main
 out = io.StringIO()
 main([], stdin_fd=os.open(sys.argv[1], os.O_RDONLY), stdout=out)
 loaded = sorted(name for name in ("ast", "dis", "tokenize") if name in sys.modules)
-stand_ins = sorted(name for name in ("inspect", "ipaddress") if not hasattr(sys.modules[name], "__spec__") or sys.modules[name].__spec__ is None)
+stand_ins = sorted(name for name in ("inspect", "copy", "ipaddress", "ntpath") if not hasattr(sys.modules[name], "__spec__") or sys.modules[name].__spec__ is None)
 import inspect
 from inspect import isfunction
 from urllib.parse import urlsplit
@@ -192,7 +192,7 @@ print(json.dumps({"action": json.loads(out.getvalue())["action"], "loaded": load
 """
 
 
-def test_the_hook_script_loads_inspect_and_ipaddress_only_when_they_are_used(tmp_path: Path) -> None:
+def test_the_hook_script_loads_what_a_compaction_never_uses_only_when_it_is_used(tmp_path: Path) -> None:
     from test_hook_entry import HOOK, event, tool_heavy_conversation
 
     path = tmp_path / "event.json"
@@ -201,7 +201,7 @@ def test_the_hook_script_loads_inspect_and_ipaddress_only_when_they_are_used(tmp
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     # A whole compaction without inspect's modules; the first use then loads the real module.
-    assert report["action"] == "replace" and report["loaded"] == [] and report["stand_ins"] == ["inspect", "ipaddress"]
+    assert report["action"] == "replace" and report["loaded"] == [] and report["stand_ins"] == ["copy", "inspect", "ipaddress", "ntpath"]
     assert report["signature"].startswith("(argv") and report["real"] is True and report["host"] == "::1"
 
 

@@ -8,9 +8,9 @@ import: over a third of its start went to compiling methods it mostly never call
 
 Here only ``__init__`` is compiled, from a shorter source than a dataclass's (``_init``).
 Equality, hash and repr follow the dataclass's own rules (the fields that ``compare``, ``hash``
-and ``repr`` select, in order; a method the class writes
-itself is kept; a mutable record is unhashable, as a dataclass with ``eq`` is), made from the
-field names without compiling, so instances compare, hash and print as before. A frozen class
+and ``repr`` select, in order; a method the class writes itself is kept; a mutable record is
+unhashable, as a dataclass with ``eq`` is), made from the field names without compiling, so
+instances compare, hash and print as before. A frozen class
 is frozen for mypy (``dataclass_transform(frozen_default=True)``: assigning to a field is a type
 error, and ``tests/test_lint.py`` runs mypy), not by a ``__setattr__`` that would also route
 every ``__init__`` through ``object.__setattr__``. Everything else is a dataclass's:
@@ -126,7 +126,6 @@ def _repr(names: list[str]) -> Callable[[Any], str]:
     return __repr__
 
 
-
 # The default of a parameter whose field has a default_factory, as in a dataclass: the factory is
 # called instead.
 _FACTORY = object()
@@ -158,15 +157,15 @@ def _init(made: Any, fields: tuple[dataclasses.Field[Any], ...], *, slots: bool)
         if name.startswith(_RESERVED):
             raise TypeError(f"{made.__qualname__}: a field's name may not start with {_RESERVED!r}")
         has_default = f.default is not dataclasses.MISSING
-        factory = f"{_RESERVED}{i}"
+        held = f"{_RESERVED}{i}"  # the name its default or factory is looked up by
         if f.default_factory is not dataclasses.MISSING:
-            namespace[factory] = f.default_factory
-            value = f"{factory}() if {name} is {_RESERVED}factory else {name}" if f.init else f"{factory}()"
+            namespace[held] = f.default_factory
+            value = f"{held}() if {name} is {_RESERVED}factory else {name}" if f.init else f"{held}()"
             param = f"{name}={_RESERVED}factory"
         elif has_default:
-            namespace[factory] = f.default
-            value = name if f.init else (factory if slots else "")
-            param = f"{name}={factory}"
+            namespace[held] = f.default
+            value = name if f.init else (held if slots else "")
+            param = f"{name}={held}"
         else:
             value = name if f.init else ""
             param = name

@@ -6,10 +6,11 @@ class is made: about 0.8M instructions apiece, three for a plain class (``__init
 ``__delattr__``). The hook, a process started for one compaction, made some forty classes at
 import: over a third of its start went to compiling methods it mostly never calls.
 
-Here only ``__init__`` is generated. Equality, hash and repr follow the dataclass's own rules
-(the fields that ``compare``, ``hash`` and ``repr`` select, in order; a method the class writes
-itself is kept; a mutable record is unhashable, as a dataclass with ``eq`` is), made from the
-field names without compiling, so instances compare, hash and print as before. A frozen class
+Here only ``__init__`` is compiled, from a shorter source than a dataclass's (``_init``).
+Equality, hash and repr follow the dataclass's own rules (the fields that ``compare``, ``hash``
+and ``repr`` select, in order; a method the class writes itself is kept; a mutable record is
+unhashable, as a dataclass with ``eq`` is), made from the field names without compiling, so
+instances compare, hash and print as before. A frozen class
 is frozen for mypy (``dataclass_transform(frozen_default=True)``: assigning to a field is a type
 error, and ``tests/test_lint.py`` runs mypy), not by a ``__setattr__`` that would also route
 every ``__init__`` through ``object.__setattr__``. Everything else is a dataclass's:
@@ -65,8 +66,18 @@ def frozen(cls: Any = None, /, *, slots: bool = False, kw_only: bool = False, re
 def _made(cls: Any, *, slots: bool, kw_only: bool, repr: bool, hashed: bool) -> Any:  # noqa: A002
     # A class that writes __eq__ alone gets __hash__ = None from Python, not from its author.
     written = {name for name, value in cls.__dict__.items() if not (name == "__hash__" and value is None and "__eq__" in cls.__dict__)}
-    made = dataclasses.dataclass(slots=slots, kw_only=kw_only, repr=False, eq=False)(cls)
+    # A dataclass writes a docstring for a class without one from inspect.signature, and inspect
+    # (with ast, dis and tokenize) is the heaviest module the hook would load for nothing else:
+    # the docstring is written here, from the field names.
+    docless = not cls.__doc__
+    if docless:
+        cls.__doc__ = cls.__name__
+    made = dataclasses.dataclass(init=False, slots=slots, kw_only=kw_only, repr=False, eq=False)(cls)
     fields = dataclasses.fields(made)
+    if docless:
+        made.__doc__ = f"{made.__name__}({', '.join(f.name for f in fields if f.init)})"
+    if "__init__" not in cls.__dict__:
+        made.__init__ = _init(made, fields, slots=slots)
     methods: dict[str, Callable[..., Any] | None] = {
         "__eq__": _eq(_values([f.name for f in fields if f.compare])),
         # A mutable value's hash would change under the dict holding it: None, as a dataclass says.
@@ -113,3 +124,69 @@ def _repr(names: list[str]) -> Callable[[Any], str]:
         return f"{self.__class__.__qualname__}({shown})"
 
     return __repr__
+
+
+# The default of a parameter whose field has a default_factory, as in a dataclass: the factory is
+# called instead.
+_FACTORY = object()
+# The names the generated __init__ looks up besides its parameters; no field may take them.
+_RESERVED = "_records_"
+
+
+def _init(made: Any, fields: tuple[dataclasses.Field[Any], ...], *, slots: bool) -> Callable[..., None]:
+    """The ``__init__`` a dataclass writes for these fields, compiled from a shorter source.
+
+    A dataclass's own annotates every parameter and reads its defaults from a namespace built
+    field by field; making and compiling it was two thirds of what a record costs to make, paid
+    by every process for every class it imports. This one takes the same parameters in the same
+    order (positional fields, then the keyword-only ones) with the same defaults, sets the fields
+    as the dataclass's does (a ``default_factory`` called when its parameter is left out, a
+    field outside ``__init__`` set only from its factory, or from its default in a slotted
+    class), then calls ``__post_init__`` if the class has one. ``InitVar`` is not supported.
+    """
+    if any(isinstance(f.type, dataclasses.InitVar) or "InitVar" in str(f.type) for f in made.__dataclass_fields__.values()):
+        raise TypeError(f"{made.__qualname__}: records take no InitVar")
+    self_name = "__dataclass_self__" if any(f.name == "self" for f in fields) else "self"
+    namespace: dict[str, Any] = {f"{_RESERVED}factory": _FACTORY}
+    positional: list[str] = []
+    keyword: list[str] = []
+    body: list[str] = []
+    default_seen = False
+    for i, f in enumerate(fields):
+        name = f.name
+        if name.startswith(_RESERVED):
+            raise TypeError(f"{made.__qualname__}: a field's name may not start with {_RESERVED!r}")
+        has_default = f.default is not dataclasses.MISSING
+        held = f"{_RESERVED}{i}"  # the name its default or factory is looked up by
+        if f.default_factory is not dataclasses.MISSING:
+            namespace[held] = f.default_factory
+            value = f"{held}() if {name} is {_RESERVED}factory else {name}" if f.init else f"{held}()"
+            param = f"{name}={_RESERVED}factory"
+        elif has_default:
+            namespace[held] = f.default
+            value = name if f.init else (held if slots else "")
+            param = f"{name}={held}"
+        else:
+            value = name if f.init else ""
+            param = name
+        if value:
+            body.append(f"{self_name}.{name} = {value}")
+        if not f.init:
+            continue
+        if f.kw_only:
+            keyword.append(param)
+            continue
+        if not (has_default or f.default_factory is not dataclasses.MISSING):
+            if default_seen:
+                raise TypeError(f"non-default argument {name!r} follows default argument")
+        else:
+            default_seen = True
+        positional.append(param)
+    if hasattr(made, "__post_init__"):
+        body.append(f"{self_name}.__post_init__()")
+    params = ", ".join([self_name, *positional, *(["*", *keyword] if keyword else [])])
+    source = f"def __init__({params}):\n    " + ("\n    ".join(body) or "pass") + "\n"
+    exec(source, namespace)  # noqa: S102 - the source is made above from the fields' names alone
+    init: Any = namespace["__init__"]
+    init.__qualname__ = f"{made.__qualname__}.__init__"
+    return init

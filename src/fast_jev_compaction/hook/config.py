@@ -77,6 +77,8 @@ class HookConfig:
 
     def use_jev(self, env: Mapping[str, str] | None = None) -> bool:
         """``jev`` always; ``auto`` only with a key or an endpoint URL; ``local`` never."""
+        if self.judge == "local":  # the provider table (and its imports) only matter to the others
+            return False
         from ..jev.providers import wants_jev
 
         return wants_jev(self.judge, provider=self.provider, api_key=self.api_key, base_url=self.base_url, env=env)

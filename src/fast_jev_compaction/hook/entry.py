@@ -9,9 +9,9 @@ stdin, hands the event to ``compaction.run_compaction`` and answers through ``gu
 
 from __future__ import annotations
 
+import _thread
 import os
 import sys
-import threading
 import time
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
@@ -125,7 +125,11 @@ def main(
         reader = lambda: StdinText(stdin_fd, idle_seconds=idle, max_bytes=cap)  # noqa: E731
         answer, event, outcome = handle(reader, env, log_holder, started, guard)
         if not guard.claim():
-            threading.Event().wait()  # the last resort is recording and answering; it ends the process
+            # The last resort is recording and answering; it ends the process. Until then, wait on
+            # a lock that is never released.
+            never = _thread.allocate_lock()
+            never.acquire()
+            never.acquire()
         guard.pending = answer
         record_decisions(event, outcome, log_holder[0].directory, log_holder[0])
     except BaseException as exc:  # noqa: BLE001 - the last line of defence: still answer

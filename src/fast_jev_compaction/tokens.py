@@ -23,6 +23,7 @@ import math
 import re
 from functools import reduce
 from operator import add
+from typing import Callable
 
 from .textutil import plain_json
 
@@ -93,20 +94,24 @@ def tally(text: str) -> tuple[int, int]:
     Tallies add up over texts joined where no letter or digit run is split (JSON fragments, which
     begin and end with punctuation), so a text's estimate can be had from its parts' tallies.
     """
-    if len(text) > _SHORT:
-        return _tally(text)
-    # Short texts are mostly the same few (roles, tool names, ids, empty texts): kept once each.
-    found = _SHORT_TALLIES.get(text)
-    if found is None:
-        found = _tally(text)
-        if len(_SHORT_TALLIES) < _SHORT_KEPT:
-            _SHORT_TALLIES[text] = found
-    return found
+    return _kept_if_short(text, _SHORT_TALLIES, _tally)
 
 
 _SHORT = 32
 _SHORT_KEPT = 4096
 _SHORT_TALLIES: dict[str, tuple[int, int]] = {}
+
+
+def _kept_if_short(text: str, kept: dict[str, tuple[int, int]], work: Callable[[str], tuple[int, int]]) -> tuple[int, int]:
+    if len(text) > _SHORT:
+        return work(text)
+    # Short texts are mostly the same few (roles, tool names, ids, empty texts): kept once each.
+    found = kept.get(text)
+    if found is None:
+        found = work(text)
+        if len(kept) < _SHORT_KEPT:
+            kept[text] = found
+    return found
 
 
 def from_tally(tenths: int, others: int) -> int | None:
@@ -137,14 +142,7 @@ def json_tally(text: str) -> tuple[int, int]:
     letter that starts a run (it is marked ``A`` at once, so the letters after it join it and
     those before it do not). A text with another control character or a lone surrogate, which
     JSON writes as ``\u`` and four hexadecimal digits, is written and tallied."""
-    if len(text) > _SHORT:
-        return _json_tally(text)
-    found = _SHORT_JSON_TALLIES.get(text)
-    if found is None:
-        found = _json_tally(text)
-        if len(_SHORT_JSON_TALLIES) < _SHORT_KEPT:
-            _SHORT_JSON_TALLIES[text] = found
-    return found
+    return _kept_if_short(text, _SHORT_JSON_TALLIES, _json_tally)
 
 
 _SHORT_JSON_TALLIES: dict[str, tuple[int, int]] = {}

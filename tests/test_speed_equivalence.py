@@ -1060,11 +1060,30 @@ def test_as_text_prints_what_json_dumps_prints(value: object) -> None:
 # -- goal: the prompts the user typed ------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(["<system-reminder>", "</system-reminder>", "<bash-input>", "</bash-input>", "x", " ", "\n", "<", "Caveat: "]), max_size=10).map("".join))
+# The plain form of the injected blocks: from an opening tag to the first closing tag of its name.
+_INJECTED_BLOCK = re.compile(
+    r"<(system-reminder|command-name|command-message|command-args|local-command-[\w-]+|"
+    r"task-notification|user-prompt-submit-hook|bash-input|bash-stdout|bash-stderr)>.*?</\1>",
+    re.DOTALL,
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["<system-reminder>", "</system-reminder>", "<bash-input>", "</bash-input>", "<local-command-stdout>",
+             "</local-command-stdout>", "</local-command-x>", "<local-command-", "<bash-stdout>", "</bash-stdout",
+             "x", " ", "\n", "<", ">", "</", "Caveat: "]
+        ),
+        max_size=12,
+    ).map("".join)
+)
 @example("  <system-reminder>a</system-reminder> typed ")
-def test_prompt_text_without_a_tag_skips_the_block_search(text: str) -> None:
-    from fast_jev_compaction.goal import _INJECTED_BLOCK, _INJECTED_OPENERS, prompt_text
+@example("<bash-input><system-reminder>a</bash-input>b</system-reminder>c")
+@example("<bash-input>a<bash-input>b</bash-input>c</bash-input>d")
+def test_injected_blocks_go_as_the_lazy_pattern_takes_them(text: str) -> None:
+    from fast_jev_compaction.goal import _INJECTED_OPENERS, prompt_text
 
     plain = _INJECTED_BLOCK.sub("", text).strip()
     if plain.startswith(_INJECTED_OPENERS):

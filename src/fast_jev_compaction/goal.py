@@ -11,11 +11,11 @@ from .textutil import truncate
 GOAL_PROMPTS = 3
 GOAL_PROMPT_CHARS = 500
 
-# Host-injected wrappers that look like user text but were not typed by the user.
-_INJECTED_BLOCK = re.compile(
+# Host-injected wrappers that look like user text but were not typed by the user: a block runs
+# from one of these tags to the first closing tag of its name.
+_INJECTED_OPENER = re.compile(
     r"<(system-reminder|command-name|command-message|command-args|local-command-[\w-]+|"
-    r"task-notification|user-prompt-submit-hook|bash-input|bash-stdout|bash-stderr)>.*?</\1>",
-    re.DOTALL,
+    r"task-notification|user-prompt-submit-hook|bash-input|bash-stdout|bash-stderr)>"
 )
 _INJECTED_OPENERS = ("<local-command-", "<command-", "<system-reminder>", "<task-notification>", "Caveat: ")
 _CONTINUATION = "This session is being continued from a previous conversation"
@@ -30,11 +30,28 @@ def prompt_text(message: SessionMessage) -> str:
         return ""
     text = message.text
     if "<" in text:  # each injected block opens with one
-        text = _INJECTED_BLOCK.sub("", text)
+        text = _without_injected(text)
     text = text.strip()
     if not text or text.startswith(_INJECTED_OPENERS) or text.startswith(_CONTINUATION):
         return ""
     return text
+
+
+def _without_injected(text: str) -> str:
+    """``text`` without its injected blocks. Each block's end is found by ``str.find``: a lazy
+    ``.*?</name>`` pattern steps through a long reminder one character at a time."""
+    kept: list[str] = []
+    start = at = 0
+    while (opener := _INJECTED_OPENER.search(text, at)) is not None:
+        closer = f"</{opener[1]}>"
+        end = text.find(closer, opener.end())
+        if end < 0:  # never closed: not a block, and the text goes on from its next character
+            at = opener.start() + 1
+            continue
+        kept.append(text[start : opener.start()])
+        start = at = end + len(closer)
+    kept.append(text[start:])
+    return "".join(kept)
 
 
 def goal_from_messages(messages: Sequence[SessionMessage]) -> str:

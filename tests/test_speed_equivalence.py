@@ -856,6 +856,64 @@ def test_shell_words_and_kind_match_the_plain_forms(words: list[str], joint: str
         assert kind == (lexicon.INSPECT if inspects else lexicon.SHELL)
 
 
+# The plain form of the test/build pattern: a word boundary on each side of every branch.
+_PLAIN_TEST_BUILD = re.compile(
+    r"\b(?:pytest|py\.test|tox|nox|jest|vitest|mocha|rspec|phpunit|ctest|tsc|mypy|pyright|ruff|"
+    r"flake8|pylint|eslint|clippy|unittest)\b"
+    r"|\b(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:test|build|lint|check|typecheck|compile)\b"
+    r"|\bcargo\s+(?:test|build|check|clippy|run|bench)\b"
+    r"|\bgo\s+(?:test|build|vet|run)\b"
+    r"|\b(?:make|cmake|ninja|gradle|gradlew|mvn|bazel)\b"
+    r"|\bdotnet\s+(?:build|test)\b"
+)
+_BUILD_WORDS = st.sampled_from(
+    "pytest py.test py_test tox toxic jest mypy ruff npm pnpm yarn bun run test build lint testing cargo bench "
+    "go vet make cmake makefile gradle gradlew mvn dotnet x - _ . / = ls git push rm cd".split()
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(_BUILD_WORDS, max_size=8), st.sampled_from([" ", "", "  ", "\t", "/", "-", "_", ";"]))
+def test_test_build_pattern_matches_as_its_plain_form(words: list[str], joint: str) -> None:
+    from fast_jev_compaction.lexicon import _TEST_BUILD
+
+    command = joint.join(words)
+    assert bool(_TEST_BUILD.search(command)) == bool(_PLAIN_TEST_BUILD.search(command))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(_BUILD_WORDS, _SHELL_WORDS, _COMMAND_WORDS), max_size=10), st.sampled_from([" ", " && ", " | ", "\n"]),
+       st.sampled_from(["Bash", "shell", "exec_command"]), st.sampled_from(["command", "cmd"]))
+def test_a_shell_shape_has_the_tool_kind_with_inspecting_as_shell(words: list[str], joint: str, tool: str, key: str) -> None:
+    from fast_jev_compaction.lexicon import INSPECT, SHELL, call_shape, tool_kind
+
+    fields = {key: joint.join(words)}
+    kind = tool_kind(tool, fields)
+    assert call_shape(tool, fields).kind == (SHELL if kind == INSPECT else kind)
+
+
+def _plain_clip(text: str, limit: int) -> str:
+    spaces = re.compile(r"\s+")
+    if len(text) > 4 * limit:
+        head = spaces.sub(" ", text[: 4 * limit]).lstrip()
+        if len(head) > limit and head[limit:].strip():
+            return head[: limit - 1] + "…"
+    text = spaces.sub(" ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(["a", "bc", " ", "  ", "\t", "\n", "\x1c", "\x85", "\u3000", "\xa0", "é"]), max_size=40).map("".join),
+       st.integers(min_value=1, max_value=8))
+@example("a " * 20, 5)
+@example(" " * 30 + "abc", 5)
+@example("abcdef " + " " * 20, 5)
+def test_clip_folds_blanks_as_the_pattern_does(text: str, limit: int) -> None:
+    from fast_jev_compaction.lexicon import _clip
+
+    assert _clip(text, limit) == _plain_clip(text, limit)
+
+
 _JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),

@@ -109,14 +109,16 @@ _SIDE_EFFECT_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 # Compiled when a command first holds one of its words (lazy_pattern).
 _SIDE_EFFECT = tuple((lazy_pattern(pattern), words) for pattern, words in _SIDE_EFFECT_PATTERNS)
+# One word boundary on each side of the whole alternation, not of each branch: ``re`` then tries
+# one boundary at each position of the command instead of one per branch.
 _TEST_BUILD = re.compile(
     r"\b(?:pytest|py\.test|tox|nox|jest|vitest|mocha|rspec|phpunit|ctest|tsc|mypy|pyright|ruff|"
-    r"flake8|pylint|eslint|clippy|unittest)\b"
-    r"|\b(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:test|build|lint|check|typecheck|compile)\b"
-    r"|\bcargo\s+(?:test|build|check|clippy|run|bench)\b"
-    r"|\bgo\s+(?:test|build|vet|run)\b"
-    r"|\b(?:make|cmake|ninja|gradle|gradlew|mvn|bazel)\b"
-    r"|\bdotnet\s+(?:build|test)\b"
+    r"flake8|pylint|eslint|clippy|unittest"
+    r"|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:test|build|lint|check|typecheck|compile)"
+    r"|cargo\s+(?:test|build|check|clippy|run|bench)"
+    r"|go\s+(?:test|build|vet|run)"
+    r"|make|cmake|ninja|gradle|gradlew|mvn|bazel"
+    r"|dotnet\s+(?:build|test))\b"
 )
 _INSPECT_PROGRAMS = frozenset(
     """ls cat head tail grep rg ag find fd wc tree pwd echo printf which whereis file stat du df env
@@ -132,7 +134,6 @@ _TWO_WORD_PROGRAMS = frozenset(
      "uv", "poetry", "make", "terraform", "helm", "dotnet", "brew"}
 )
 _PYTHON = re.compile(r"python3?(\.\d+)?")
-_SPACES = re.compile(r"\s+")
 # The input key that names a call's target, by preference.
 _TARGET_KEYS = ("file_path", "notebook_path", "command", "url", "pattern", "query", "path", "description", "prompt")
 TARGET_CHARS = 100
@@ -158,13 +159,15 @@ def as_text(value: Any) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
+    # Blanks folded by split and join: one C call each, where a substitution of every run of
+    # blanks makes a match object per run.
     if len(text) > 4 * limit:
         # A long value (a command, a prompt): its head, blanks folded, holds the clip unless it
         # is mostly blanks; its blanks fold the same way as the whole text's.
-        head = _SPACES.sub(" ", text[: 4 * limit]).lstrip()
-        if len(head) > limit and head[limit:].strip():
+        head = " ".join(text[: 4 * limit].split())
+        if len(head) > limit:
             return head[: limit - 1] + "…"
-    text = _SPACES.sub(" ", text).strip()
+    text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -199,16 +202,9 @@ def program_words(segment: str) -> list[str]:
 
 def shell_kind(command: str) -> str:
     lowered = command.lower()
-    padded = " " + lowered  # the blank the side-effect patterns read as the command's start
-    # Plain loops: a generator per pattern cost more than most of the searches it guards.
-    for pattern, words in _SIDE_EFFECT:
-        for word in words:
-            if word in lowered:
-                if pattern.search(padded):
-                    return SIDE_EFFECT
-                break
-    if _TEST_BUILD.search(lowered):
-        return TEST_BUILD
+    kind = _effect_kind(lowered)
+    if kind != SHELL:
+        return kind
     # Inspecting when it has a segment and every segment inspects: the first that does not decides.
     inspects = False
     for segment in command_segments(lowered):
@@ -217,6 +213,20 @@ def shell_kind(command: str) -> str:
                 return SHELL
             inspects = True
     return INSPECT if inspects else SHELL
+
+
+def _effect_kind(lowered: str) -> str:
+    """SIDE_EFFECT or TEST_BUILD for a lower-cased command that is one, else SHELL (whether it
+    only inspects is not looked at)."""
+    padded = " " + lowered  # the blank the side-effect patterns read as the command's start
+    # Plain loops: a generator per pattern cost more than most of the searches it guards.
+    for pattern, words in _SIDE_EFFECT:
+        for word in words:
+            if word in lowered:
+                if pattern.search(padded):
+                    return SIDE_EFFECT
+                break
+    return TEST_BUILD if _TEST_BUILD.search(lowered) else SHELL
 
 
 def _is_inspect(segment: str) -> bool:
@@ -248,20 +258,17 @@ def command_head(command: str) -> str:
 
 
 def tool_kind(tool: str, fields: Mapping[str, Any]) -> str:
-    return _kind(tool, fields)[1]
-
-
-def _kind(tool: str, fields: Mapping[str, Any]) -> tuple[str, str, str | None]:
-    """The tool's name lower-cased, its kind, and a shell tool's command as text (None for any
-    other tool): what :func:`call_shape` reads on, each worked out once."""
     name = tool.strip().lower()
     kind = KIND_BY_TOOL.get(name)
     if kind is not None:
-        return name, kind, None
+        return kind
     if name in SHELL_TOOLS:
-        command = as_text(fields.get("command", fields.get("cmd", "")))
-        return name, shell_kind(command), command
-    return name, _named_kind(tool), None
+        return shell_kind(_shell_command(fields))
+    return _named_kind(tool)
+
+
+def _shell_command(fields: Mapping[str, Any]) -> str:
+    return as_text(fields.get("command", fields.get("cmd", "")))
 
 
 def _named_kind(tool: str) -> str:
@@ -279,6 +286,9 @@ def _named_kind(tool: str) -> str:
 class CallShape:
     """What one call is: its kind and the keys that say when two calls did the same thing."""
 
+    # As :func:`tool_kind` has it, except that a shell command neither changing anything nor
+    # running tests is SHELL here whether it only inspects or not: no reader of a shape tells
+    # the two apart, and finding out reads every segment of the command.
     kind: str
     file: str = ""  # the file a read or an edit targets
     span: str = ""  # offset:limit of a partial read; "" for the whole file
@@ -290,15 +300,20 @@ class CallShape:
 def call_shape(tool: str, fields: Mapping[str, Any]) -> CallShape:
     # Shapes made with their fields in order (kind, file, span, command, head, rerun_key): by
     # name, making one costs about twice as much.
-    name, kind, command = _kind(tool, fields)
-    if command is not None:
-        if fields.get("command", fields.get("cmd")) is not None:
+    name = tool.strip().lower()
+    kind = KIND_BY_TOOL.get(name)
+    if kind is None:
+        if name in SHELL_TOOLS:
+            command = _shell_command(fields)
+            kind = _effect_kind(command.lower())
+            if fields.get("command", fields.get("cmd")) is None:
+                return CallShape(kind)
             normalized = " ".join(command.split())
             # Only a test/build run is matched by its program; a failed call of another kind
             # works out its head where the rules need it (rules._link).
             head = command_head(normalized) if kind == TEST_BUILD else ""
             return CallShape(kind, "", "", normalized, head, f"cmd:{normalized}" if normalized else "")
-        return CallShape(kind)
+        kind = _named_kind(tool)
     if kind == READ or kind == EDIT:
         for key in ("file_path", "notebook_path", "path"):
             path = fields.get(key)

@@ -31,6 +31,8 @@ class CallFacts:
 
     call: ToolCall
     shape: CallShape
+    # Whether its output carries one of our marks; looked for in unpinned calls only, the
+    # ones a rule may settle (a pinned call's output is never searched).
     already_cut: bool
     # Filled by ``_link``: the later calls that make this one redundant or settle its error.
     rerun_later: bool = False
@@ -147,7 +149,10 @@ def _link(facts: list[CallFacts]) -> None:
 def call_facts(calls: Sequence[ToolCall], results: Mapping[str, ToolResult]) -> list[CallFacts]:
     """Facts for every completed call (``results``: its output by tool_use_id, as
     ``Pairing.results`` holds them), in call order (pinned ones included: they supersede too)."""
-    facts = [CallFacts(call, call_shape(call.tool, call.input), carries_mark(results[call.tool_use_id].text)) for call in calls]
+    facts = [
+        CallFacts(call, call_shape(call.tool, call.input), not call.pinned and carries_mark(results[call.tool_use_id].text))
+        for call in calls
+    ]
     _link(facts)
     return facts
 

@@ -584,6 +584,34 @@ def test_fit_detailed_agrees_with_the_plain_walk_on_small_sessions(turns: list[t
 
 
 @settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["user", "assistant"]), st.sampled_from(["", " ", "\n\t ", "\u3000", "x", " ok "]),
+                          st.sampled_from(["none", "done", "waiting"])), min_size=1, max_size=12))
+def test_size_guess_summed_without_listing_the_shown_messages(turns: list[tuple[str, str, str]]) -> None:
+    """fit_detailed's guess of a history's size, summed from all texts and calls at once, is
+    _size_guess summed over the shown messages: blank texts with and without calls, calls done
+    and waiting."""
+    from fast_jev_compaction.fitting import _guessed_chars, _size_guess
+    from fast_jev_compaction.history import shown_messages
+    from fast_jev_compaction.synthetic import _Chain
+
+    chain = _Chain("u", "guess")
+    lines = []
+    for n, (role, text, call) in enumerate(turns):
+        if role == "user" or call == "none":
+            lines.append(chain.record(role, {"role": role, "content": [{"type": "text", "text": text}]}))
+            continue
+        use = {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"command": "ls"}}
+        lines.append(chain.record("assistant", {"role": "assistant", "id": f"msg_{n}", "content": [{"type": "text", "text": text}, use]}))
+        if call == "done":
+            result = [{"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": "a b"}]
+            lines.append(chain.record("user", {"role": "user", "content": result}))
+    messages = parse_transcript(lines)
+    pairing = pair_tool_calls(messages, 2)
+    memo = RenderMemo()
+    assert _guessed_chars(messages, pairing, memo) == sum(map(_size_guess, shown_messages(messages, pairing, memo)))
+
+
+@settings(max_examples=300, deadline=None)
 @given(st.dictionaries(st.sampled_from(["command", "file_path", "content", "limit"]), st.one_of(_ANY_TEXT, st.integers())),
        st.integers(min_value=0, max_value=5000), st.sampled_from([" ", "\n", "x", " \t\n"]))
 def test_one_line_input_reads_only_the_opening_of_long_texts(value: dict, repeat: int, filler: str) -> None:  # type: ignore[type-arg]
@@ -1147,3 +1175,58 @@ def test_injected_blocks_go_as_the_lazy_pattern_takes_them(text: str) -> None:
     if plain.startswith(_INJECTED_OPENERS):
         plain = ""
     assert prompt_text(SessionMessage(role="user", text=text)) == plain
+
+
+def _plain_plan(messages: list, pairing, to_judge: list, goal: str, budgets: tuple[int, int], cost: dict[str, int]) -> list:  # type: ignore[no-untyped-def, type-arg]
+    """plan_requests as it reads, the windows' cost compared for any number of batches (None
+    where the newest messages overflow a window, a path this does not take)."""
+    from fast_jev_compaction.fitting import fit_detailed
+    from fast_jev_compaction.questions import REQUEST_OVERHEAD_TOKENS, batch_calls
+    from fast_jev_compaction.windows import Request, _hopeless, _Windows
+
+    max_state, max_request = budgets
+    memo = RenderMemo()
+    limit = min(max_state, max_request - REQUEST_OVERHEAD_TOKENS - max(cost[call.id] for call in to_judge))
+    try:
+        windows = _Windows(messages, pairing, goal, 2, max_state, max_request, cost, memo)
+    except FittingError:
+        return None  # type: ignore[return-value]
+    limit = min(limit, windows.focus(to_judge))
+    single = fit_detailed(messages, pairing, goal, limit, memo)
+    if single is not None and not _hopeless(pairing, goal, limit, memo):
+        batches = batch_calls(to_judge, single.tokens, max_request, cost)
+        if len(batches) * single.tokens <= windows.cost(to_judge):
+            return [Request(single.state, single.tokens, single.stage, batch) for batch in batches]
+    return windows.requests(to_judge)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(_ANY_TEXT, st.one_of(_ANY_TEXT, st.text(min_size=150, max_size=1200)), _ANY_TEXT), min_size=1, max_size=6),
+    st.integers(min_value=200, max_value=6000),
+    st.integers(min_value=300, max_value=9000),
+)
+def test_plan_requests_takes_one_batch_of_a_fitting_state_without_costing_the_windows(
+    turns: list[tuple[str, str, str]], max_state: int, max_request: int
+) -> None:
+    """A single state that fits and goes in one request is the plan without the windows' cost
+    compared: the same requests as the plan that compares it, whatever the budgets."""
+    from fast_jev_compaction.questions import question_tokens
+    from fast_jev_compaction.windows import plan_requests
+
+    messages = _session_of(turns)
+    pairing = pair_tool_calls(messages, 2)
+    to_judge = list(pairing.calls)
+    cost = {call.id: question_tokens(call) for call in to_judge}
+    goal = "fix the floors"
+
+    def planned(plan: Callable[[], list | None]) -> object:  # type: ignore[type-arg]
+        try:
+            requests = plan()
+        except FittingError:
+            return "too large"
+        return requests and [(r.state, r.state_tokens, r.stage, [c.id for c in r.calls]) for r in requests]
+
+    plain = planned(lambda: _plain_plan(messages, pairing, to_judge, goal, (max_state, max_request), cost))
+    if plain is not None:
+        assert planned(lambda: plan_requests(messages, pairing, to_judge, goal, 2, max_state, max_request, cost)) == plain

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cache, lru_cache
+from operator import attrgetter
 from typing import Any, Iterator, Sequence
 
 from .errors import FittingError
@@ -220,10 +221,10 @@ def fit_detailed(
     never read.
     """
     outputs = memo.outputs(messages)
+    if _guessed_chars(messages, pairing, memo) > GUESSED_CHARS_PER_TOKEN * limit:
+        return None
     shown = list(shown_messages(messages, pairing, memo))
     guesses = [_size_guess(item) for item in shown]
-    if sum(guesses) > GUESSED_CHARS_PER_TOKEN * limit:
-        return None
     floors = [0] * len(shown)
     floor = state_base_tokens(goal)
     # Largest first, as their lengths suggest: a sum that passes the limit passes it after fewer
@@ -267,8 +268,25 @@ GUESSED_CHARS_PER_TOKEN = 3
 
 
 def _size_guess(shown: tuple[int, SessionMessage, list[ToolCall] | None, list[PendingCall] | None]) -> int:
-    # A call's frame takes about this many characters with its input cut to 200.
-    return len(shown[1].text) + 250 * (len(shown[2] or ()) + len(shown[3] or ()))
+    return len(shown[1].text) + _CALL_GUESS * (len(shown[2] or ()) + len(shown[3] or ()))
+
+
+# A call's frame takes about this many characters with its input cut to 200.
+_CALL_GUESS = 250
+_TEXT = attrgetter("text")
+
+
+def _guessed_chars(messages: Sequence[SessionMessage], pairing: Pairing, memo: RenderMemo) -> int:
+    """``_size_guess`` summed over the shown messages without listing them (most histories are
+    ruled out by this sum alone): every message with calls is shown, and every other one but
+    those whose text is blank (``str.isspace``: what ``strip`` removes). Each call's message
+    is one of ``messages``, as the pairing of them says."""
+    completed, pending = memo.by_message(pairing)
+    texts = list(map(_TEXT, messages))
+    chars = sum(map(len, texts))
+    if any(map(str.isspace, texts)):
+        chars -= sum(len(text) for i, text in enumerate(texts) if text.isspace() and i not in completed and i not in pending)
+    return chars + _CALL_GUESS * (sum(map(len, completed.values())) + sum(map(len, pending.values())))
 
 
 def _frame_tenths(

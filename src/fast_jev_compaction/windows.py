@@ -109,7 +109,10 @@ def plan_requests(
         single = None
     if single is not None:
         batches = batch_calls(to_judge, single.tokens, max_request_tokens, question_cost)
-        if len(batches) * single.tokens <= windows.cost(to_judge):
+        # One batch needs no comparison: the state fits the limit, at most focus(to_judge), and
+        # the windows cost at least that (each holds the goal and the newest messages, and
+        # together every asked call with its share).
+        if len(batches) == 1 or len(batches) * single.tokens <= windows.cost(to_judge):
             return [Request(single.state, single.tokens, single.stage, batch) for batch in batches]
     return windows.requests(to_judge)
 

@@ -1143,6 +1143,39 @@ def test_as_text_prints_what_json_dumps_prints(value: object) -> None:
     assert as_text(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
+
+@settings(max_examples=1000, deadline=None)
+@given(_INPUT_VALUE | st.lists(st.sampled_from([1.0, 2.5, 1e16, 1e21, 3e22, -0.0, "e+", "v1.0", "+", 7]), max_size=4))
+@example({"version": "1.0", "n": 1e+22})
+@example(["1e+5", 1e16])
+def test_js_json_rewrites_what_an_unfiltered_walk_rewrites(value: object) -> None:
+    """js_json walks a value for integral floats only when its text holds ".0", or "+" and "e+"."""
+    import json
+
+    from fast_jev_compaction.textutil import _js_value
+
+    try:
+        plain = json.dumps(_js_value(value), ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        with pytest.raises((TypeError, ValueError)):
+            js_json(value)
+        return
+    assert js_json(value) == re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", plain)
+
+
+_MARK_PIECES = ["[", "]", "[fast-jev-compaction", "[fast-jev-compaction ", "[fast-jev-compaction: ", "kept ", "moved ", "x", " ", "\n", "é"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_MARK_PIECES), max_size=8).map("".join))
+@example("no bracket at all fast-jev-compaction kept ")
+def test_carries_mark_is_the_pattern_search(text: str) -> None:
+    """The "[" and prefix searches before the pattern rule out only texts it finds nothing in."""
+    from fast_jev_compaction.markers import _OWN_MARK, carries_mark
+
+    assert carries_mark(text) == (_OWN_MARK.search(text) is not None)
+
+
 # -- goal: the prompts the user typed ------------------------------------------------------------
 
 

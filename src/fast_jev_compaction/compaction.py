@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from array import array
+from bisect import bisect_left
 from dataclasses import field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Coroutine, Sequence, TypeVar
 
 from .archive import archive_path
@@ -19,7 +20,7 @@ from .policy import Scored, budget_decisions, could_cut, threshold_decisions
 from .rebuild import Cut, cut_of, rebuild
 from .records import frozen, record
 from .rules import Verdict, call_facts, settle
-from .stats import CompactStats, message_chars, rebuilt_chars
+from .stats import CompactStats, measured
 
 if TYPE_CHECKING:
     from .answer_cache import AnswerCache
@@ -61,9 +62,9 @@ async def compact(
     validate_threshold(opts.keep_threshold)
     pairing = pair_tool_calls(messages, opts.preserve_recent_messages)
     results = pairing.results
-    # By position (8 bytes a message): the rebuild returns untouched messages as the same objects,
-    # counted once (``rebuilt_chars``).
-    sizes = array("q", map(message_chars, messages))
+    # By position (8 bytes a message, and a call), each input measured once: the rebuild measures
+    # only the messages it changes, a drop's probe reads its input's size.
+    sizes, input_sizes = measured(messages, pairing.calls)
     stats = CompactStats(
         messages_before=len(messages),
         chars_before=sum(sizes),
@@ -91,7 +92,8 @@ async def compact(
             probe = probes[call.tool_use_id] = _Probes(path)
         made = probe.truncated if action == TRUNCATE else probe.dropped
         if made is None:
-            made = cut_of(results[call.tool_use_id], call, action, shape, probe.path)
+            input_size = input_sizes[_position(pairing.calls, call)]
+            made = cut_of(results[call.tool_use_id], call, action, shape, probe.path, input_size)
             if action == TRUNCATE:
                 probe.truncated = made
             else:
@@ -166,13 +168,24 @@ async def compact(
         if decision.reason in rule_names:
             stats.settled_by_rules += 1
     del by_id
-    out, touched = rebuild(messages, decisions, pairing.calls, shape, made)
+    out, taken = rebuild(messages, decisions, pairing.calls, shape, made, sizes)
     del made
 
     stats.messages_after = len(out)
-    stats.chars_after = rebuilt_chars(messages, sizes, out, touched)
+    stats.chars_after = stats.chars_before - taken
     stats.ms = (time.perf_counter() - started) * 1000
     return CompactResult(out, decisions, list(pairing.calls), stats, archive)
+
+
+_CALL_INDEX = attrgetter("call_index")
+
+
+def _position(calls: Sequence[ToolCall], call: ToolCall) -> int:
+    """Where ``call`` is in ``calls``, pairing's: in transcript order, so by message."""
+    at = bisect_left(calls, call.call_index, key=_CALL_INDEX)
+    while calls[at] is not call:
+        at += 1
+    return at
 
 
 @record(slots=True)

@@ -36,9 +36,11 @@ def _cut_input(value: dict[str, Any]) -> dict[str, Any]:
     input is longer than that either way): every ``truncate`` up to that length is the same,
     without rendering a written file's whole content.
     """
-    if not any(type(item) is str and len(item) > _INPUT_CUT for item in value.values()):
-        return value
-    return {key: item[:_INPUT_CUT] if type(item) is str else item for key, item in value.items()}
+    # A plain loop: most inputs hold two or three short values, where a generator costs more.
+    for item in value.values():
+        if type(item) is str and len(item) > _INPUT_CUT:
+            return {key: item[:_INPUT_CUT] if type(item) is str else item for key, item in value.items()}
+    return value
 
 
 def result_note(call: ToolCall) -> str:

@@ -8,7 +8,7 @@ removed; every cut leaves a marker saying where the full output is.
 
 from __future__ import annotations
 
-from typing import Container, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from .decisions import DROP, TRUNCATE, Action, CallDecision
 from .digest import DigestShape, digest
@@ -17,7 +17,7 @@ from .markers import drop_marker, truncation_note
 from .messages import NO_EXTRA, SessionMessage, ToolResult, ToolUse
 from .pairing import ToolCall
 from .records import frozen
-from .stats import input_chars
+from .stats import message_chars
 
 # A cut must free at least this many characters, marker included, or the output stays whole.
 MIN_SAVING = 400
@@ -46,12 +46,15 @@ class Cut:
     text: str | None
 
 
-def cut_of(result: ToolResult, call: ToolCall, action: Action, shape: DigestShape, archive_path: str | None) -> Cut:
+def cut_of(
+    result: ToolResult, call: ToolCall, action: Action, shape: DigestShape, archive_path: str | None, input_size: int
+) -> Cut:
     """The :class:`Cut` of ``action`` (truncate or drop) on ``call``, whose output is ``result``
-    and is saved at ``archive_path``."""
+    and is saved at ``archive_path``, and whose input is ``input_size`` long (``input_chars``,
+    measured once per compaction: ``stats.measured``)."""
     if action == DROP:
         marker = drop_marker(call.tool, call_target(call.tool, call.input), call.result_chars, call.is_error, archive_path)
-        return Cut(call.result_chars + input_chars(call.input) - len(marker) - 1, None)
+        return Cut(call.result_chars + input_size - len(marker) - 1, None)
     cut = cut_output(result.text, call.is_error, shape, archive_path)
     return Cut(0 if cut is None else len(result.text) - len(cut), cut)
 
@@ -77,9 +80,11 @@ def rebuild(
     calls: Sequence[ToolCall],
     shape: DigestShape,
     made: Mapping[str, str | None] | None = None,
-) -> tuple[list[SessionMessage], Container[int]]:
-    """:func:`apply_decisions`, and the positions of the messages it may have changed or left
-    out (the others are in the rebuild as they were)."""
+    sizes: Sequence[int] | None = None,
+) -> tuple[list[SessionMessage], int]:
+    """:func:`apply_decisions`, and, given ``sizes`` (``message_chars`` of each message by
+    position), the characters the rebuild took out (0 without): only the messages it changed or
+    left out are measured."""
     pinned = {call.tool_use_id for call in calls if call.pinned}
     # A forged or stale decision cannot touch a pinned call.
     cuts = {
@@ -95,6 +100,7 @@ def rebuild(
         else None
     )
     out: list[SessionMessage] = []
+    taken = 0
     known = made or {}
     for position, message in enumerate(messages):
         if touched is not None and position not in touched:
@@ -143,11 +149,16 @@ def rebuild(
         if not changed:
             out.append(message)
             continue
+        if sizes is not None:
+            taken += sizes[position]
         text = "\n".join([message.text, *marks]) if message.text else "\n".join(marks)
         if not text.strip() and not uses and not kept_results:
             continue
-        out.append(_rebuilt(message, text, uses, kept_results))
-    return out, range(len(messages)) if touched is None else touched
+        rebuilt = _rebuilt(message, text, uses, kept_results)
+        if sizes is not None:
+            taken -= message_chars(rebuilt)
+        out.append(rebuilt)
+    return out, taken
 
 
 def _truncated_use(use: ToolUse, shape: DigestShape, archive_path: str | None) -> ToolUse:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from array import array
 from json.encoder import encode_basestring
-from typing import Container, Sequence
+from typing import Sequence
 
 from .decisions import BUDGET, PINNED, THRESHOLD, CallDecision
 from .messages import SessionMessage
+from .pairing import ToolCall
 from .records import record
 from .textutil import js_json
 
@@ -78,26 +80,26 @@ def message_chars(message: SessionMessage) -> int:
     return size
 
 
-def rebuilt_chars(
-    messages: Sequence[SessionMessage], sizes: Sequence[int], out: Sequence[SessionMessage], touched: Container[int]
-) -> int:
-    """The characters of ``out``, the rebuild of ``messages`` (whose sizes by position are
-    ``sizes``), where only the positions in ``touched`` may have changed or gone.
-
-    The rebuild keeps the order and returns an untouched message as the same object: a walk of
-    both lists counts it from ``sizes`` (no dict of every message) and measures only the others.
-    """
-    total = 0
-    position, count = 0, len(messages)
-    for message in out:
-        while position < count and messages[position] is not message and position in touched:
-            position += 1
-        if position < count and messages[position] is message:
-            total += sizes[position]
-            position += 1
-        else:
-            total += message_chars(message)
-    return total
+def measured(messages: Sequence[SessionMessage], calls: Sequence[ToolCall]) -> tuple[array[int], array[int]]:
+    """:func:`message_chars` of each message, and :func:`input_chars` of each call's input, by
+    position (8 bytes each), each input measured once: ``calls`` are pairing's, in the order of
+    their uses, so each is met at its use."""
+    sizes, inputs = array("q"), array("q")
+    waiting = iter(calls)
+    call = next(waiting, None)
+    for message in messages:
+        # message_chars, each call's input size kept on the way.
+        size = len(message.text)
+        for use in message.toolUses:
+            chars = input_chars(use.input)
+            size += chars
+            if call is not None and call.tool_use_id == use.tool_use_id:
+                inputs.append(chars)
+                call = next(waiting, None)
+        for result in message.toolResults or ():
+            size += len(result.text)
+        sizes.append(size)
+    return sizes, inputs
 
 
 @record

@@ -100,6 +100,53 @@ def test_the_ordered_estimate_is_the_estimate(text: str) -> None:
     assert ordered_estimate(text) == estimate_tokens(text) == _accumulated(text)
 
 
+# Long texts of every kind of piece: their sums pass many powers of two, where float additions
+# start rounding to a coarser step.
+_LONG_TEXT = st.lists(
+    st.sampled_from(["a", ".", "9", " ", "abcdefg", "12345", "\U0001F600", "\u2026", "\xa0", "\ufeff", "\ud83d", '"', "\n"]),
+    min_size=200,
+    max_size=3000,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_LONG_TEXT, st.text(), st.text(alphabet=st.characters(blacklist_categories=()))))
+@example("." * 10)
+@example("\U0001F600" * 700 + "ab" * 300)
+@example('{"id":"toolu_01","tool":"Bash","input":"{\\"command\\":\\"ls -la\\"}","result":"12 lines"},' * 40)
+def test_the_ordered_estimate_adds_the_pieces_one_by_one(text: str) -> None:
+    """ordered_estimate, whatever the tally: upstream's regex pieces added one by one in float."""
+    from fast_jev_compaction.tokens import ordered_estimate
+
+    assert ordered_estimate(text) == _accumulated(text)
+
+
+def _plain_unit_classes(text: str) -> bytes:
+    """The plain form of tokens._unit_classes: each character classed alone, an astral one twice."""
+    from fast_jev_compaction.tokens import _JS_SPACE
+
+    spaces = re.compile(f"[{_JS_SPACE}]")
+    classes = bytearray()
+    for char in text:
+        if char.isascii() and char.isalpha():
+            classes += b"a"
+        elif char.isascii() and char.isdigit():
+            classes += b"0"
+        elif spaces.match(char):
+            classes += b" "
+        else:
+            classes += b".." if ord(char) > 0xFFFF else b"."
+    return bytes(classes)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(_LONG_TEXT, st.text(alphabet=st.characters(blacklist_categories=()))))
+def test_unit_classes_through_utf8_are_the_plain_classes(text: str) -> None:
+    from fast_jev_compaction.tokens import _unit_classes
+
+    assert _unit_classes(text) == _plain_unit_classes(text)
+
+
 # Runs either side of the 6-letter blocks, digits, JavaScript-only spaces (which Python's \\s
 # does not know or knows apart), astral and lone-surrogate characters, the empty text.
 _TALLY_TEXT = st.lists(

@@ -49,6 +49,11 @@ _CLASSES = bytes(
 )
 # UTF-8 bytes: ASCII by its class, a non-ASCII lead byte as a space (continuation bytes dropped).
 _UTF8_CLASSES = _CLASSES[:128] + b" " * 128
+# UTF-8 bytes, a character each: ASCII by its class, a lead byte as one "other" piece, or two
+# ("#", for ".."), the lead byte of an astral character (continuation bytes dropped).
+_UTF8_UNITS = _CLASSES[:128] + b" " * 64 + b"." * 48 + b"#" * 16
+_WIDE_SPACE_SET = frozenset(_WIDE_SPACES)
+_WIDE_TO_SPACE = dict.fromkeys(map(ord, _WIDE_SPACES), " ")
 _CONTINUATION = bytes(range(0x80, 0xC0))
 _ASCII = bytes(range(128))
 # The class bytes of a text as its JSON string shows it (see json_tally): ``"`` and ``\\`` as
@@ -74,12 +79,22 @@ def estimate_tokens(text: str) -> int:
 def ordered_estimate(text: str) -> int:
     """:func:`estimate_tokens` of a text whose tally :func:`from_tally` leaves undecided (known
     from its parts): the pieces are added in order at once, without being counted first."""
-    classes, astral = _classes(text)
-    if astral:
-        return _accumulated(text)
-    # The pieces in order, costed through a dict and added left to right, all in C.
-    marked = (b" " + classes).replace(b" a", b" A").replace(b".a", b".A").replace(b"0a", b"0A")
-    return math.ceil(reduce(add, map(_COSTS.__getitem__, _CLASS_PIECES.findall(marked)), 0.0))
+    # The pieces in order, one word each (a letter run, a digit run, a lone "."), costed through
+    # a dict and added left to right, all in C.
+    pieces = _unit_classes(text).replace(b".", b" . ").replace(b"a0", b"a 0").replace(b"0a", b"0 a").split()
+    return math.ceil(reduce(add, map(_COSTS.__getitem__, pieces), 0.0))
+
+
+def _unit_classes(text: str) -> bytes:
+    """One class byte per UTF-16 unit of ``text``, in order (an astral character is two ".")."""
+    if text.isascii():
+        return text.encode("ascii").translate(_CLASSES)
+    utf8 = text.encode("utf-8", "surrogatepass")
+    # Through the UTF-8 bytes, a non-ASCII character is its lead byte; the few JavaScript spaces
+    # among them are made plain spaces first.
+    if not _WIDE_SPACE_SET.isdisjoint(utf8.translate(None, _ASCII).decode("utf-8", "surrogatepass")):
+        utf8 = text.translate(_WIDE_TO_SPACE).encode("utf-8", "surrogatepass")
+    return utf8.translate(_UTF8_UNITS, _CONTINUATION).replace(b"#", b"..")
 
 
 def most_tokens(text: str) -> int:
@@ -193,17 +208,16 @@ def _classes(text: str) -> tuple[bytes, int]:
 
 
 class _PieceCosts(dict[bytes, float]):
-    """Cost of a piece of the marked class bytes (``Aaa``, ``00``, ``.``), filled on demand."""
+    """Cost of a piece of the class bytes (``aaa``, ``00``, ``.``), filled on demand."""
 
     def __missing__(self, piece: bytes) -> float:
         kind = piece[:1]
-        value: float = 1 + (len(piece) - 1) // 6 if kind == b"A" else len(piece) / 2 if kind == b"0" else _OTHER_COST
+        value: float = 1 + (len(piece) - 1) // 6 if kind == b"a" else len(piece) / 2 if kind == b"0" else _OTHER_COST
         self[piece] = value
         return value
 
 
 _COSTS = _PieceCosts()
-_CLASS_PIECES = re.compile(rb"Aa*|0+|\.")
 
 
 def _accumulated(text: str) -> int:

@@ -97,7 +97,7 @@ def read_digest(digest: str) -> tuple[list[str], list[str]]:
 def _parts(text: str) -> tuple[str, bool, str]:
     """The flattened lines (exact, or of a long output only both ends), and the term list."""
     flat, exact = _flattened(text)
-    return flat, exact, " ".join(_top_terms(_term_counts(text[:TERM_SCAN_CHARS])))
+    return flat, exact, _top_terms(_term_counts(text[:TERM_SCAN_CHARS]))
 
 
 def _term_counts(text: str) -> Counter[bytes]:
@@ -119,7 +119,9 @@ def _term_counts(text: str) -> Counter[bytes]:
         text = text.replace("\u2192", " ")
     encoded = text.encode("utf-8", "surrogatepass")
     runs = encoded.translate(_RUN_BYTES).split()
-    counts = Counter([run.lstrip(_TERM_LEAD).rstrip(_TERM_TRAIL) for run in runs if len(run) >= _TERM_MIN])
+    # The constants as locals: the comprehension reads them once a run.
+    least, lead, trail = _TERM_MIN, _TERM_LEAD, _TERM_TRAIL
+    counts = Counter([run.lstrip(lead).rstrip(trail) for run in runs if len(run) >= least])
     if len(encoded) == len(text):  # all ASCII
         return counts
     for run in list(filterfalse(bytes.isascii, counts)):
@@ -129,21 +131,23 @@ def _term_counts(text: str) -> Counter[bytes]:
     return counts
 
 
-def _top_terms(counts: Counter[bytes]) -> list[str]:
+def _top_terms(counts: Counter[bytes]) -> str:
     """The ``_TERMS`` most repeated terms of :func:`_term_counts`, ties alphabetical (UTF-8 bytes
-    sort as their code points do): words are tested in that order only until enough are found,
-    not all of them."""
+    sort as their code points do), joined by spaces: words are tested in that order only until
+    enough are found, not all of them."""
     # Words of ASCII letters only (bytes.isalpha) all lower case or title case have no upper case
-    # letter past the first: no terms (see _is_term_bytes), left out in C before the sorts, which
-    # are most of the work. Sorting by count after sorting by word keeps ties in word order.
+    # letter past the first: no terms (see _is_term), left out in C before the sorts, which are
+    # most of the work. Every other ASCII word is a term: it holds a digit or "_./-" (bytes.isalpha
+    # is false), or an upper case letter past the first. Sorting by count after sorting by word
+    # keeps ties in word order.
     words = [*filterfalse(bytes.isalpha, counts), *filterfalse(bytes.istitle, filterfalse(bytes.islower, filter(bytes.isalpha, counts)))]
-    chosen: list[str] = []
+    chosen: list[bytes] = []
     for word in sorted(sorted(words), key=counts.__getitem__, reverse=True):
-        if len(word) >= _TERM_MIN and _is_term_bytes(word):
-            chosen.append(word.decode("utf-8", "surrogatepass"))
+        if len(word) >= _TERM_MIN and (word.isascii() or _is_term(word.decode("utf-8", "surrogatepass"))):
+            chosen.append(word)
             if len(chosen) == _TERMS:
-                return chosen
-    return chosen
+                break
+    return b" ".join(chosen).decode("utf-8", "surrogatepass")
 
 
 def _flat(lines: list[str]) -> str:
@@ -163,15 +167,6 @@ def _flattened(text: str) -> tuple[str, bool]:
         if len(prefix) >= _FLAT_ENDS and len(suffix) >= _FLAT_ENDS:
             return prefix[:_FLAT_ENDS] + suffix[-_FLAT_ENDS:], False
     return _flat(text.splitlines()), True
-
-
-def _is_term_bytes(word: bytes) -> bool:
-    """:func:`_is_term` of a term's UTF-8 bytes. An ASCII term holds only letters, digits and
-    ``_./-``, so it fails the test only when it is all letters and none past the first is upper
-    case."""
-    if word.isascii():
-        return not (word.isalpha() and word[1:].islower())
-    return _is_term(word.decode("utf-8", "surrogatepass"))
 
 
 def _is_term(word: str) -> bool:

@@ -30,7 +30,6 @@ from fast_jev_compaction.history import (
     TERM_SCAN_CHARS,
     RenderMemo,
     _is_term,
-    _is_term_bytes,
     _term_counts,
     _top_terms,
     history_entries,
@@ -398,12 +397,12 @@ _TOP_WORDS += ["Abcdefgh", "ABCDEFGH", "aBcdefgh", "AbcdefgH", "\u00e9l\u00e9men
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(_TOP_WORDS), max_size=30))
+@given(st.lists(st.one_of(st.sampled_from(_TOP_WORDS), st.text("aZ_9.-/\u00e9E", min_size=7, max_size=9)), max_size=30))
 def test_top_terms_are_the_most_repeated_terms(words: list[str]) -> None:
     counts = Counter(words)
     kept = [term for term in counts if _is_term(term)]
     as_bytes = Counter({term.encode(): times for term, times in counts.items()})
-    assert _top_terms(as_bytes) == sorted(kept, key=lambda t: (-counts[t], t))[:8]
+    assert _top_terms(as_bytes) == " ".join(sorted(kept, key=lambda t: (-counts[t], t))[:8])
     # _term_counts leaves a few stripped runs shorter than a term beside the terms: none is chosen
     with_short = Counter({**as_bytes, b"ab.c": 99, b"x_1": 50, b"": 7, b"Ab": 6, b"a": 5})
     assert _top_terms(with_short) == _top_terms(as_bytes)
@@ -699,7 +698,6 @@ def test_term_counts_count_what_the_plain_pattern_finds(text: str) -> None:
     counts = _term_counts(text)
     long = {word: times for word, times in counts.items() if len(word) >= 7}
     assert {word.decode("utf-8", "surrogatepass"): times for word, times in long.items()} == expected
-    assert all(_is_term_bytes(word) == _is_term(word.decode("utf-8", "surrogatepass")) for word in long)
 
 
 @settings(max_examples=500, deadline=None)

@@ -56,11 +56,13 @@ DIGEST_CHARS = {1000: 300, 200: 100}
 # checks the plain pattern ``[A-Za-z_][\w.\-/]{5,}[\w]`` finds the same).
 _TERM = re.compile(r"[A-Za-z_](?<![A-Za-z_][A-Za-z_])[\w.\-/]{5,}\w")
 _TERMS = 8
-# A digest's terms are counted over this opening of its output. 10,000 rather than 50,000: on
-# the corpus the term scan was a ninth of the core's instructions (740M to 676M per pass), 20 of
-# its 365 asked outputs are longer, the state judge's held-out AUC went from 0.877 to 0.876 and
-# no other figure of `fast-jev eval --frontier --serve` moved.
-TERM_SCAN_CHARS = 10_000
+# A digest's terms are counted over this opening of its output. 2,000 rather than 10,000 (itself
+# down from 50,000): the term scan costs per character; the corpus outputs it reads shrink from
+# 705k to 345k characters and the digests of a core pass from 136M to 80M instructions. In
+# `fast-jev eval --frontier --serve` the state judge's held-out AUC went from 0.876 to 0.875
+# (in sample 0.918 to 0.917, windowed 0.871 to 0.870, weights.json over the state 0.885 to
+# 0.888) and no other figure moved; 1,000 cut 20M more, held out 0.875 too, in sample 0.915.
+TERM_SCAN_CHARS = 2_000
 _TERM_MIN = 7
 # ASCII bytes that may be in a term: word characters, ".", "-" and "/"; every other ASCII byte
 # is a space, and non-ASCII bytes stay as they are (see _term_counts).
@@ -99,7 +101,7 @@ def read_digest(digest: str) -> tuple[list[str], list[str]]:
 def _parts(text: str) -> tuple[str, bool, str]:
     """The flattened lines (exact, or of a long output only both ends), and the term list."""
     flat, exact = _flattened(text)
-    return flat, exact, " ".join(_top_terms(_term_counts(text[:TERM_SCAN_CHARS])))
+    return flat, exact, _top_terms(_term_counts(text[:TERM_SCAN_CHARS]))
 
 
 def _term_counts(text: str) -> Counter[bytes]:
@@ -121,7 +123,9 @@ def _term_counts(text: str) -> Counter[bytes]:
         text = text.replace("\u2192", " ")
     encoded = text.encode("utf-8", "surrogatepass")
     runs = encoded.translate(_RUN_BYTES).split()
-    counts = Counter([run.lstrip(_TERM_LEAD).rstrip(_TERM_TRAIL) for run in runs if len(run) >= _TERM_MIN])
+    # The constants as locals: the comprehension reads them once a run.
+    least, lead, trail = _TERM_MIN, _TERM_LEAD, _TERM_TRAIL
+    counts = Counter([run.lstrip(lead).rstrip(trail) for run in runs if len(run) >= least])
     if len(encoded) == len(text):  # all ASCII
         return counts
     for run in list(filterfalse(bytes.isascii, counts)):
@@ -131,21 +135,23 @@ def _term_counts(text: str) -> Counter[bytes]:
     return counts
 
 
-def _top_terms(counts: Counter[bytes]) -> list[str]:
+def _top_terms(counts: Counter[bytes]) -> str:
     """The ``_TERMS`` most repeated terms of :func:`_term_counts`, ties alphabetical (UTF-8 bytes
-    sort as their code points do): words are tested in that order only until enough are found,
-    not all of them."""
+    sort as their code points do), joined by spaces: words are tested in that order only until
+    enough are found, not all of them."""
     # Words of ASCII letters only (bytes.isalpha) all lower case or title case have no upper case
-    # letter past the first: no terms (see _is_term_bytes), left out in C before the sorts, which
-    # are most of the work. Sorting by count after sorting by word keeps ties in word order.
+    # letter past the first: no terms (see _is_term), left out in C before the sorts, which are
+    # most of the work. Every other ASCII word is a term: it holds a digit or "_./-" (bytes.isalpha
+    # is false), or an upper case letter past the first. Sorting by count after sorting by word
+    # keeps ties in word order.
     words = [*filterfalse(bytes.isalpha, counts), *filterfalse(bytes.istitle, filterfalse(bytes.islower, filter(bytes.isalpha, counts)))]
-    chosen: list[str] = []
+    chosen: list[bytes] = []
     for word in sorted(sorted(words), key=counts.__getitem__, reverse=True):
-        if len(word) >= _TERM_MIN and _is_term_bytes(word):
-            chosen.append(word.decode("utf-8", "surrogatepass"))
+        if len(word) >= _TERM_MIN and (word.isascii() or _is_term(word.decode("utf-8", "surrogatepass"))):
+            chosen.append(word)
             if len(chosen) == _TERMS:
-                return chosen
-    return chosen
+                break
+    return b" ".join(chosen).decode("utf-8", "surrogatepass")
 
 
 def _flat(lines: list[str]) -> str:
@@ -165,15 +171,6 @@ def _flattened(text: str) -> tuple[str, bool]:
         if len(prefix) >= _FLAT_ENDS and len(suffix) >= _FLAT_ENDS:
             return prefix[:_FLAT_ENDS] + suffix[-_FLAT_ENDS:], False
     return _flat(text.splitlines()), True
-
-
-def _is_term_bytes(word: bytes) -> bool:
-    """:func:`_is_term` of a term's UTF-8 bytes. An ASCII term holds only letters, digits and
-    ``_./-``, so it fails the test only when it is all letters and none past the first is upper
-    case."""
-    if word.isascii():
-        return not (word.isalpha() and word[1:].islower())
-    return _is_term(word.decode("utf-8", "surrogatepass"))
 
 
 def _is_term(word: str) -> bool:

@@ -691,13 +691,19 @@ def test_term_pattern_finds_what_the_plain_pattern_finds(text: str) -> None:
 @given(st.one_of(st.lists(_TERM_ALPHABET, max_size=60).map("".join), _ANY_TEXT))
 @example("    12\u2192readFile\n    13\u2192x\u2192parse_header 12345678 ./src/a.py. abcdef abcdefg \u00e9t\u00e9_abcd")
 @example("1234567 -..//-- 9abcdef. ab.cd.e/ Abcdefg")
+@example("abcdefg 9abcdefg Abcdefg. Abcdefg a_bcdefg")
 def test_term_counts_count_what_the_plain_pattern_finds(text: str) -> None:
     """The runs cut in C count each term as the regex over the whole text finds it, and the
     test of a term's bytes is the test of the term."""
     expected = Counter(re.findall(r"[A-Za-z_][\w.\-/]{5,}[\w]", text))
     counts = _term_counts(text)
-    long = {word: times for word, times in counts.items() if len(word) >= 7}
-    assert {word.decode("utf-8", "surrogatepass"): times for word, times in long.items()} == expected
+    long = {word.decode("utf-8", "surrogatepass"): times for word, times in counts.items() if len(word) >= 7}
+    # Every term is counted as often as the pattern finds it; only plain words (no terms) that
+    # are runs of their own are left out, so a plain word may be counted less often or not at all.
+    assert {word: times for word, times in long.items() if _is_term(word)} == {
+        word: times for word, times in expected.items() if _is_term(word)
+    }
+    assert set(long) <= set(expected)
 
 
 @settings(max_examples=500, deadline=None)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections import Counter
 from itertools import filterfalse
 from typing import Any, Iterator, Sequence
 
@@ -104,50 +103,63 @@ def _parts(text: str) -> tuple[str, bool, str]:
     return flat, exact, _top_terms(_term_counts(text[:TERM_SCAN_CHARS]))
 
 
-def _term_counts(text: str) -> Counter[bytes]:
-    """How often each ``_TERM`` match occurs in ``text``, keyed by its UTF-8 bytes, beside a few
-    keys shorter than ``_TERM_MIN`` bytes that are not matches (:func:`_top_terms` skips them).
+def _term_counts(text: str) -> dict[bytes, int]:
+    """How often each ``_TERM`` match occurs in ``text``, keyed by its UTF-8 bytes, but for plain
+    words that are runs of their own (below), beside a few keys shorter than ``_TERM_MIN`` bytes
+    that are not matches (:func:`_top_terms` skips both).
 
     A match lies in a run of word characters, dots, dashes and slashes: it starts at the run's
     first ASCII letter or "_" and ends at its last word character, and is one if that spans
     7 or more characters. The runs are cut in C (every ASCII byte that cannot be in a term a
     space, non-ASCII bytes kept whole in their runs) and only the long ones stripped and
     counted; the few stripped ones left too short stay, as dropping them would read every key.
-    A run with non-ASCII characters in it, which may split it or count wider in bytes, is matched
-    by ``_TERM`` itself. The Read tool's line-number arrow "→" cannot be in a term, so it is a
-    space before the cut: on the corpus that leaves half the non-ASCII outputs all ASCII. On the
-    corpus outputs this takes under 3/4 of the instructions of ``findall``
-    (tests/test_speed_equivalence.py checks the two agree).
+    A run of ASCII letters only, all lower case or title case, is a plain word, its own match and
+    never a term (see _is_term): it is left out before it is stripped or counted (half the long
+    runs on the corpus). A run with non-ASCII characters in it, which may split it or count wider in bytes,
+    is matched by ``_TERM`` itself. The Read tool's line-number arrow "→" cannot be in a term,
+    so it is a space before the cut: on the corpus that leaves half the non-ASCII outputs all
+    ASCII. On the corpus outputs this takes under 3/4 of the instructions of ``findall``
+    (tests/test_speed_equivalence.py checks the two agree on the terms).
     """
     if not text.isascii():
         text = text.replace("\u2192", " ")
     encoded = text.encode("utf-8", "surrogatepass")
-    runs = encoded.translate(_RUN_BYTES).split()
-    # The constants as locals: the comprehension reads them once a run.
+    # The constants as locals: the loop reads them once a run. A plain dict: a Counter's
+    # construction costs more than counting a short output's runs.
     least, lead, trail = _TERM_MIN, _TERM_LEAD, _TERM_TRAIL
-    counts = Counter([run.lstrip(lead).rstrip(trail) for run in runs if len(run) >= least])
+    counts: dict[bytes, int] = {}
+    for run in encoded.translate(_RUN_BYTES).split():
+        if len(run) >= least and not (run.isalpha() and (run.islower() or run.istitle())):
+            term = run.lstrip(lead).rstrip(trail)
+            counts[term] = counts.get(term, 0) + 1
     if len(encoded) == len(text):  # all ASCII
         return counts
     for run in list(filterfalse(bytes.isascii, counts)):
         times = counts.pop(run)
-        for term in _TERM.findall(run.decode("utf-8", "surrogatepass")):
-            counts[term.encode("utf-8", "surrogatepass")] += times
+        for match in _TERM.findall(run.decode("utf-8", "surrogatepass")):
+            term = match.encode("utf-8", "surrogatepass")
+            counts[term] = counts.get(term, 0) + times
     return counts
 
 
-def _top_terms(counts: Counter[bytes]) -> str:
+def _top_terms(counts: dict[bytes, int]) -> str:
     """The ``_TERMS`` most repeated terms of :func:`_term_counts`, ties alphabetical (UTF-8 bytes
     sort as their code points do), joined by spaces: words are tested in that order only until
     enough are found, not all of them."""
-    # Words of ASCII letters only (bytes.isalpha) all lower case or title case have no upper case
-    # letter past the first: no terms (see _is_term), left out in C before the sorts, which are
-    # most of the work. Every other ASCII word is a term: it holds a digit or "_./-" (bytes.isalpha
-    # is false), or an upper case letter past the first. Sorting by count after sorting by word
-    # keeps ties in word order.
-    words = [*filterfalse(bytes.isalpha, counts), *filterfalse(bytes.istitle, filterfalse(bytes.islower, filter(bytes.isalpha, counts)))]
+    # Sorting by count after sorting by word keeps ties in word order.
+    words = sorted(counts)
+    words.sort(key=counts.__getitem__, reverse=True)
     chosen: list[bytes] = []
-    for word in sorted(sorted(words), key=counts.__getitem__, reverse=True):
-        if len(word) >= _TERM_MIN and (word.isascii() or _is_term(word.decode("utf-8", "surrogatepass"))):
+    for word in words:
+        if len(word) < _TERM_MIN:
+            continue
+        if word.isascii():
+            # Letters only, all lower case or title case, is no term (see _is_term): the few
+            # such words left are those that only stripping a run made.
+            term = not (word.isalpha() and (word.islower() or word.istitle()))
+        else:
+            term = _is_term(word.decode("utf-8", "surrogatepass"))
+        if term:
             chosen.append(word)
             if len(chosen) == _TERMS:
                 break

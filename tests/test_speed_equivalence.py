@@ -721,7 +721,9 @@ def test_digest_terms_are_the_plain_definition(text: str, times: int) -> None:
     assert _parts(text)[2] == " ".join(expected)
 
 
-_LINE_PIECES = st.sampled_from(["", "  x", "\r", "a line", "日本", "    12\u2192code", "a" * 45, "b " * 400, " " * 40])
+_LINE_PIECES = st.sampled_from(
+    ["", "  x", "\r", "a line", "日本", "    12\u2192code", "a" * 45, "b " * 400, " " * 40, "c\x0cd\u2028", "e" * 700]
+)
 
 
 @settings(max_examples=300, deadline=None)

@@ -172,17 +172,41 @@ def _flat(lines: list[str]) -> str:
 
 def _flattened(text: str) -> tuple[str, bool]:
     """The flattened lines; for a long output, ``_FLAT_ENDS`` characters of each end, which is
-    all a digest of up to that many characters reads, without flattening the middle. Each end is
-    flattened from twice that many characters of the output: on the corpus enough for 5 long
-    outputs in 6 (the others are flattened whole)."""
-    window = 2 * _FLAT_ENDS
-    if len(text) > 2 * window:
-        # The cut line at each chunk's inner edge is left out: the rest are whole lines.
-        prefix = _flat(text[:window].splitlines()[:-1])
-        suffix = _flat(text[-window:].splitlines()[1:])
-        if len(prefix) >= _FLAT_ENDS and len(suffix) >= _FLAT_ENDS:
-            return prefix[:_FLAT_ENDS] + suffix[-_FLAT_ENDS:], False
+    all a digest of up to that many characters reads, without flattening the middle."""
+    # Shorter outputs are flattened whole: from 600 or 900 characters up, the ends cost more.
+    if len(text) > 4 * _FLAT_ENDS:
+        ends = _flat_ends(text)
+        if ends is not None:
+            return ends, False
     return _flat(text.splitlines()), True
+
+
+def _flat_ends(text: str) -> str | None:
+    """``_FLAT_ENDS`` flattened characters of each end of ``text``, or None when whole lines
+    that do not overlap cannot give them.
+
+    Each end takes whole lines (cut at a newline: any line break before it splits the text as
+    it does the whole) from the outside in, only as many more as the characters it still lacks
+    could fill: on the corpus the 151 long outputs of a pass read 139k characters this way, 215k
+    through a fixed 600 at each end, which fell short (then the whole output) for 24 of them.
+    Flattening more lines only adds to each end.
+    """
+    head, end = "", -1  # the head is flattened from the lines before text[end]
+    while len(head) < _FLAT_ENDS:
+        start = end + 1
+        end = text.find("\n", start + _FLAT_ENDS - len(head))
+        if end < 0:
+            return None
+        head = _flat([head, *text[start:end].splitlines()])
+    tail, start = "", len(text)  # the tail is flattened from the lines after text[start]
+    while len(tail) < _FLAT_ENDS:
+        stop = start
+        # The head's "\n" may end the tail too: the lines are still apart.
+        start = text.rfind("\n", end, stop - (_FLAT_ENDS - len(tail)))
+        if start < 0:
+            return None
+        tail = _flat([*text[start + 1 : stop].splitlines(), tail])
+    return head[:_FLAT_ENDS] + tail[-_FLAT_ENDS:]
 
 
 def _is_term(word: str) -> bool:

@@ -21,7 +21,7 @@ from .pairing import Pairing, PendingCall, ToolCall, is_pinned
 from .questions import STATE_CONTEXT
 from .records import frozen
 from .textutil import ELLIPSIS, abridge, collapsed, format_number, js_json, plain_json
-from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, ordered_estimate, tally
+from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, json_tally, ordered_estimate, tally
 
 INPUT_STAGES = ((1000, "full"), (200, "inputs<=200"), (60, "inputs<=60"))
 # The stages that show every call with its output's digest, the first ones: fit_detailed walks
@@ -300,20 +300,45 @@ def _frame_tenths(
     """An entry's floor (see fit_detailed) without its text, in tenths: the exact tally of the
     entry at the ``full`` and ``inputs<=200`` stages is at least this plus its text's tally (a
     cut input's opening is a prefix of the longer cut, and a prefix never tallies more; a
-    digest, shown for each call with an output, tallies at least as much as an empty one)."""
+    digest, shown for each call with an output, tallies at least as much as an empty one).
+
+    Added up from its parts' tallies, as :func:`_entry_tally` adds them (the keys and the
+    punctuation are constants), without writing the entry's JSON: ``tally(plain_json(entry))``
+    less an empty text's quotes, for the entry with an empty text, the calls' inputs cut to the
+    shorter stage's length less their cut mark, and an empty digest for each call with an output.
+    """
     cut = DETAILED_STAGES[-1][0]
-    entry: dict[str, Any] = {"i": index, "role": message.role, "text": ""}
+    tenths = _ENTRY_FRAME + 5 * len(str(index)) + json_tally(message.role)[0]
     if calls:
-        entry["tool_calls"] = [
-            {"id": c.id, "tool": c.tool, "input": _uncut(input_json(c.input, cut, memo)), "result": result_note(c)}
-            | ({"digest": ""} if outputs.get(c.tool_use_id) else {})
-            for c in calls
-        ]
+        tenths += _LIST_FRAME["tool_calls"] + 9 * len(calls)
+        for call in calls:
+            tenths += (
+                (_CALL_FRAME_WITH_DIGEST if outputs.get(call.tool_use_id) else _CALL_FRAME)
+                + json_tally(call.id)[0] + json_tally(call.tool)[0] + json_tally(result_note(call))[0]
+                + json_tally(_uncut(input_json(call.input, cut, memo)))[0]
+            )
     if waiting:
-        entry["pending_calls"] = [
-            {"tool_use_id": c.tool_use_id, "tool": c.tool, "input": _uncut(input_json(c.input, cut, memo))} for c in waiting
-        ]
-    return tally(plain_json(entry))[0] - QUOTES_TENTHS
+        tenths += _LIST_FRAME["pending_calls"] + 9 * len(waiting)
+        for pending in waiting:
+            tenths += (
+                _PENDING_FRAME + json_tally(pending.tool_use_id)[0] + json_tally(pending.tool)[0]
+                + json_tally(_uncut(input_json(pending.input, cut, memo)))[0]
+            )
+    return tenths
+
+
+# The tallies of _frame_tenths' keys and punctuation, from entries with empty values: an entry's
+# (its "i" a digit, its role's and text's quotes left out), a list's (its key, the comma before
+# it and its brackets, less one comma: each item adds one, 9 tenths), and a call's (its values'
+# quotes left out, an empty digest's kept).
+_ENTRY_FRAME = tally(plain_json({"i": 0, "role": "", "text": ""}))[0] - 5 - 2 * QUOTES_TENTHS
+_LIST_FRAME = {
+    key: tally(plain_json({"i": 0, "role": "", "text": "", key: []}))[0] - 5 - 2 * QUOTES_TENTHS - _ENTRY_FRAME - 9
+    for key in ("tool_calls", "pending_calls")
+}
+_CALL_FRAME = tally(plain_json({"id": "", "tool": "", "input": "", "result": ""}))[0] - 4 * QUOTES_TENTHS
+_CALL_FRAME_WITH_DIGEST = tally(plain_json({"id": "", "tool": "", "input": "", "result": "", "digest": ""}))[0] - 4 * QUOTES_TENTHS
+_PENDING_FRAME = tally(plain_json({"tool_use_id": "", "tool": "", "input": ""}))[0] - 3 * QUOTES_TENTHS
 
 
 def _uncut(text: str) -> str:

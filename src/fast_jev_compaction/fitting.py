@@ -46,11 +46,19 @@ def entry_tokens(entry: dict[str, Any], memo: RenderMemo | None = None) -> int:
     the whole entry.
     """
     if memo is not None:
-        parts = _entry_tally(entry, memo)
-        if parts is not None:
-            tokens = from_tally(*parts)
-            return (ordered_estimate(plain_json(entry)) if tokens is None else tokens) + 1
+        least, exact = _least_entry_tokens(entry, memo)
+        return least if exact else ordered_estimate(plain_json(entry)) + 1
     return estimate_tokens(plain_json(entry)) + 1
+
+
+def _least_entry_tokens(entry: dict[str, Any], memo: RenderMemo) -> tuple[int, bool]:
+    """:func:`entry_tokens` from its parts' tallies, True, when they decide it; else the least it
+    can be, False: the exact sum, which JavaScript's float additions can only push up by one."""
+    parts = _entry_tally(entry, memo)
+    if parts is None:
+        return entry_tokens(entry), True
+    tokens = from_tally(*parts)
+    return (parts[0] // 10 + 1, False) if tokens is None else (tokens + 1, True)
 
 
 def item_tokens(item: dict[str, Any], memo: RenderMemo) -> int:
@@ -247,14 +255,25 @@ def fit_detailed(
     for input_chars, stage in DETAILED_STAGES:
         tokens = floor
         entries: list[dict[str, Any]] = [{}] * len(shown)
+        # Entries whose estimate depends on the order of their pieces (rare, and costly to
+        # settle: the entry is written whole) count their least until the stage could fit.
+        unsettled: list[tuple[dict[str, Any], int]] = []
         for position in order:
             index, message, calls, waiting = shown[position]
             entry = entries[position] = history_entry(index, message, calls, waiting, input_chars, outputs, memo)
-            tokens += entry_tokens(entry, memo) - floors[position]
+            least, exact = _least_entry_tokens(entry, memo)
+            tokens += least - floors[position]
             if tokens > limit:
                 break
+            if not exact:
+                unsettled.append((entry, least))
         else:
-            return FittedState(build_state(goal, entries), tokens, stage)
+            for entry, least in unsettled:
+                tokens += entry_tokens(entry, memo) - least
+                if tokens > limit:
+                    break
+            else:
+                return FittedState(build_state(goal, entries), tokens, stage)
     return None
 
 

@@ -524,6 +524,18 @@ def test_fit_detailed_agrees_with_the_plain_walk_of_its_stages(long_session, lim
     _assert_fit_detailed_is_the_plain_walk(messages, pairing, goal_from_messages(messages), limit)
 
 
+@pytest.mark.parametrize("likely_fit", [0, 3])
+@pytest.mark.parametrize("limit", [60_000, 23_500, 12_000])
+def test_fit_detailed_with_and_without_its_floors(long_session, limit: int, likely_fit: float, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The floors (every one of them, or none where the size guess says the history most likely
+    fits) change only the work: the same state, or none."""
+    from fast_jev_compaction import fitting
+
+    monkeypatch.setattr(fitting, "LIKELY_FIT_CHARS_PER_TOKEN", likely_fit)
+    messages = long_session[:300]
+    _assert_fit_detailed_is_the_plain_walk(messages, pair_tool_calls(messages, 10), goal_from_messages(messages), limit)
+
+
 def _assert_fit_detailed_is_the_plain_walk(messages: list, pairing, goal: str, limit: int) -> None:  # type: ignore[no-untyped-def, type-arg]
     from fast_jev_compaction.fitting import GUESSED_CHARS_PER_TOKEN, _size_guess, fit_detailed
     from fast_jev_compaction.history import shown_messages

@@ -223,27 +223,29 @@ def fit_detailed(
     fits.
 
     Each entry has a floor, the cost of the entry with its calls' digests empty and their
-    inputs cut to the shorter stage's length, which no stage goes under. A stage starts from
-    the floors' sum and replaces them one entry at a time, entries whose outputs are read
-    already first, and is given up as soon as the sum passes ``limit``: most outputs are then
-    never read.
+    inputs cut to the shorter stage's length, which no stage goes under (0 where the history
+    most likely fits: LIKELY_FIT_CHARS_PER_TOKEN). A stage starts from the floors' sum and
+    replaces them one entry at a time, entries whose outputs are read already first, and is
+    given up as soon as the sum passes ``limit``: most outputs are then never read.
     """
     outputs = memo.outputs(messages)
-    if _guessed_chars(messages, pairing, memo) > GUESSED_CHARS_PER_TOKEN * limit:
+    guessed = _guessed_chars(messages, pairing, memo)
+    if guessed > GUESSED_CHARS_PER_TOKEN * limit:
         return None
     shown = list(shown_messages(messages, pairing, memo))
-    guesses = [_size_guess(item) for item in shown]
     floors = [0] * len(shown)
     floor = state_base_tokens(goal)
-    # Largest first, as their lengths suggest: a sum that passes the limit passes it after fewer
-    # entries (every floor is positive, so whether it passes does not depend on the order).
-    for position in sorted(range(len(shown)), key=guesses.__getitem__, reverse=True):
-        index, message, calls, waiting = shown[position]
-        tenths = _frame_tenths(index, message, calls, waiting, outputs, memo) + memo.tally(message.text)[0]
-        floors[position] = -(-tenths // 10) + 1
-        floor += floors[position]
-        if floor > limit:
-            return None
+    if guessed > LIKELY_FIT_CHARS_PER_TOKEN * limit:
+        guesses = [_size_guess(item) for item in shown]
+        # Largest first, as their lengths suggest: a sum that passes the limit passes it after
+        # fewer entries (every floor is positive, so whether it passes does not depend on the order).
+        for position in sorted(range(len(shown)), key=guesses.__getitem__, reverse=True):
+            index, message, calls, waiting = shown[position]
+            tenths = _frame_tenths(index, message, calls, waiting, outputs, memo) + memo.tally(message.text)[0]
+            floors[position] = -(-tenths // 10) + 1
+            floor += floors[position]
+            if floor > limit:
+                return None
     # Entries whose outputs are read already first, those with more calls (more digests above
     # their floors) first among them: no entry costs less than its floor, so again whether the
     # sum passes the limit does not depend on the order.
@@ -284,6 +286,11 @@ def fit_detailed(
 # its limit. A history of long runs of spaces could fit and not be tried; windows then ask about
 # its calls, each request within the same budgets.
 GUESSED_CHARS_PER_TOKEN = 3
+# A history whose size guess comes to at most this many characters per token of the limit most
+# likely fits: its floors, which only serve to give up early, are not worked out (each is
+# then 0, under every entry). On the corpus each of the 4 such histories fits, and these
+# floors cost about as much as costing their entries.
+LIKELY_FIT_CHARS_PER_TOKEN = 1.5
 
 
 def _size_guess(shown: tuple[int, SessionMessage, list[ToolCall] | None, list[PendingCall] | None]) -> int:

@@ -524,6 +524,18 @@ def test_fit_detailed_agrees_with_the_plain_walk_of_its_stages(long_session, lim
     _assert_fit_detailed_is_the_plain_walk(messages, pairing, goal_from_messages(messages), limit)
 
 
+@pytest.mark.parametrize("likely_fit", [0, 3])
+@pytest.mark.parametrize("limit", [60_000, 23_500, 12_000])
+def test_fit_detailed_with_and_without_its_floors(long_session, limit: int, likely_fit: float, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The floors (every one of them, or none where the size guess says the history most likely
+    fits) change only the work: the same state, or none."""
+    from fast_jev_compaction import fitting
+
+    monkeypatch.setattr(fitting, "LIKELY_FIT_CHARS_PER_TOKEN", likely_fit)
+    messages = long_session[:300]
+    _assert_fit_detailed_is_the_plain_walk(messages, pair_tool_calls(messages, 10), goal_from_messages(messages), limit)
+
+
 def _assert_fit_detailed_is_the_plain_walk(messages: list, pairing, goal: str, limit: int) -> None:  # type: ignore[no-untyped-def, type-arg]
     from fast_jev_compaction.fitting import GUESSED_CHARS_PER_TOKEN, _size_guess, fit_detailed
     from fast_jev_compaction.history import shown_messages
@@ -546,8 +558,9 @@ def _assert_fit_detailed_is_the_plain_walk(messages: list, pairing, goal: str, l
 _ANY_TEXT = st.one_of(_TEXT, st.text())
 
 
-def _session_of(turns: list[tuple[str, str, str]]) -> list:  # type: ignore[type-arg]
-    """A transcript of one assistant turn per (text, command, output), each with its result."""
+def _session_of(turns: list[tuple[str, str, str]], last_waiting: bool = False) -> list:  # type: ignore[type-arg]
+    """A transcript of one assistant turn per (text, command, output), each with its result (the
+    last one's left out, its call pending, with ``last_waiting``)."""
     from fast_jev_compaction.synthetic import _Chain
 
     chain = _Chain("u", "floors")
@@ -555,32 +568,52 @@ def _session_of(turns: list[tuple[str, str, str]]) -> list:  # type: ignore[type
     for n, (text, command, output) in enumerate(turns):
         content = [{"type": "text", "text": text}, {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"command": command}}]
         lines.append(chain.record("assistant", {"role": "assistant", "id": f"msg_{n}", "content": content}))
+        if last_waiting and n == len(turns) - 1:
+            break
         result = [{"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": output}]
         lines.append(chain.record("user", {"role": "user", "content": result}))
     return parse_transcript(lines)
 
 
 def _assert_floors_under_detailed_entries(messages: list) -> None:  # type: ignore[type-arg]
-    from fast_jev_compaction.fitting import _frame_tenths
-    from fast_jev_compaction.history import history_entry, shown_messages
+    from fast_jev_compaction.fitting import _frame_tenths, _uncut
+    from fast_jev_compaction.history import history_entry, result_note, shown_messages
 
     pairing = pair_tool_calls(messages, 2)
     memo = RenderMemo()
     outputs = memo.outputs(messages)
+    cut = DETAILED_STAGES[-1][0]
     for index, message, calls, waiting in shown_messages(messages, pairing, memo):
         tenths = _frame_tenths(index, message, calls, waiting, outputs, memo) + memo.tally(message.text)[0]
+        # Added up from its parts: the tally of the floor's entry written whole.
+        frame: dict[str, object] = {"i": index, "role": message.role, "text": message.text}
+        if calls:
+            frame["tool_calls"] = [
+                {"id": c.id, "tool": c.tool, "input": _uncut(input_json(c.input, cut)), "result": result_note(c)}
+                | ({"digest": ""} if outputs.get(c.tool_use_id) else {})
+                for c in calls
+            ]
+        if waiting:
+            frame["pending_calls"] = [
+                {"tool_use_id": c.tool_use_id, "tool": c.tool, "input": _uncut(input_json(c.input, cut))} for c in waiting
+            ]
+        assert tenths == tally(plain_json(frame))[0]
         for input_chars, _ in DETAILED_STAGES:
             entry = history_entry(index, message, calls, waiting, input_chars, outputs, memo)
             assert -(-tenths // 10) + 1 <= estimate_tokens(plain_json(entry)) + 1
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(_ANY_TEXT, st.one_of(_ANY_TEXT, st.text(min_size=150, max_size=1200)), _ANY_TEXT), min_size=1, max_size=4))
-def test_each_floor_is_under_its_entry_at_every_detailed_stage(turns: list[tuple[str, str, str]]) -> None:
+@given(
+    st.lists(st.tuples(_ANY_TEXT, st.one_of(_ANY_TEXT, st.text(min_size=150, max_size=1200)), _ANY_TEXT), min_size=1, max_size=4),
+    st.booleans(),
+)
+def test_each_floor_is_under_its_entry_at_every_detailed_stage(turns: list[tuple[str, str, str]], last_waiting: bool) -> None:
     """fit_detailed's floor of an entry (an empty digest for each call with an output, inputs cut
-    short without their cut mark) is under the entry at each stage it walks: blank and empty
-    outputs, inputs around the cuts, escapes and astral characters included."""
-    _assert_floors_under_detailed_entries(_session_of(turns))
+    short without their cut mark) is under the entry at each stage it walks, and is the tally of
+    that entry written whole: blank and empty outputs, inputs around the cuts, escapes, astral
+    characters and pending calls included."""
+    _assert_floors_under_detailed_entries(_session_of(turns, last_waiting))
 
 
 @pytest.mark.parametrize("seed", [1, 7, 23])

@@ -21,7 +21,7 @@ from .pairing import Pairing, PendingCall, ToolCall, is_pinned
 from .questions import STATE_CONTEXT
 from .records import frozen
 from .textutil import ELLIPSIS, abridge, collapsed, format_number, js_json, plain_json
-from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, ordered_estimate, tally
+from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, json_tally, ordered_estimate, tally
 
 INPUT_STAGES = ((1000, "full"), (200, "inputs<=200"), (60, "inputs<=60"))
 # The stages that show every call with its output's digest, the first ones: fit_detailed walks
@@ -46,11 +46,19 @@ def entry_tokens(entry: dict[str, Any], memo: RenderMemo | None = None) -> int:
     the whole entry.
     """
     if memo is not None:
-        parts = _entry_tally(entry, memo)
-        if parts is not None:
-            tokens = from_tally(*parts)
-            return (ordered_estimate(plain_json(entry)) if tokens is None else tokens) + 1
+        least, exact = _least_entry_tokens(entry, memo)
+        return least if exact else ordered_estimate(plain_json(entry)) + 1
     return estimate_tokens(plain_json(entry)) + 1
+
+
+def _least_entry_tokens(entry: dict[str, Any], memo: RenderMemo) -> tuple[int, bool]:
+    """:func:`entry_tokens` from its parts' tallies, True, when they decide it; else the least it
+    can be, False: the exact sum, which JavaScript's float additions can only push up by one."""
+    parts = _entry_tally(entry, memo)
+    if parts is None:
+        return entry_tokens(entry), True
+    tokens = from_tally(*parts)
+    return (parts[0] // 10 + 1, False) if tokens is None else (tokens + 1, True)
 
 
 def item_tokens(item: dict[str, Any], memo: RenderMemo) -> int:
@@ -215,27 +223,29 @@ def fit_detailed(
     fits.
 
     Each entry has a floor, the cost of the entry with its calls' digests empty and their
-    inputs cut to the shorter stage's length, which no stage goes under. A stage starts from
-    the floors' sum and replaces them one entry at a time, entries whose outputs are read
-    already first, and is given up as soon as the sum passes ``limit``: most outputs are then
-    never read.
+    inputs cut to the shorter stage's length, which no stage goes under (0 where the history
+    most likely fits: LIKELY_FIT_CHARS_PER_TOKEN). A stage starts from the floors' sum and
+    replaces them one entry at a time, entries whose outputs are read already first, and is
+    given up as soon as the sum passes ``limit``: most outputs are then never read.
     """
     outputs = memo.outputs(messages)
-    if _guessed_chars(messages, pairing, memo) > GUESSED_CHARS_PER_TOKEN * limit:
+    guessed = _guessed_chars(messages, pairing, memo)
+    if guessed > GUESSED_CHARS_PER_TOKEN * limit:
         return None
     shown = list(shown_messages(messages, pairing, memo))
-    guesses = [_size_guess(item) for item in shown]
     floors = [0] * len(shown)
     floor = state_base_tokens(goal)
-    # Largest first, as their lengths suggest: a sum that passes the limit passes it after fewer
-    # entries (every floor is positive, so whether it passes does not depend on the order).
-    for position in sorted(range(len(shown)), key=guesses.__getitem__, reverse=True):
-        index, message, calls, waiting = shown[position]
-        tenths = _frame_tenths(index, message, calls, waiting, outputs, memo) + memo.tally(message.text)[0]
-        floors[position] = -(-tenths // 10) + 1
-        floor += floors[position]
-        if floor > limit:
-            return None
+    if guessed > LIKELY_FIT_CHARS_PER_TOKEN * limit:
+        guesses = [_size_guess(item) for item in shown]
+        # Largest first, as their lengths suggest: a sum that passes the limit passes it after
+        # fewer entries (every floor is positive, so whether it passes does not depend on the order).
+        for position in sorted(range(len(shown)), key=guesses.__getitem__, reverse=True):
+            index, message, calls, waiting = shown[position]
+            tenths = _frame_tenths(index, message, calls, waiting, outputs, memo) + memo.tally(message.text)[0]
+            floors[position] = -(-tenths // 10) + 1
+            floor += floors[position]
+            if floor > limit:
+                return None
     # Entries whose outputs are read already first, those with more calls (more digests above
     # their floors) first among them: no entry costs less than its floor, so again whether the
     # sum passes the limit does not depend on the order.
@@ -247,14 +257,25 @@ def fit_detailed(
     for input_chars, stage in DETAILED_STAGES:
         tokens = floor
         entries: list[dict[str, Any]] = [{}] * len(shown)
+        # Entries whose estimate depends on the order of their pieces (rare, and costly to
+        # settle: the entry is written whole) count their least until the stage could fit.
+        unsettled: list[tuple[dict[str, Any], int]] = []
         for position in order:
             index, message, calls, waiting = shown[position]
             entry = entries[position] = history_entry(index, message, calls, waiting, input_chars, outputs, memo)
-            tokens += entry_tokens(entry, memo) - floors[position]
+            least, exact = _least_entry_tokens(entry, memo)
+            tokens += least - floors[position]
             if tokens > limit:
                 break
+            if not exact:
+                unsettled.append((entry, least))
         else:
-            return FittedState(build_state(goal, entries), tokens, stage)
+            for entry, least in unsettled:
+                tokens += entry_tokens(entry, memo) - least
+                if tokens > limit:
+                    break
+            else:
+                return FittedState(build_state(goal, entries), tokens, stage)
     return None
 
 
@@ -265,6 +286,11 @@ def fit_detailed(
 # its limit. A history of long runs of spaces could fit and not be tried; windows then ask about
 # its calls, each request within the same budgets.
 GUESSED_CHARS_PER_TOKEN = 3
+# A history whose size guess comes to at most this many characters per token of the limit most
+# likely fits: its floors, which only serve to give up early, are not worked out (each is
+# then 0, under every entry). On the corpus each of the 4 such histories fits, and these
+# floors cost about as much as costing their entries.
+LIKELY_FIT_CHARS_PER_TOKEN = 1.5
 
 
 def _size_guess(shown: tuple[int, SessionMessage, list[ToolCall] | None, list[PendingCall] | None]) -> int:
@@ -300,20 +326,45 @@ def _frame_tenths(
     """An entry's floor (see fit_detailed) without its text, in tenths: the exact tally of the
     entry at the ``full`` and ``inputs<=200`` stages is at least this plus its text's tally (a
     cut input's opening is a prefix of the longer cut, and a prefix never tallies more; a
-    digest, shown for each call with an output, tallies at least as much as an empty one)."""
+    digest, shown for each call with an output, tallies at least as much as an empty one).
+
+    Added up from its parts' tallies, as :func:`_entry_tally` adds them (the keys and the
+    punctuation are constants), without writing the entry's JSON: ``tally(plain_json(entry))``
+    less an empty text's quotes, for the entry with an empty text, the calls' inputs cut to the
+    shorter stage's length less their cut mark, and an empty digest for each call with an output.
+    """
     cut = DETAILED_STAGES[-1][0]
-    entry: dict[str, Any] = {"i": index, "role": message.role, "text": ""}
+    tenths = _ENTRY_FRAME + 5 * len(str(index)) + json_tally(message.role)[0]
     if calls:
-        entry["tool_calls"] = [
-            {"id": c.id, "tool": c.tool, "input": _uncut(input_json(c.input, cut, memo)), "result": result_note(c)}
-            | ({"digest": ""} if outputs.get(c.tool_use_id) else {})
-            for c in calls
-        ]
+        tenths += _LIST_FRAME["tool_calls"] + 9 * len(calls)
+        for call in calls:
+            tenths += (
+                (_CALL_FRAME_WITH_DIGEST if outputs.get(call.tool_use_id) else _CALL_FRAME)
+                + json_tally(call.id)[0] + json_tally(call.tool)[0] + json_tally(result_note(call))[0]
+                + json_tally(_uncut(input_json(call.input, cut, memo)))[0]
+            )
     if waiting:
-        entry["pending_calls"] = [
-            {"tool_use_id": c.tool_use_id, "tool": c.tool, "input": _uncut(input_json(c.input, cut, memo))} for c in waiting
-        ]
-    return tally(plain_json(entry))[0] - QUOTES_TENTHS
+        tenths += _LIST_FRAME["pending_calls"] + 9 * len(waiting)
+        for pending in waiting:
+            tenths += (
+                _PENDING_FRAME + json_tally(pending.tool_use_id)[0] + json_tally(pending.tool)[0]
+                + json_tally(_uncut(input_json(pending.input, cut, memo)))[0]
+            )
+    return tenths
+
+
+# The tallies of _frame_tenths' keys and punctuation, from entries with empty values: an entry's
+# (its "i" a digit, its role's and text's quotes left out), a list's (its key, the comma before
+# it and its brackets, less one comma: each item adds one, 9 tenths), and a call's (its values'
+# quotes left out, an empty digest's kept).
+_ENTRY_FRAME = tally(plain_json({"i": 0, "role": "", "text": ""}))[0] - 5 - 2 * QUOTES_TENTHS
+_LIST_FRAME = {
+    key: tally(plain_json({"i": 0, "role": "", "text": "", key: []}))[0] - 5 - 2 * QUOTES_TENTHS - _ENTRY_FRAME - 9
+    for key in ("tool_calls", "pending_calls")
+}
+_CALL_FRAME = tally(plain_json({"id": "", "tool": "", "input": "", "result": ""}))[0] - 4 * QUOTES_TENTHS
+_CALL_FRAME_WITH_DIGEST = tally(plain_json({"id": "", "tool": "", "input": "", "result": "", "digest": ""}))[0] - 4 * QUOTES_TENTHS
+_PENDING_FRAME = tally(plain_json({"tool_use_id": "", "tool": "", "input": ""}))[0] - 3 * QUOTES_TENTHS
 
 
 def _uncut(text: str) -> str:

@@ -175,10 +175,12 @@ class _Windows:
         total = len(messages)
         # The pinned messages (pairing.is_pinned: the first and the newest) and the unfinished
         # work are in every window's state, those that show anything; the others are found as
-        # _surround walks out from a window, never all of them.
+        # _surround walks out from a window, never all of them. Only the first message and the
+        # newest can be pinned: just those are asked.
+        asked = {0, *range(max(0, total - preserve_recent_messages), total), *self.pending}
         self.required = [
-            i for i in range(total)
-            if (is_pinned(i, total, preserve_recent_messages) or i in self.pending) and self._shows(i)
+            i for i in sorted(asked)
+            if i < total and (is_pinned(i, total, preserve_recent_messages) or i in self.pending) and self._shows(i)
         ]
         self.base = state_base_tokens(goal)
         self.required_entries = {i: self._brief(i, RECENT_INPUT_CHARS) for i in self.required}

@@ -1324,14 +1324,24 @@ def _plain_plan(messages: list, pairing, to_judge: list, goal: str, budgets: tup
     st.lists(st.tuples(_ANY_TEXT, st.one_of(_ANY_TEXT, st.text(min_size=150, max_size=1200)), _ANY_TEXT), min_size=1, max_size=6),
     st.integers(min_value=200, max_value=6000),
     st.integers(min_value=300, max_value=9000),
+    st.booleans(),
 )
 def test_plan_requests_takes_one_batch_of_a_fitting_state_without_costing_the_windows(
-    turns: list[tuple[str, str, str]], max_state: int, max_request: int
+    turns: list[tuple[str, str, str]], max_state: int, max_request: int, down: bool
 ) -> None:
     """A single state that fits and goes in one request is the plan without the windows' cost
-    compared: the same requests as the plan that compares it, whatever the budgets."""
+    compared, and one that does not fit under the most the windows' focus can be is ruled out
+    without the exact focus: the same requests as the plan that compares them, whatever the
+    budgets; also were every estimate the window calls leave open one less than its bound
+    (``down``, as 3 in 40 are on the corpus)."""
+    from contextlib import nullcontext
+    from unittest import mock
+
+    from fast_jev_compaction import windows as module
     from fast_jev_compaction.questions import question_tokens
     from fast_jev_compaction.windows import plan_requests
+
+    lowered = mock.patch.object(module, "item_tokens", lambda item, memo: memo.tally(item)[0] // 10 + 1)
 
     messages = _session_of(turns)
     pairing = pair_tool_calls(messages, 2)
@@ -1346,6 +1356,80 @@ def test_plan_requests_takes_one_batch_of_a_fitting_state_without_costing_the_wi
             return "too large"
         return requests and [(r.state, r.state_tokens, r.stage, [c.id for c in r.calls]) for r in requests]
 
-    plain = planned(lambda: _plain_plan(messages, pairing, to_judge, goal, (max_state, max_request), cost))
-    if plain is not None:
-        assert planned(lambda: plan_requests(messages, pairing, to_judge, goal, 2, max_state, max_request, cost)) == plain
+    with lowered if down else nullcontext():
+        plain = planned(lambda: _plain_plan(messages, pairing, to_judge, goal, (max_state, max_request), cost))
+        if plain is not None:
+            assert planned(lambda: plan_requests(messages, pairing, to_judge, goal, 2, max_state, max_request, cost)) == plain
+
+
+@pytest.mark.parametrize("down", [False, True])
+def test_windows_split_from_cost_bounds_as_from_exact_costs(long_session, monkeypatch, down: bool) -> None:  # type: ignore[no-untyped-def]
+    """A window call's cost is a bound until a decision needs it exact (windows._Windows._call_most):
+    the split closes a window where the exact costs would, at every room, those just at a
+    window's edge included; also were every open estimate one less than its bound (``down``:
+    on the corpus 3 in 40 are)."""
+    from fast_jev_compaction import windows as module
+    from fast_jev_compaction.questions import question_tokens
+
+    monkeypatch.setattr(module, "WINDOW_SHARE", 1.0)
+    if down:
+        monkeypatch.setattr(module, "item_tokens", lambda item, memo: memo.tally(item)[0] // 10 + 1)
+    pairing = pair_tool_calls(long_session, 6)
+    calls = list(pairing.calls)
+    cost = {call.id: question_tokens(call) for call in calls}
+
+    def windows() -> module._Windows:
+        return module._Windows(long_session, pairing, "goal", 6, 10**9, 10**9, cost, RenderMemo())
+
+    exact = windows()
+    costs = [exact._call_cost(call) + cost[call.id] for call in calls]
+    bounds = windows()
+    most = [bounds._call_most(call) + cost[call.id] for call in calls]
+    opened = [call.id in bounds._open for call in calls]
+    assert sum(opened) >= 5  # the estimates left open, one in ten or so
+    assert all(high - is_open <= call_cost <= high for high, is_open, call_cost in zip(most, opened, costs))
+
+    def plain_split(room: float) -> list[list[str]]:
+        split: list[list[str]] = [[]]
+        used = 0.0
+        for call, call_cost in zip(calls, costs):
+            if split[-1] and used + call_cost > room:
+                split.append([])
+                used = 0.0
+            split[-1].append(call.id)
+            used += call_cost
+        return split
+
+    edges = [sum(costs[:end]) for end in range(1, 40)]
+    for room in sorted({edge + step for edge in edges for step in (-1.5, -1, -0.5, 0, 0.5, 1)}):
+        windows_at = windows()
+        monkeypatch.setattr(windows_at, "_room", lambda room=room: room)
+        assert [[call.id for call in window] for window in windows_at._split(calls)] == plain_split(room)
+
+
+def test_plan_requests_tries_the_single_state_again_under_a_lesser_exact_focus(long_session, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The single state is tried first under the most the windows' focus can be; one that fits
+    only there is not the plan when the exact focus is less (every open estimate one less here)."""
+    from fast_jev_compaction import windows as module
+    from fast_jev_compaction.fitting import FittedState, build_state
+    from fast_jev_compaction.questions import question_tokens
+
+    monkeypatch.setattr(module, "item_tokens", lambda item, memo: memo.tally(item)[0] // 10 + 1)
+    pairing = pair_tool_calls(long_session, 6)
+    to_judge = list(pairing.calls)
+    cost = {call.id: question_tokens(call) for call in to_judge}
+    windows = module._Windows(long_session, pairing, "goal", 6, 10**9, 10**9, cost, RenderMemo())
+    most = windows.focus(to_judge, closed=False)
+    assert windows.focus(to_judge) < most
+    fitted = FittedState(build_state("goal", []), 10, "full")
+    limits: list[float] = []
+
+    def fits_at_most(messages, pairing, goal, limit, memo):  # type: ignore[no-untyped-def]
+        limits.append(limit)
+        return fitted if limit >= most else None
+
+    monkeypatch.setattr(module, "fit_detailed", fits_at_most)
+    monkeypatch.setattr(module, "_hopeless", lambda *args: False)
+    requests = module.plan_requests(long_session, pairing, to_judge, "goal", 6, 10**9, 10**9, cost)
+    assert limits == [most, windows.focus(to_judge)]
+    assert {request.stage for request in requests} == {module.WINDOWED}

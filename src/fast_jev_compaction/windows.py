@@ -100,13 +100,20 @@ def plan_requests(
         raise overflow from None
     # The single state goes in every request: it is the plan only while it still shows the asked
     # calls in detail and costs no more than the windows would, so the stages past the detailed
-    # ones are not walked.
-    limit = min(limit, windows.focus(to_judge))
-    # Not even one line per call fitting rules the single state out too; asked only of a state
-    # that fits, since it renders every call's line, which windows mostly never show.
-    single = fit_detailed(messages, pairing, goal, limit, memo)
-    if single is not None and _hopeless(pairing, goal, limit, memo):
-        single = None
+    # ones are not walked. A limit that rules it out rules it out under any smaller one too (no
+    # stage of fit_detailed fits a smaller limit and not a larger), so it is tried against the
+    # most the windows' focus can be first: only a state that fits there needs the exact focus
+    # (see _Windows._call_most), and is tried again in the rare case that the focus is less.
+    most = min(limit, windows.focus(to_judge, closed=False))
+    single = fit_detailed(messages, pairing, goal, most, memo)
+    if single is not None:
+        limit = min(limit, windows.focus(to_judge))
+        if limit < most:
+            single = fit_detailed(messages, pairing, goal, limit, memo)
+        # Not even one line per call fitting rules the single state out too; asked only of a
+        # state that fits, since it renders every call's line, which windows mostly never show.
+        if single is not None and _hopeless(pairing, goal, limit, memo):
+            single = None
     if single is not None:
         batches = batch_calls(to_judge, single.tokens, max_request_tokens, question_cost)
         # One batch needs no comparison: the state fits the limit, at most focus(to_judge), and
@@ -168,10 +175,12 @@ class _Windows:
         total = len(messages)
         # The pinned messages (pairing.is_pinned: the first and the newest) and the unfinished
         # work are in every window's state, those that show anything; the others are found as
-        # _surround walks out from a window, never all of them.
+        # _surround walks out from a window, never all of them. Only the first message and the
+        # newest can be pinned: just those are asked.
+        asked = {0, *range(max(0, total - preserve_recent_messages), total), *self.pending}
         self.required = [
-            i for i in range(total)
-            if (is_pinned(i, total, preserve_recent_messages) or i in self.pending) and self._shows(i)
+            i for i in sorted(asked)
+            if i < total and (is_pinned(i, total, preserve_recent_messages) or i in self.pending) and self._shows(i)
         ]
         self.base = state_base_tokens(goal)
         self.required_entries = {i: self._brief(i, RECENT_INPUT_CHARS) for i in self.required}
@@ -186,6 +195,9 @@ class _Windows:
             )
         self._context_cost: dict[int, tuple[dict[str, Any], int]] = {}
         self._call_costs: dict[str, int] = {}
+        # Calls whose cost above is a bound (see _call_most): the rendered call, and what the
+        # bound counts for it.
+        self._open: dict[str, tuple[dict[str, Any], int]] = {}
         self._text_costs: dict[int, int] = {}
 
     def _shows(self, index: int) -> bool:
@@ -229,10 +241,12 @@ class _Windows:
         ]
         return {"i": index, "role": _ROLE.get(message.role, message.role), "text": text, "tool_calls": calls}
 
-    def focus(self, calls: list[ToolCall]) -> int:
+    def focus(self, calls: list[ToolCall], closed: bool = True) -> int:
         """The state a request asking about ``calls`` may take: the goal, the newest messages,
-        and each call's detail with its share of the surrounding history."""
-        return self.base + self.required_tokens + sum(self._call_cost(call) + SURROUND_PER_CALL for call in calls)
+        and each call's detail with its share of the surrounding history; or, not ``closed``,
+        the most it can be (see :meth:`_call_most`)."""
+        call_cost = self._call_cost if closed else self._call_most
+        return self.base + self.required_tokens + sum(call_cost(call) + SURROUND_PER_CALL for call in calls)
 
     def cost(self, to_judge: list[ToolCall]) -> int:
         """What the windows' states would take at most, together."""
@@ -253,23 +267,49 @@ class _Windows:
         windows: list[list[ToolCall]] = []
         current: list[ToolCall] = []
         used = 0.0
+        unsure = 0  # open estimates in ``used``: the exact sum may be as much less
         for call in to_judge:
-            cost = self._call_cost(call) + self.question_cost[call.id]
+            cost = self._call_most(call) + self.question_cost[call.id]
+            opened = unsure + (call.id in self._open)
+            if current and used + cost - opened <= room < used + cost:
+                # The bounds do not tell: the window's calls and this one, exact.
+                used = sum(self._call_cost(c) + self.question_cost[c.id] for c in current)
+                cost, opened = self._call_cost(call) + self.question_cost[call.id], 0
             if current and used + cost > room:
                 windows.append(current)
-                current, used = [], 0.0
+                current, used, opened = [], 0.0, call.id in self._open
             current.append(call)
             used += cost
+            unsure = opened
         if current:
             windows.append(current)
         return windows
 
     def _call_cost(self, call: ToolCall) -> int:
-        # The detailed call plus a share of its message's text, when that message is not shown
-        # anyway; kept, as the plan and the split both read it.
+        """The detailed call plus a share of its message's text, when that message is not shown
+        anyway: :meth:`_call_most`, its estimate closed."""
+        cost = self._call_most(call)
+        opened = self._open.pop(call.id, None)
+        if opened is not None:
+            item, most = opened
+            cost = self._call_costs[call.id] = cost - most + item_tokens(item, self.memo)
+        return cost
+
+    def _call_most(self, call: ToolCall) -> int:
+        """:meth:`_call_cost`, or one more where the call's estimate is left open: where its
+        tally's exact sum is whole, JavaScript's float additions put it up by one or not (up, for
+        37 of a corpus pass's 40), and adding the pieces in order to find out costs about as much
+        as the tally did; most plans never need to know (see plan_requests and _split). Kept, as
+        the plan and the split both read it."""
         cost = self._call_costs.get(call.id)
         if cost is None:
-            cost = item_tokens(self.memo.call(call, WINDOW_INPUT_CHARS, self.outputs.get(call.tool_use_id)), self.memo)
+            item = self.memo.call(call, WINDOW_INPUT_CHARS, self.outputs.get(call.tool_use_id))
+            tenths, others = self.memo.tally(item)
+            tokens = from_tally(tenths, others)
+            if tokens is None:
+                tokens = tenths // 10 + 1
+                self._open[call.id] = (item, tokens + 1)
+            cost = tokens + 1  # the comma after it, as item_tokens counts
             if call.call_index not in self.required_entries:
                 cost += self._text_cost(call.call_index)
             self._call_costs[call.id] = cost

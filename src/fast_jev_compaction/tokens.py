@@ -8,10 +8,11 @@ pieces here too.
 Counting is done in C: the text is mapped to one class byte per character (letter ``a``, digit
 ``0``, space, other ``.``), each letter run's first letter is marked ``A``, and ``bytes.count``
 gives the runs, the extra 6-letter blocks, the digits and the other pieces. A non-ASCII
-character is never in a letter or digit run: the tally maps it to a space through its UTF-8
-bytes and counts the few non-ASCII characters apart (a charmap codec takes JavaScript's
-non-ASCII spaces to a space byte and any other character to ``.``, and an astral character is
-two pieces), which spares the whole text the charmap's per-character lookup. The sum is exact
+character is never in a letter or digit run: the tally reads a text's UTF-8 bytes, each lead
+byte one other piece (two for an astral character) and each continuation byte a space, and
+only where a continuation byte could end one of JavaScript's non-ASCII spaces are the few
+non-ASCII characters classed apart (a charmap codec takes those spaces to a space byte), which
+spares the whole text the charmap's per-character lookup. The sum is exact
 in tenths; only when it lands on an integer can the float accumulation of JavaScript round it
 up, and then the pieces are added one by one as upstream does.
 """
@@ -47,8 +48,20 @@ _CLASSES = bytes(
     ord(".")
     for b in range(256)
 )
-# UTF-8 bytes: ASCII by its class, a non-ASCII lead byte as a space (continuation bytes dropped).
-_UTF8_CLASSES = _CLASSES[:128] + b" " * 128
+# UTF-8 bytes as the tally reads them (see _non_ascii_others): ASCII by its class, the lead byte
+# of a BMP character as one "other" piece, that of an astral character as "#" (two), and the
+# continuation bytes as spaces, but for those that end one of JavaScript's non-ASCII spaces in
+# UTF-8: "y" for A0 (U+00A0), and "x" for the others, so that each of those spaces shows "y" or
+# "xx" (its last two bytes), which few other characters do.
+_MAYBE_NBSP, _MAYBE_WIDE, _ASTRAL, _SPACE = b"yx# "
+_MAYBE_WIDE_ENDING = b"xx"
+_WIDE_SPACES_UTF8 = [space.encode("utf-8") for space in _WIDE_SPACES]
+_UTF8_CLASSES = _CLASSES[:128] + bytes(
+    _MAYBE_NBSP if b == 0xA0 else
+    _MAYBE_WIDE if any(b in space[-2:] for space in _WIDE_SPACES_UTF8 if len(space) == 3) else
+    _SPACE
+    for b in range(0x80, 0xC0)
+) + b"." * 48 + bytes([_ASTRAL]) * 16
 # UTF-8 bytes, a character each: ASCII by its class, a lead byte as one "other" piece, or two
 # ("#", for ".."), the lead byte of an astral character (continuation bytes dropped).
 _UTF8_UNITS = _CLASSES[:128] + b" " * 64 + b"." * 48 + b"#" * 16
@@ -70,7 +83,7 @@ _JSON_CLASSES = bytes(
     _CLASSES[b]
     for b in range(256)
 )
-_UTF8_JSON_CLASSES = _JSON_CLASSES[:128] + b" " * 128
+_UTF8_JSON_CLASSES = _JSON_CLASSES[:128] + _UTF8_CLASSES[128:]
 
 
 def estimate_tokens(text: str) -> int:
@@ -146,8 +159,8 @@ def _tally(text: str) -> tuple[int, int]:
         others = classes.count(_OTHER)
     else:
         utf8 = text.encode("utf-8", "surrogatepass")
-        classes = utf8.translate(_UTF8_CLASSES, _CONTINUATION)
-        others = classes.count(_OTHER) + _non_ascii_others(utf8)
+        classes = utf8.translate(_UTF8_CLASSES)
+        others = classes.count(_OTHER) + _non_ascii_others(utf8, classes)
     return _counted(classes, others)
 
 
@@ -175,8 +188,8 @@ def _json_tally(text: str) -> tuple[int, int]:
             utf8 = text.encode("utf-8")
         except UnicodeEncodeError:
             return tally(plain_json(text))
-        classes = utf8.translate(_UTF8_JSON_CLASSES, _CONTINUATION)
-        extra = _non_ascii_others(utf8)
+        classes = utf8.translate(_UTF8_JSON_CLASSES)
+        extra = _non_ascii_others(utf8, classes)
     if _HEX_ESCAPE in classes:
         return tally(plain_json(text))
     # The quotes around the text, and a backslash before each escaped character; most texts have
@@ -189,11 +202,17 @@ def _json_tally(text: str) -> tuple[int, int]:
     return _counted(classes, others)
 
 
-def _non_ascii_others(utf8: bytes) -> int:
-    """How many "other" pieces the non-ASCII characters of these UTF-8 bytes make: they are
-    classed alone, as in full (an astral character is two)."""
-    rest, astral = _classes(utf8.translate(None, _ASCII).decode("utf-8", "surrogatepass"))
-    return rest.count(_OTHER) + astral
+def _non_ascii_others(utf8: bytes, classes: bytes) -> int:
+    """The "other" pieces of the non-ASCII characters of these UTF-8 bytes beyond one for each
+    BMP character, whose lead byte ``classes`` (their _UTF8_CLASSES) show as ".": an
+    astral character is two, and a JavaScript space none. Only where a continuation byte could
+    end such a space are the non-ASCII characters classed alone (through the charmap codec)."""
+    others = 2 * classes.count(_ASTRAL) if _ASTRAL in classes else 0
+    if _MAYBE_NBSP in classes or classes.find(_MAYBE_WIDE_ENDING) >= 0:
+        rest = utf8.translate(None, _ASCII).decode("utf-8", "surrogatepass")
+        others -= _classes(rest)[0].count(_SPACE)
+    return others
+
 
 
 def _counted(classes: bytes, others: int) -> tuple[int, int]:

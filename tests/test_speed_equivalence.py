@@ -153,6 +153,9 @@ _TALLY_TEXT = st.lists(
         ["", "abcdef", "abcdefg", "a" * 12, "B" * 13, "a" * 5, "7", "0123456789", " ", ".", "\n", '"', "\\"]
         + ["\ufeff", "\u2028", "\u2029", "\xa0", "\u3000", "\u1680", "\u200a", "\x1c", "\x85", "\u0663"]
         + ["\U0001F600", "\ud83d", "\ude00", "\u00e9", "\u2026", "\u23ce", "\ue07f"]
+        # UTF-8 continuation bytes that end a JavaScript space elsewhere: A0 (\u20a0, \u0420),
+        # two of them (\U0001F6A8, \u2080), one (\u205e, \u2192, \u2500)
+        + ["\u20a0", "\u0420", "\U0001F6A8", "\u2080", "\u205e", "\u2192", "\u2500"]
     ),
     max_size=40,
 ).map("".join)

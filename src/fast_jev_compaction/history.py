@@ -303,17 +303,17 @@ def _dict_tally(value: dict[str, Any]) -> tuple[int, int]:
     digits (tokens.tally). Another dict is written and tallied."""
     if not value:
         return tally("{}")
+    # The keys, and the texts, each tallied joined by quotes in one go (a text's count costs
+    # more than its letters): an escaped quote between two texts is the two 0.9 pieces of
+    # their own quotes (tokens.json_tally), and the keys, always the same few, are kept.
+    try:
+        key_tenths, key_others = json_tally('"'.join(value))
+        item_tenths, item_others = json_tally('"'.join(value.values()))
+    except TypeError:  # a key or a value that is not a text
+        return tally(plain_json(value))
     # The braces, a colon per item and a comma between two.
     others = 2 * len(value) + 1
-    tenths = 9 * others
-    for key, item in value.items():
-        if type(key) is not str or type(item) is not str:
-            return tally(plain_json(value))
-        key_tenths, key_others = json_tally(key)
-        item_tenths, item_others = json_tally(item)
-        tenths += key_tenths + item_tenths
-        others += key_others + item_others
-    return tenths, others
+    return 9 * others + key_tenths + item_tenths, others + key_others + item_others
 
 
 def structured_call(call: ToolCall, input_chars: int, output: str | None = None, memo: RenderMemo | None = None) -> dict[str, Any]:

@@ -8,10 +8,11 @@ pieces here too.
 Counting is done in C: the text is mapped to one class byte per character (letter ``a``, digit
 ``0``, space, other ``.``), each letter run's first letter is marked ``A``, and ``bytes.count``
 gives the runs, the extra 6-letter blocks, the digits and the other pieces. A non-ASCII
-character is never in a letter or digit run: the tally maps it to a space through its UTF-8
-bytes and counts the few non-ASCII characters apart (a charmap codec takes JavaScript's
-non-ASCII spaces to a space byte and any other character to ``.``, and an astral character is
-two pieces), which spares the whole text the charmap's per-character lookup. The sum is exact
+character is never in a letter or digit run: the tally reads a text's UTF-8 bytes, each lead
+byte one other piece (two for an astral character) and each continuation byte a space, and
+only where a continuation byte could end one of JavaScript's non-ASCII spaces are the few
+non-ASCII characters classed apart (a charmap codec takes those spaces to a space byte), which
+spares the whole text the charmap's per-character lookup. The sum is exact
 in tenths; only when it lands on an integer can the float accumulation of JavaScript round it
 up, and then the pieces are added one by one as upstream does.
 """
@@ -21,8 +22,8 @@ from __future__ import annotations
 import codecs
 import math
 import re
-from functools import reduce
-from operator import add
+from collections import deque
+from itertools import accumulate
 from typing import Callable
 
 from .textutil import plain_json
@@ -47,8 +48,20 @@ _CLASSES = bytes(
     ord(".")
     for b in range(256)
 )
-# UTF-8 bytes: ASCII by its class, a non-ASCII lead byte as a space (continuation bytes dropped).
-_UTF8_CLASSES = _CLASSES[:128] + b" " * 128
+# UTF-8 bytes as the tally reads them (see _non_ascii_others): ASCII by its class, the lead byte
+# of a BMP character as one "other" piece, that of an astral character as "#" (two), and the
+# continuation bytes as spaces, but for those that end one of JavaScript's non-ASCII spaces in
+# UTF-8: "y" for A0 (U+00A0), and "x" for the others, so that each of those spaces shows "y" or
+# "xx" (its last two bytes), which few other characters do.
+_MAYBE_NBSP, _MAYBE_WIDE, _ASTRAL, _SPACE = b"yx# "
+_MAYBE_WIDE_ENDING = b"xx"
+_WIDE_SPACES_UTF8 = [space.encode("utf-8") for space in _WIDE_SPACES]
+_UTF8_CLASSES = _CLASSES[:128] + bytes(
+    _MAYBE_NBSP if b == 0xA0 else
+    _MAYBE_WIDE if any(b in space[-2:] for space in _WIDE_SPACES_UTF8 if len(space) == 3) else
+    _SPACE
+    for b in range(0x80, 0xC0)
+) + b"." * 48 + bytes([_ASTRAL]) * 16
 # UTF-8 bytes, a character each: ASCII by its class, a lead byte as one "other" piece, or two
 # ("#", for ".."), the lead byte of an astral character (continuation bytes dropped).
 _UTF8_UNITS = _CLASSES[:128] + b" " * 64 + b"." * 48 + b"#" * 16
@@ -56,18 +69,21 @@ _WIDE_SPACE_SET = frozenset(_WIDE_SPACES)
 _WIDE_TO_SPACE = dict.fromkeys(map(ord, _WIDE_SPACES), " ")
 _CONTINUATION = bytes(range(0x80, 0xC0))
 _ASCII = bytes(range(128))
+# Class bytes as integers (``bytes.count`` and ``in`` take one without a buffer, and ``in`` with
+# a bytes operand first fails as an integer, building a TypeError that costs more than the search).
+_OTHER, _DIGIT, _RUN_START = b".0A"
 # The class bytes of a text as its JSON string shows it (see json_tally): ``"`` and ``\\`` as
-# ``"``, the five characters JSON escapes with a letter as ``A``, other control characters as
-# ``u``.
-_HEX_ESCAPE = b"u"
+# ``"``, the five characters JSON escapes with a letter as ``A`` (a letter that starts a run),
+# other control characters as ``u``.
+_QUOTE, _HEX_ESCAPE = b'"u'
 _JSON_CLASSES = bytes(
-    ord('"') if b in b'"\\' else
-    ord("A") if b in b"\n\t\r\b\f" else
-    _HEX_ESCAPE[0] if b < 0x20 else
+    _QUOTE if b in b'"\\' else
+    _RUN_START if b in b"\n\t\r\b\f" else
+    _HEX_ESCAPE if b < 0x20 else
     _CLASSES[b]
     for b in range(256)
 )
-_UTF8_JSON_CLASSES = _JSON_CLASSES[:128] + b" " * 128
+_UTF8_JSON_CLASSES = _JSON_CLASSES[:128] + _UTF8_CLASSES[128:]
 
 
 def estimate_tokens(text: str) -> int:
@@ -80,9 +96,10 @@ def ordered_estimate(text: str) -> int:
     """:func:`estimate_tokens` of a text whose tally :func:`from_tally` leaves undecided (known
     from its parts): the pieces are added in order at once, without being counted first."""
     # The pieces in order, one word each (a letter run, a digit run, a lone "."), costed through
-    # a dict and added left to right, all in C.
+    # a dict and added left to right, all in C (the running sums of accumulate, of which a deque
+    # keeps the last, add without reduce's call of an add function per piece).
     pieces = _unit_classes(text).replace(b".", b" . ").replace(b"a0", b"a 0").replace(b"0a", b"0 a").split()
-    return math.ceil(reduce(add, map(_COSTS.__getitem__, pieces), 0.0))
+    return math.ceil(deque(accumulate(map(_COSTS.__getitem__, pieces), initial=0.0), maxlen=1)[0])
 
 
 def _unit_classes(text: str) -> bytes:
@@ -109,7 +126,9 @@ def tally(text: str) -> tuple[int, int]:
     Tallies add up over texts joined where no letter or digit run is split (JSON fragments, which
     begin and end with punctuation), so a text's estimate can be had from its parts' tallies.
     """
-    return _kept_if_short(text, _SHORT_TALLIES, _tally)
+    if len(text) > _SHORT:
+        return _tally(text)
+    return _SHORT_TALLIES.get(text) or _kept(text, _SHORT_TALLIES, _tally)
 
 
 _SHORT = 32
@@ -117,15 +136,11 @@ _SHORT_KEPT = 4096
 _SHORT_TALLIES: dict[str, tuple[int, int]] = {}
 
 
-def _kept_if_short(text: str, kept: dict[str, tuple[int, int]], work: Callable[[str], tuple[int, int]]) -> tuple[int, int]:
-    if len(text) > _SHORT:
-        return work(text)
+def _kept(text: str, kept: dict[str, tuple[int, int]], work: Callable[[str], tuple[int, int]]) -> tuple[int, int]:
     # Short texts are mostly the same few (roles, tool names, ids, empty texts): kept once each.
-    found = kept.get(text)
-    if found is None:
-        found = work(text)
-        if len(kept) < _SHORT_KEPT:
-            kept[text] = found
+    found = work(text)
+    if len(kept) < _SHORT_KEPT:
+        kept[text] = found
     return found
 
 
@@ -142,11 +157,11 @@ def from_tally(tenths: int, others: int) -> int | None:
 def _tally(text: str) -> tuple[int, int]:
     if text.isascii():
         classes = text.encode("ascii").translate(_CLASSES)
-        others = classes.count(b".")
+        others = classes.count(_OTHER)
     else:
         utf8 = text.encode("utf-8", "surrogatepass")
-        classes = utf8.translate(_UTF8_CLASSES, _CONTINUATION)
-        others = classes.count(b".") + _non_ascii_others(utf8)
+        classes = utf8.translate(_UTF8_CLASSES)
+        others = classes.count(_OTHER) + _non_ascii_others(utf8, classes)
     return _counted(classes, others)
 
 
@@ -157,7 +172,9 @@ def json_tally(text: str) -> tuple[int, int]:
     letter that starts a run (it is marked ``A`` at once, so the letters after it join it and
     those before it do not). A text with another control character or a lone surrogate, which
     JSON writes as ``\u`` and four hexadecimal digits, is written and tallied."""
-    return _kept_if_short(text, _SHORT_JSON_TALLIES, _json_tally)
+    if len(text) > _SHORT:
+        return _json_tally(text)
+    return _SHORT_JSON_TALLIES.get(text) or _kept(text, _SHORT_JSON_TALLIES, _json_tally)
 
 
 _SHORT_JSON_TALLIES: dict[str, tuple[int, int]] = {}
@@ -172,20 +189,31 @@ def _json_tally(text: str) -> tuple[int, int]:
             utf8 = text.encode("utf-8")
         except UnicodeEncodeError:
             return tally(plain_json(text))
-        classes = utf8.translate(_UTF8_JSON_CLASSES, _CONTINUATION)
-        extra = _non_ascii_others(utf8)
+        classes = utf8.translate(_UTF8_JSON_CLASSES)
+        extra = _non_ascii_others(utf8, classes)
     if _HEX_ESCAPE in classes:
         return tally(plain_json(text))
-    # The quotes around the text, and a backslash before each escaped character.
-    others = 2 + classes.count(b".") + 2 * classes.count(b'"') + classes.count(b"A") + extra
+    # The quotes around the text, and a backslash before each escaped character; most texts have
+    # no escaped letter and many no quote, which a memchr finds sooner than a count.
+    others = 2 + classes.count(_OTHER) + extra
+    if _QUOTE in classes:
+        others += 2 * classes.count(_QUOTE)
+    if _RUN_START in classes:
+        others += classes.count(_RUN_START)
     return _counted(classes, others)
 
 
-def _non_ascii_others(utf8: bytes) -> int:
-    """How many "other" pieces the non-ASCII characters of these UTF-8 bytes make: they are
-    classed alone, as in full (an astral character is two)."""
-    rest, astral = _classes(utf8.translate(None, _ASCII).decode("utf-8", "surrogatepass"))
-    return rest.count(b".") + astral
+def _non_ascii_others(utf8: bytes, classes: bytes) -> int:
+    """The "other" pieces of the non-ASCII characters of these UTF-8 bytes beyond one for each
+    BMP character, whose lead byte ``classes`` (their _UTF8_CLASSES) show as ".": an
+    astral character is two, and a JavaScript space none. Only where a continuation byte could
+    end such a space are the non-ASCII characters classed alone (through the charmap codec)."""
+    others = 2 * classes.count(_ASTRAL) if _ASTRAL in classes else 0
+    if _MAYBE_NBSP in classes or classes.find(_MAYBE_WIDE_ENDING) >= 0:
+        rest = utf8.translate(None, _ASCII).decode("utf-8", "surrogatepass")
+        others -= _classes(rest)[0].count(_SPACE)
+    return others
+
 
 
 def _counted(classes: bytes, others: int) -> tuple[int, int]:
@@ -193,8 +221,10 @@ def _counted(classes: bytes, others: int) -> tuple[int, int]:
     # first letter (three are needed on the class bytes themselves). A letter marked "A"
     # already starts a run.
     marked = (b" " + classes.translate(_LETTERS)).replace(b" a", b" A")
-    letters = marked.count(b"A") + marked.count(b"aaaaaa")
-    return 10 * letters + 5 * classes.count(b"0") + 9 * others, others
+    letters = marked.count(_RUN_START) + marked.count(b"aaaaaa")
+    # Many texts have no digit, which a memchr finds sooner than a count.
+    digits = classes.count(_DIGIT) if _DIGIT in classes else 0
+    return 10 * letters + 5 * digits + 9 * others, others
 
 
 def _classes(text: str) -> tuple[bytes, int]:

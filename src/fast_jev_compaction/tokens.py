@@ -25,7 +25,7 @@ from functools import reduce
 from operator import add
 from typing import Callable
 
-from .textutil import plain_json
+from .textutil import JSON_SHORT_ESCAPES, plain_json
 
 # JavaScript's \s: ECMAScript WhiteSpace + LineTerminator.
 _JS_SPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
@@ -62,7 +62,7 @@ _ASCII = bytes(range(128))
 _HEX_ESCAPE = b"u"
 _JSON_CLASSES = bytes(
     ord('"') if b in b'"\\' else
-    ord("A") if b in b"\n\t\r\b\f" else
+    ord("A") if b in JSON_SHORT_ESCAPES else
     _HEX_ESCAPE[0] if b < 0x20 else
     _CLASSES[b]
     for b in range(256)

@@ -6,15 +6,16 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fast_jev_compaction.compaction import compact_sync
+from fast_jev_compaction.compaction import compact_sync, shape_of
 from fast_jev_compaction.decisions import DROP, KEEP, TRUNCATE, CallDecision
 from fast_jev_compaction.digest import DigestShape
 from fast_jev_compaction.judge.local import LocalJudge
 from fast_jev_compaction.lexicon import call_target
 from fast_jev_compaction.markers import drop_marker
 from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
+from fast_jev_compaction.options import CompactOptions
 from fast_jev_compaction.pairing import pair_tool_calls
-from fast_jev_compaction.rebuild import rebuild
+from fast_jev_compaction.rebuild import apply_decisions, rebuild
 from fast_jev_compaction.stats import input_chars, measured, message_chars
 from fast_jev_compaction.synthetic import transcript_lines
 from fast_jev_compaction.transcript import parse_transcript
@@ -72,3 +73,6 @@ def test_a_compaction_counts_what_it_returns() -> None:
         # Its output and its input (measured once, at the start: the call's own), less its marker line.
         marker = drop_marker(call.tool, call_target(call.tool, call.input), call.result_chars, call.is_error, decision.archive_path)
         assert decision.chars_freed == call.result_chars + input_chars(call.input) - len(marker) - 1
+    # The markers and cuts the compaction made once and handed to its rebuild are the ones a
+    # rebuild from the decisions alone makes.
+    assert result.messages == apply_decisions(messages, result.decisions, result.calls, shape_of(CompactOptions()))

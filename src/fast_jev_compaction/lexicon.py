@@ -63,6 +63,8 @@ KIND_BY_TOOL: Mapping[str, str] = {
     "killbash": SIDE_EFFECT,
 }
 SHELL_TOOLS: Final = frozenset({"bash", "shell", "powershell", "exec_command", "run_command", "local_shell"})
+# Both tables in one: a shell tool's kind is SHELL until its command is read.
+_KIND_BY_NAME: Mapping[str, str] = {**KIND_BY_TOOL, **dict.fromkeys(SHELL_TOOLS, SHELL)}
 
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 # MCP and other unknown tools: the verb in the name says whether a call mutates.
@@ -258,13 +260,14 @@ def command_head(command: str) -> str:
 
 
 def tool_kind(tool: str, fields: Mapping[str, Any]) -> str:
-    name = tool.strip().lower()
-    kind = KIND_BY_TOOL.get(name)
-    if kind is not None:
-        return kind
-    if name in SHELL_TOOLS:
-        return shell_kind(_shell_command(fields))
-    return _named_kind(tool)
+    kind = _name_kind(tool, tool.strip().lower())
+    return shell_kind(_shell_command(fields)) if kind == SHELL else kind
+
+
+def _name_kind(tool: str, name: str) -> str:
+    """What ``tool``'s name (``name``: lower-cased, stripped) says of its kind: the table's kind,
+    SHELL for a shell tool (its command says more), or what the words of the name say."""
+    return _KIND_BY_NAME.get(name) or _named_kind(tool)
 
 
 def _shell_command(fields: Mapping[str, Any]) -> str:
@@ -301,19 +304,17 @@ def call_shape(tool: str, fields: Mapping[str, Any]) -> CallShape:
     # Shapes made with their fields in order (kind, file, span, command, head, rerun_key): by
     # name, making one costs about twice as much.
     name = tool.strip().lower()
-    kind = KIND_BY_TOOL.get(name)
-    if kind is None:
-        if name in SHELL_TOOLS:
-            command = _shell_command(fields)
-            kind = _effect_kind(command.lower())
-            if fields.get("command", fields.get("cmd")) is None:
-                return CallShape(kind)
-            normalized = " ".join(command.split())
-            # Only a test/build run is matched by its program; a failed call of another kind
-            # works out its head where the rules need it (rules._link).
-            head = command_head(normalized) if kind == TEST_BUILD else ""
-            return CallShape(kind, "", "", normalized, head, f"cmd:{normalized}" if normalized else "")
-        kind = _named_kind(tool)
+    kind = _name_kind(tool, name)
+    if kind == SHELL:
+        command = _shell_command(fields)
+        kind = _effect_kind(command.lower())
+        if fields.get("command", fields.get("cmd")) is None:
+            return CallShape(kind)
+        normalized = " ".join(command.split())
+        # Only a test/build run is matched by its program; a failed call of another kind
+        # works out its head where the rules need it (rules._link).
+        head = command_head(normalized) if kind == TEST_BUILD else ""
+        return CallShape(kind, "", "", normalized, head, f"cmd:{normalized}" if normalized else "")
     if kind == READ or kind == EDIT:
         for key in ("file_path", "notebook_path", "path"):
             path = fields.get(key)

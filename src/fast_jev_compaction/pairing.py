@@ -97,9 +97,7 @@ def pair_tool_calls(messages: Sequence[SessionMessage], preserve_recent_messages
                 raise PairingError(f"Tool result precedes its call: {result.tool_use_id}")
     del call_at
 
-    # ``is_pinned`` of the call's or the result's position, as one comparison each: a result
-    # never precedes its call, so only a call can hold the first message.
-    pinned_from = len(messages) - preserve_recent_messages
+    total = len(messages)
     pairing = Pairing(orphan_results=orphans, results=results)
     calls = pairing.calls
     # The calls in transcript order (the order ``call_at`` met them in), each use at hand.
@@ -124,7 +122,8 @@ def pair_tool_calls(messages: Sequence[SessionMessage], preserve_recent_messages
                     len(result.text),
                     bool(result.isError),
                     # Pinned when its call or its result is.
-                    call_index == 0 or call_index >= pinned_from or result_index >= pinned_from,
+                    is_pinned(call_index, total, preserve_recent_messages)
+                    or is_pinned(result_index, total, preserve_recent_messages),
                 )
             )
     return pairing

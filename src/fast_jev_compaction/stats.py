@@ -11,16 +11,15 @@ from .decisions import BUDGET, PINNED, THRESHOLD, CallDecision
 from .messages import SessionMessage
 from .pairing import ToolCall
 from .records import record
-from .textutil import js_json
+from .textutil import JSON_SHORT_ESCAPES, js_json
 
 UI_LOG_MAX_CHARS = 4096
 _CHUNK_PREFIX_ROOM = 24
 
 
-# The bytes JSON writes as they are (``js_json``: raw UTF-8): all but '"', '\\' and the controls,
-# which are escaped, in two characters (these) or in six (``\u001b``).
-_AS_THEY_ARE = bytes(byte for byte in range(256) if byte >= 0x20 and byte not in b'"\\')
-_TWO_CHAR_ESCAPES = b'"\\\b\f\n\r\t'
+# The bytes JSON writes as they are (``js_json``: raw UTF-8): all but those below 0x20 and the
+# others it escapes.
+_AS_THEY_ARE = bytes(byte for byte in range(256) if byte >= 0x20 and byte not in JSON_SHORT_ESCAPES)
 # From this length a text's escapes are counted, not written: the encoder's escape costs tens of
 # instructions a character, counting them a few.
 _COUNTED_TEXT = 256
@@ -66,15 +65,19 @@ def _text_chars(text: str) -> int:
         escaped = text.encode("utf-8").translate(None, _AS_THEY_ARE)
     except UnicodeEncodeError:  # a lone surrogate, which js_json writes as an escape
         return len(js_json(text))
-    return len(text) + 2 + len(escaped) + 4 * len(escaped.translate(None, _TWO_CHAR_ESCAPES))
+    return len(text) + 2 + len(escaped) + 4 * len(escaped.translate(None, JSON_SHORT_ESCAPES))
 
 
-def message_chars(message: SessionMessage) -> int:
-    """Text, tool inputs and result texts; the ToolUse copy of a result is not counted twice."""
+def message_chars(message: SessionMessage, input_sizes: array[int] | None = None) -> int:
+    """Text, tool inputs and result texts; the ToolUse copy of a result is not counted twice.
+    With ``input_sizes``, each tool input's size is appended to it on the way."""
     # Plain loops: most messages hold one block or none, where generators cost more than the sum.
     size = len(message.text)
     for use in message.toolUses:
-        size += input_chars(use.input)
+        chars = input_chars(use.input)
+        size += chars
+        if input_sizes is not None:
+            input_sizes.append(chars)
     for result in message.toolResults or ():
         size += len(result.text)
     return size
@@ -82,24 +85,15 @@ def message_chars(message: SessionMessage) -> int:
 
 def measured(messages: Sequence[SessionMessage], calls: Sequence[ToolCall]) -> tuple[array[int], array[int]]:
     """:func:`message_chars` of each message, and :func:`input_chars` of each call's input, by
-    position (8 bytes each), each input measured once: ``calls`` are pairing's, in the order of
-    their uses, so each is met at its use."""
-    sizes, inputs = array("q"), array("q")
-    waiting = iter(calls)
-    call = next(waiting, None)
-    for message in messages:
-        # message_chars, each call's input size kept on the way.
-        size = len(message.text)
-        for use in message.toolUses:
-            chars = input_chars(use.input)
-            size += chars
-            if call is not None and call.tool_use_id == use.tool_use_id:
-                inputs.append(chars)
-                call = next(waiting, None)
-        for result in message.toolResults or ():
-            size += len(result.text)
-        sizes.append(size)
-    return sizes, inputs
+    position (8 bytes each), each input measured once: ``calls`` are pairing's, the uses that
+    have their result, in the order of the uses."""
+    inputs = array("q")
+    sizes = array("q", [message_chars(message, inputs) for message in messages])
+    if len(inputs) == len(calls):  # no use waits for its result
+        return sizes, inputs
+    completed = {call.tool_use_id for call in calls}
+    uses = (use for message in messages for use in message.toolUses)
+    return sizes, array("q", [size for size, use in zip(inputs, uses) if use.tool_use_id in completed])
 
 
 @record

@@ -15,6 +15,9 @@ from typing import Any, Callable
 from .lazy_pattern import lazy_pattern
 
 ELLIPSIS = "\u2026"
+# The bytes a JSON string writes with a backslash and one character (``\n``, ``\"``); the other
+# bytes below 0x20 take six (``\u001b``), and every other byte is written as it is.
+JSON_SHORT_ESCAPES = b'"\\\b\f\n\r\t'
 _LONE_SURROGATE = lazy_pattern("[\ud800-\udfff]")
 _UNWRITABLE = lazy_pattern("[\ud800-\udfff\x00]")
 # One encoder each, built once: json.dumps with options builds a new one per call, which costs

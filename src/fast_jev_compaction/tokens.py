@@ -26,7 +26,7 @@ from collections import deque
 from itertools import accumulate
 from typing import Callable
 
-from .textutil import plain_json
+from .textutil import JSON_SHORT_ESCAPES, plain_json
 
 # JavaScript's \s: ECMAScript WhiteSpace + LineTerminator.
 _JS_SPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
@@ -78,7 +78,7 @@ _OTHER, _DIGIT, _RUN_START = b".0A"
 _QUOTE, _HEX_ESCAPE = b'"u'
 _JSON_CLASSES = bytes(
     _QUOTE if b in b'"\\' else
-    _RUN_START if b in b"\n\t\r\b\f" else
+    _RUN_START if b in JSON_SHORT_ESCAPES else
     _HEX_ESCAPE if b < 0x20 else
     _CLASSES[b]
     for b in range(256)

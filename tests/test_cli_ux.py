@@ -25,6 +25,7 @@ import pytest
 
 from fast_jev_compaction.audit.store import DecisionLog
 from fast_jev_compaction.goal import compaction_goal, goal_from_messages
+from fast_jev_compaction.synthetic import transcript_lines
 from fast_jev_compaction.transcript import read_messages
 from jev_fault_server import FaultServer, Reply, Seen, answers_body
 
@@ -379,13 +380,15 @@ def test_retries_and_waits_are_reported_on_a_terminal_and_silent_when_piped(home
 def test_bench_shows_progress_on_a_terminal(home: Path, tmp_path: Path) -> None:
     folder = tmp_path / "many"
     folder.mkdir()
+    # Sessions of a few thousand messages: each one's runs take well over the half second after
+    # which the line is drawn, however fast the core gets (the example session no longer does).
+    session = "\n".join(transcript_lines(3000)) + "\n"
     for n in range(3):
-        (folder / f"s{n}.jsonl").write_bytes(EXAMPLE.read_bytes())
+        (folder / f"s{n}.jsonl").write_text(session, encoding="utf-8")
     (folder / "broken.jsonl").write_text("{not json\n", encoding="utf-8")
-    argv = [sys.executable, "-m", "fast_jev_compaction.cli", "bench", str(folder), "--repeat", "40"]
+    argv = [sys.executable, "-m", "fast_jev_compaction.cli", "bench", str(folder), "--repeat", "3"]
     code, shown = run_on_a_terminal(argv, clean_env(home))
     assert code == 0
-    # the line appears after half a second, by which time the first transcripts may be done
     assert re.search(r"bench: [1-4]/4 (broken|s[0-2])\.jsonl", shown), shown
     # one bad transcript costs its own row only
     piped = fast_jev(home, "bench", str(folder), "--repeat", "1")

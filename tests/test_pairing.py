@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fast_jev_compaction.errors import PairingError
-from fast_jev_compaction.pairing import collect_tool_calls, is_pinned, pair_tool_calls
+from fast_jev_compaction.pairing import collect_tool_calls, is_pinned, pair_tool_calls, pinned_positions
 from scripted_asker import FILE_A, assistant, call, result, results, ten_messages, use, user
 
 
@@ -83,6 +83,12 @@ def test_result_chars_counts_code_points():
 )
 def test_is_pinned(index, total, preserve, pinned):
     assert is_pinned(index, total, preserve) is pinned
+
+
+@pytest.mark.parametrize("total", [0, 1, 2, 5, 12])
+@pytest.mark.parametrize("preserve", [-1, 0, 1, 3, 11, 100])
+def test_pinned_positions_are_those_is_pinned_holds_for(total, preserve):
+    assert pinned_positions(total, preserve) == [i for i in range(total) if is_pinned(i, total, preserve)]
 
 
 def test_result_inside_window_pins_a_call_before_it():

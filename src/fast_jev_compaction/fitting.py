@@ -21,7 +21,7 @@ from .pairing import Pairing, PendingCall, ToolCall, is_pinned
 from .questions import STATE_CONTEXT
 from .records import frozen
 from .textutil import ELLIPSIS, abridge, collapsed, format_number, js_json, plain_json
-from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, json_tally, ordered_estimate, tally
+from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, json_tally, ordered_estimate, tally, tally_bounds
 
 INPUT_STAGES = ((1000, "full"), (200, "inputs<=200"), (60, "inputs<=60"))
 # The stages that show every call with its output's digest, the first ones: fit_detailed walks
@@ -57,8 +57,8 @@ def _least_entry_tokens(entry: dict[str, Any], memo: RenderMemo) -> tuple[int, b
     parts = _entry_tally(entry, memo)
     if parts is None:
         return entry_tokens(entry), True
-    tokens = from_tally(*parts)
-    return (parts[0] // 10 + 1, False) if tokens is None else (tokens + 1, True)
+    least, most = tally_bounds(*parts)
+    return least + 1, least == most
 
 
 def item_tokens(item: dict[str, Any], memo: RenderMemo) -> int:

@@ -55,6 +55,12 @@ def is_pinned(index: int, total: int, preserve_recent_messages: int) -> bool:
     return index == 0 or index >= total - preserve_recent_messages
 
 
+def pinned_positions(total: int, preserve_recent_messages: int) -> list[int]:
+    """The positions :func:`is_pinned` holds for among ``total`` messages, in order, without
+    asking it of every one."""
+    return [0, *range(max(1, total - preserve_recent_messages), total)] if total else []
+
+
 # The messages before the end that count as recent: outputs there are what the next turns most
 # often quote, so the budget policy and the edit cap leave more of them whole.
 RECENT_MESSAGES = 10

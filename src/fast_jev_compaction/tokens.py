@@ -62,9 +62,9 @@ _UTF8_CLASSES = _CLASSES[:128] + bytes(
     _SPACE
     for b in range(0x80, 0xC0)
 ) + b"." * 48 + bytes([_ASTRAL]) * 16
-# UTF-8 bytes, a character each: ASCII by its class, a lead byte as one "other" piece, or two
-# ("#", for ".."), the lead byte of an astral character (continuation bytes dropped).
-_UTF8_UNITS = _CLASSES[:128] + b" " * 64 + b"." * 48 + b"#" * 16
+# UTF-8 bytes, a character each: as _UTF8_CLASSES, but every continuation byte a space (they
+# are dropped).
+_UTF8_UNITS = _UTF8_CLASSES[:0x80] + b" " * 64 + _UTF8_CLASSES[0xC0:]
 _WIDE_SPACE_SET = frozenset(_WIDE_SPACES)
 _WIDE_TO_SPACE = dict.fromkeys(map(ord, _WIDE_SPACES), " ")
 _CONTINUATION = bytes(range(0x80, 0xC0))
@@ -154,6 +154,14 @@ def from_tally(tenths: int, others: int) -> int | None:
     return None
 
 
+def tally_bounds(tenths: int, others: int) -> tuple[int, int]:
+    """The least and the most the estimate of a text with this tally can be: the same where
+    :func:`from_tally` decides it; else the exact sum, or one more where JavaScript's float
+    additions push it up."""
+    tokens = from_tally(tenths, others)
+    return (tenths // 10, tenths // 10 + 1) if tokens is None else (tokens, tokens)
+
+
 def _tally(text: str) -> tuple[int, int]:
     if text.isascii():
         classes = text.encode("ascii").translate(_CLASSES)
@@ -213,7 +221,6 @@ def _non_ascii_others(utf8: bytes, classes: bytes) -> int:
         rest = utf8.translate(None, _ASCII).decode("utf-8", "surrogatepass")
         others -= _classes(rest)[0].count(_SPACE)
     return others
-
 
 
 def _counted(classes: bytes, others: int) -> tuple[int, int]:

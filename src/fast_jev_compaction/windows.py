@@ -29,11 +29,11 @@ from .fitting import (
 )
 from .history import RenderMemo, one_line_most_chars
 from .messages import ROLES, SessionMessage
-from .pairing import Pairing, ToolCall, is_pinned
+from .pairing import Pairing, ToolCall, pinned_positions
 from .questions import REQUEST_OVERHEAD_TOKENS, batch_calls
 from .records import frozen
 from .textutil import abridge, collapsed, format_number
-from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, most_tokens, ordered_estimate
+from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, most_tokens, ordered_estimate, tally_bounds
 
 # Window calls are shown as at the single state's first stage: inputs cut at this length, and
 # the digest that goes with it.
@@ -175,13 +175,9 @@ class _Windows:
         total = len(messages)
         # The pinned messages (pairing.is_pinned: the first and the newest) and the unfinished
         # work are in every window's state, those that show anything; the others are found as
-        # _surround walks out from a window, never all of them. Only the first message and the
-        # newest can be pinned: just those are asked.
-        asked = {0, *range(max(0, total - preserve_recent_messages), total), *self.pending}
-        self.required = [
-            i for i in sorted(asked)
-            if i < total and (is_pinned(i, total, preserve_recent_messages) or i in self.pending) and self._shows(i)
-        ]
+        # _surround walks out from a window, never all of them.
+        required = {*pinned_positions(total, preserve_recent_messages), *self.pending}
+        self.required = [i for i in sorted(required) if self._shows(i)]
         self.base = state_base_tokens(goal)
         self.required_entries = {i: self._brief(i, RECENT_INPUT_CHARS) for i in self.required}
         # Costed once: every window's state holds them, and one that shows its call in detail
@@ -304,12 +300,10 @@ class _Windows:
         cost = self._call_costs.get(call.id)
         if cost is None:
             item = self.memo.call(call, WINDOW_INPUT_CHARS, self.outputs.get(call.tool_use_id))
-            tenths, others = self.memo.tally(item)
-            tokens = from_tally(tenths, others)
-            if tokens is None:
-                tokens = tenths // 10 + 1
-                self._open[call.id] = (item, tokens + 1)
-            cost = tokens + 1  # the comma after it, as item_tokens counts
+            least, most = tally_bounds(*self.memo.tally(item))
+            if least != most:
+                self._open[call.id] = (item, most + 1)
+            cost = most + 1  # the comma after it, as item_tokens counts
             if call.call_index not in self.required_entries:
                 cost += self._text_cost(call.call_index)
             self._call_costs[call.id] = cost

@@ -62,9 +62,10 @@ def test_cli_flags_are_the_table() -> None:
 def test_hook_config_and_core_options_are_the_table() -> None:
     hook_fields = {f.name for f in dataclasses.fields(HookConfig)} - {"notes"}
     assert hook_fields == {o.name for o in OPTIONS if "hook" in o.where}
-    # Two library-only fields: the archive folder (the hook and the CLI set it from where they
-    # keep files) and the rules switch (for evaluations).
-    library_only = {"archive_dir", "use_rules"}
+    # Three library-only fields: the archive folder (the hook and the CLI set it from where they
+    # keep files), the rules switch (for evaluations) and the engine's count of the context (the
+    # hook reads it from the event).
+    library_only = {"archive_dir", "use_rules", "context_tokens"}
     assert {f.name for f in dataclasses.fields(CompactOptions)} - library_only == {o.name for o in OPTIONS if "core" in o.where}
     defaults = resolve_hook_config({})
     for name in hook_fields:

@@ -168,7 +168,15 @@ OPTIONS: tuple[Option, ...] = (
            "targetReduction of them is freed; threshold: keep, truncate or drop each call by keepThreshold",
            _where("core", "cli", "hook"), flag="--policy", key="policy", title="Decision policy",
            choices=("budget", "threshold")),
-    Option("target_reduction", "number", 0.9, "budget policy: the share of the judged outputs' characters to free",
+    Option("window_tokens", "integer", 0, "the model's context window (tokens): a pass frees what brings the "
+           "context under --target-percent of it, least valuable first (0: unknown; the budget then frees "
+           "--target-reduction of the judged outputs)",
+           _where("core", "cli"), flag="--window", metavar="TOKENS", minimum=0, shown_default="unknown"),
+    Option("target_percent", "number", 40.0, "a pass aims to bring the context under this share of the window "
+           "(percent); the plugin's own trigger skips when the context is already under it",
+           _where("core", "cli", "hook"), flag="--target-percent", key="targetPercent", title="Target percentage",
+           minimum=1, maximum=100, metavar="PERCENT"),
+    Option("target_reduction", "number", 0.9, "budget policy without a window: the share of the judged outputs' characters to free",
            _where("core", "cli", "hook"), flag="--target-reduction", key="targetReduction",
            title="Target reduction", minimum=0, maximum=1, metavar="SHARE"),
     Option("keep_floor", "number", 1.0, "budget policy: an output the judge values at this or more is never cut "
@@ -204,9 +212,6 @@ OPTIONS: tuple[Option, ...] = (
     # -- the plugin ------------------------------------------------------------------------
     Option("compact_at_percent", "number", 60.0, "after a turn, compact once the context window is this full (percent)",
            _where("hook", "mod"), key="compactAtPercent", title="Compaction percentage", minimum=1, maximum=100),
-    Option("target_percent", "number", 40.0, "the plugin's own compaction aims to bring the context under this "
-           "share of the window (percent), and skips when it is already under",
-           _where("hook"), key="targetPercent", title="Target percentage", minimum=1, maximum=100),
     Option("min_freed_percent", "number", 5.0, "a compaction that misses its target (targetPercent, or Claude "
            "Code's own threshold once the window is full) still replaces when it frees this many points of the "
            "window; otherwise the built-in summary runs",
@@ -250,6 +255,7 @@ DEFAULT_MAX_CONCURRENT_REQUESTS: int = OPTION["max_concurrent_requests"].default
 DEFAULT_DIGEST_CHARS: int = OPTION["digest_chars"].default
 DEFAULT_TARGET_REDUCTION: float = OPTION["target_reduction"].default
 DEFAULT_KEEP_FLOOR: float = OPTION["keep_floor"].default
+DEFAULT_TARGET_PERCENT: float = OPTION["target_percent"].default
 POLICIES: tuple[str, ...] = OPTION["policy"].choices
 
 
@@ -361,6 +367,12 @@ class CompactOptions:
     archive_dir: str | None = None
     # The deterministic rules (rules.py) settle what they can before the judge is asked.
     use_rules: bool = True
+    # The model's window and the share of it a pass aims under (policy.chars_to_free); 0: unknown.
+    window_tokens: int = 0
+    target_percent: float = DEFAULT_TARGET_PERCENT
+    # The engine's own count of the whole context (system prompt and tools included); 0: estimated
+    # from the messages' characters.
+    context_tokens: int = 0
 
 
 def _finite(value: Any) -> float | None:
@@ -391,6 +403,9 @@ def resolve_options(
     keep_floor: Any = None,
     archive_dir: str | None = None,
     use_rules: bool = True,
+    window_tokens: Any = None,
+    target_percent: Any = None,
+    context_tokens: Any = None,
 ) -> CompactOptions:
     """Upstream's library rules: non-finite values fall back, counts are floored and clamped.
 
@@ -421,7 +436,15 @@ def resolve_options(
         keep_floor=_share(keep_floor, DEFAULT_KEEP_FLOOR),
         archive_dir=archive_dir or None,
         use_rules=bool(use_rules),
+        window_tokens=floored(window_tokens, 0, 0),
+        target_percent=_percent(target_percent),
+        context_tokens=floored(context_tokens, 0, 0),
     )
+
+
+def _percent(value: Any) -> float:
+    number = _finite(value)
+    return DEFAULT_TARGET_PERCENT if number is None else min(100.0, max(1.0, number))
 
 
 def _share(value: Any, default: float) -> float:

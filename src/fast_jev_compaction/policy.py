@@ -103,6 +103,27 @@ MIN_DROP_CHARS = 300
 CHEAP_MAX_CHARS = 2000
 
 
+# Characters per token of a Claude Code conversation (code, logs and JSON): an estimate that
+# turns a window's tokens into the characters a pass must free, and freed characters into points.
+CHARS_PER_TOKEN = 3.5
+# A pass aims this many points under its target, so the next turn does not cross it at once.
+TARGET_MARGIN_POINTS = 2.0
+
+
+def context_tokens(chars: int, options: CompactOptions) -> float:
+    """The context's size in tokens: the engine's count when it gave one, else estimated."""
+    return options.context_tokens or chars / CHARS_PER_TOKEN
+
+
+def chars_to_free(chars_before: int, options: CompactOptions) -> float | None:
+    """The characters a pass must free to bring a context of ``chars_before`` characters of
+    messages under ``target_percent`` of the window, with a small margin; None without a window."""
+    if options.window_tokens <= 0:
+        return None
+    target = options.window_tokens * max(0.0, options.target_percent - TARGET_MARGIN_POINTS) / 100
+    return max(0.0, (context_tokens(chars_before, options) - target) * CHARS_PER_TOKEN)
+
+
 def cut_over(call: ToolCall, messages_total: int) -> int:
     """The size over which the budget policy may cut ``call``'s output, whatever its value."""
     if is_recent(call, messages_total):

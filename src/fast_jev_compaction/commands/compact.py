@@ -202,6 +202,8 @@ def run(args: argparse.Namespace) -> int:
         target_reduction=args.target_reduction,
         keep_floor=args.keep_floor,
         archive_dir=options_archive(args),
+        window_tokens=args.window_tokens,
+        target_percent=args.target_percent,
     )
 
     progress = Progress()

@@ -98,6 +98,8 @@ def run_compaction(
         return Outcome(skip_answer(early.reason, lines), "skipped", early.reason)
 
     options = config.compact_options(messages, event.instructions)
+    if window is not None:  # the pass frees what the window needs (policy.chars_to_free)
+        options = replace(options, window_tokens=window.size, context_tokens=window.tokens)
     goal = options.goal
     preserve = in_flight_preserve(messages, options.preserve_recent_messages)
     if preserve != options.preserve_recent_messages:

@@ -73,6 +73,7 @@ class HookConfig:
             policy=self.policy,
             target_reduction=self.target_reduction,
             keep_floor=self.keep_floor,
+            target_percent=self.target_percent,
         )
 
     def use_jev(self, env: Mapping[str, str] | None = None) -> bool:

@@ -33,12 +33,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, Mapping, TypeGuard
 
+from ..policy import CHARS_PER_TOKEN
 from ..records import frozen
 from ..stats import CompactStats, percent
-
-# Characters per token of a Claude Code conversation (code, logs and JSON): an estimate, used
-# only to turn the characters a pass frees into points of the window.
-CHARS_PER_TOKEN = 3.5
 
 
 @frozen

@@ -150,3 +150,44 @@ def test_the_json_output_written_piece_by_piece_is_json_dumps_own(count: int) ->
     wire = [m.to_wire() for m in messages]
     assert "".join(_payload(result, "json", "")) == json.dumps(wire, ensure_ascii=False, indent=1) + "\n"
     assert "".join(_payload(result, "jsonl", "")) == "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in wire)
+
+
+LONG_SESSION = CORPUS / "entire-checkpoints" / "theogbrand__napoli-matcha" / "22a878b9-baa2-44fe-a285-6f1830185218.jsonl"
+
+
+def _strings(value: object) -> list[str]:
+    """Every string in a call's input, nested ones included (MultiEdit's edits)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+@pytest.mark.skipif(not LONG_SESSION.is_file(), reason="the shared corpus is not here")
+def test_a_window_brings_a_long_session_under_its_target_and_every_cut_reads_back_whole(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Twice the window: cutting outputs is not enough, old Write/Edit bodies and heredocs go to
+    the archive too, and the context ends under 40 % of the window."""
+    out = tmp_path / "out.json"
+    code = main(["compact", str(LONG_SESSION), "--out", str(out), "--judge", "local", "--window", "32000",
+                 "--target-percent", "40", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    stats = json.loads(captured.out)["stats"]
+    assert stats["chars_before"] / 3.5 > 32000 * 1.5
+    assert stats["chars_after"] / 3.5 < 32000 * 0.40
+    assert stats["need_chars"] > 0 and stats["inputs_archived"] > 0
+
+    before = read_messages(LONG_SESSION)
+    after = parse_messages(json.loads(out.read_text(encoding="utf-8")))
+    originals = {r.text for m in before for r in m.toolResults or ()}
+    originals |= {s for m in before for u in m.toolUses for s in _strings(u.input)}
+    marked = [r.text for m in after for r in m.toolResults or ()] + [line for m in after for line in m.text.split("\n")]
+    marked += [s for m in after for u in m.toolUses for s in _strings(u.input)]
+    saved = {path for text in marked if carries_mark(text) and (path := saved_path(text)) is not None}
+    moved = {s for m in after for u in m.toolUses for s in _strings(u.input) if s.startswith("[fast-jev-compaction moved ")}
+    assert moved and {saved_path(s) for s in moved} <= saved
+    for path in saved:
+        assert Path(path).read_bytes().decode("utf-8") in originals, path

@@ -14,6 +14,7 @@ from fast_jev_compaction.markers import (
     drop_marker,
     gap,
     ids_line,
+    input_marker,
     media_note,
     saved_path,
     size_text,
@@ -65,6 +66,14 @@ EXPECTED_UNSAVED_DROP = (
     "re-run it if needed]"
 )
 
+EXPECTED_INPUT_MARKER = (
+    f"[fast-jev-compaction moved this 12,345-char content to the archive: saved at {ARCHIVE}; Read it if "
+    "needed; the file on disk holds its current content]"
+)
+EXPECTED_COMMAND_MARKER = (
+    f"[fast-jev-compaction moved this 4,321-char command to the archive: saved at {ARCHIVE}; Read it if needed]"
+)
+
 IMAGE = "/home/u/.claude/plugins/data/fast-jev-compaction/archive/0123456789abcdef0123456789abcdef.png"
 EXPECTED_IMAGE_NOTE = (
     f"[fast-jev-compaction saved an image/png (48.2 kB) of this output at {IMAGE}; Read it to see it again]"
@@ -101,6 +110,8 @@ def model_facing_texts() -> dict[str, str]:
         "unsaved drop marker": drop_marker("Bash", "pytest -q", 980, True, None),
         # Nothing to read back, whatever path it is given: the marker says the call ran and returned nothing.
         "empty drop marker": drop_marker("Bash", "mkdir -p build", 0, False, ARCHIVE),
+        "input marker": input_marker("content", 12345, ARCHIVE, True),
+        "command marker": input_marker("command", 4321, ARCHIVE, False),
         "gap": gap(24396),
         "ids line": ids_line(["src/payments/ledger_client.py", "test_partial_refund_rounding"]),
         "lead note": LEAD_NOTE,
@@ -132,6 +143,8 @@ def test_markers_are_pinned():
     assert texts["unsaved drop marker"] == EXPECTED_UNSAVED_DROP
     assert texts["empty drop marker"] == EXPECTED_EMPTY_DROP
     assert saved_path(texts["empty drop marker"]) is None  # nothing for a later pass to read back
+    assert texts["input marker"] == EXPECTED_INPUT_MARKER
+    assert texts["command marker"] == EXPECTED_COMMAND_MARKER
     assert texts["gap"] == "[… 24,396 chars …]"
     assert texts["ids line"] == "[ids and paths further in: src/payments/ledger_client.py test_partial_refund_rounding]"
     assert texts["lead note"] == EXPECTED_LEAD
@@ -149,7 +162,7 @@ def test_no_alarm_words(name):
         assert phrase not in text.lower(), (name, phrase)
 
 
-@pytest.mark.parametrize("name", ["note", "drop marker"])
+@pytest.mark.parametrize("name", ["note", "drop marker", "command marker"])
 def test_markers_say_where_the_content_is_and_how_to_get_it(name):
     text = model_facing_texts()[name]
     assert re.search(rf"saved at {re.escape(ARCHIVE)}; Read it if needed\]$", text)
@@ -157,9 +170,19 @@ def test_markers_say_where_the_content_is_and_how_to_get_it(name):
     assert saved_path(text) == ARCHIVE
 
 
-@pytest.mark.parametrize("name", ["note", "unsaved error note", "drop marker", "unsaved drop marker", "empty drop marker"])
+@pytest.mark.parametrize(
+    "name", ["note", "unsaved error note", "drop marker", "unsaved drop marker", "empty drop marker", "input marker", "command marker"]
+)
 def test_a_later_pass_recognises_every_marker(name):
     assert carries_mark("some output\n" + model_facing_texts()[name])
+
+
+def test_a_moved_file_body_names_its_saved_copy_and_the_file_on_disk():
+    """The body is saved whole; the file it went into holds what the later edits made of it."""
+    text = model_facing_texts()["input marker"]
+    assert saved_path(text) == ARCHIVE and "; Read it if needed;" in text
+    assert text.endswith("the file on disk holds its current content]")
+    assert "file on disk" not in model_facing_texts()["command marker"]  # a command wrote no file the marker knows
 
 
 @pytest.mark.parametrize(

@@ -125,3 +125,22 @@ def test_could_cut_spares_pinned_calls_and_lets_the_threshold_policy_cut_any_oth
     # A floor of 0 keeps every output whatever the judge says.
     assert could_cut(call(1500), TOTAL, CompactOptions())
     assert not could_cut(call(10**6), TOTAL, CompactOptions(keep_floor=0.0))
+
+
+def test_further_truncates_the_other_outputs_least_valuable_first_until_the_target():
+    """With a window (``further``), outputs under their cut-over are cut too when the usual
+    candidates fall short; never one valued at ``keep_floor`` or more, never more than needed."""
+    small = [call(CUT_CHARS - 1000, n=n) for n in range(1, 5)]
+    values = [0.7, 0.3, 0.5, 0.95]
+    scored = [Scored(c, v, v) for c, v in zip(small, values)]
+    needed = 2 * (CUT_CHARS - 2000)  # two digests' worth
+
+    def actions(further: bool) -> list[str]:
+        decisions = budget_decisions(
+            scored, target_chars=needed, already_freed=0, keep_floor=0.9, freed_by=truncation_frees,
+            messages_total=TOTAL, further=further,
+        )
+        return [d.action for d in decisions]
+
+    assert actions(False) == [KEEP] * 4
+    assert actions(True) == [KEEP, TRUNCATE, TRUNCATE, KEEP]

@@ -1,26 +1,46 @@
-"""The whole flow: pair, pin, settle by rules, ask the judge, decide, rebuild."""
+"""The whole flow: pair, pin, settle by rules, ask the judge, decide, rebuild.
+
+With a window (``options.window_tokens``) a pass frees what brings the context under its target
+(``policy.chars_to_free``), down a ladder whose every rung is taken only when the ones above it
+cannot reach the target: a) tool outputs, the rules' cuts first, then the budget policy's, then
+every other judged output (``policy.budget_decisions(further=True)``); b) the long input fields
+of old calls (``rebuild.trimmed_input``), oldest first. Without a window the budget policy frees
+``target_reduction`` of the judged outputs, as it always did. Every cut is archived whole.
+"""
 
 from __future__ import annotations
 
+import math
 import time
 from bisect import bisect_left
 from dataclasses import field
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Coroutine, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Sequence, TypeVar
 
 from .archive import archive_path
 from .asker import answers_at_once, in_process
-from .decisions import KEEP, PINNED, SMALL, TRUNCATE, UNDER_CUT, Action, CallDecision
+from .decisions import (
+    DROP,
+    INPUT_ARCHIVED,
+    KEEP,
+    PINNED,
+    SMALL,
+    TRUNCATE,
+    UNDER_CUT,
+    UNDER_TARGET,
+    Action,
+    CallDecision,
+)
 from .digest import IDS_SHARE, DigestShape
 from .goal import goal_from_messages
 from .messages import SessionMessage, ToolResult
 from .options import CompactOptions, validate_threshold
 from .pairing import Pairing, ToolCall, pair_tool_calls
-from .policy import Scored, budget_decisions, could_cut, threshold_decisions
-from .rebuild import Cut, cut_of, rebuild
+from .policy import INPUT_KEEPING_RULES, Scored, budget_decisions, chars_to_free, could_cut, threshold_decisions
+from .rebuild import MIN_SAVING, Cut, cut_of, rebuild, trimmed_input
 from .records import frozen, record
 from .rules import Verdict, call_facts, settle
-from .stats import CompactStats, measured
+from .stats import CompactStats, input_chars, measured
 
 if TYPE_CHECKING:
     from .answer_cache import AnswerCache
@@ -70,6 +90,8 @@ async def compact(
         chars_before=sum(sizes),
         calls=len(pairing.calls),
     )
+    need = chars_to_free(stats.chars_before, opts)
+    stats.need_chars = None if need is None else math.ceil(need)
     verdicts = (
         settle(call_facts(pairing.calls, results), len(messages)) if opts.use_rules else {}
     )
@@ -122,13 +144,19 @@ async def compact(
         judged = threshold_decisions(scored, opts.keep_threshold)
     else:
         pool = pairing.candidates
+        if need is None:
+            target = opts.target_reduction * sum(call.result_chars for call in pool)
+            already = sum(max(0, freed(call, d.action)) for call in pool if (d := by_id.get(call.tool_use_id)))
+        else:
+            target, already = need, _rules_up_to(need, pool, by_id, freed)
         judged = budget_decisions(
             scored,
-            target_chars=opts.target_reduction * sum(call.result_chars for call in pool),
-            already_freed=sum(max(0, freed(call, d.action)) for call in pool if (d := by_id.get(call.tool_use_id))),
+            target_chars=target,
+            already_freed=already,
             keep_floor=opts.keep_floor,
             freed_by=freed,
             messages_total=len(messages),
+            further=need is not None,
         )
     by_id.update((d.tool_use_id, d) for d in judged)
 
@@ -168,13 +196,82 @@ async def compact(
         if decision.reason in rule_names:
             stats.settled_by_rules += 1
     del by_id
-    out, taken = rebuild(messages, decisions, pairing.calls, shape, made, sizes)
-    del made
+    inputs: dict[str, dict[str, Any]] = {}
+    if need is not None and opts.policy != "threshold" and opts.archive_dir:
+        short = need - sum(decision.chars_freed for decision in decisions)
+        if short > 0:
+            inputs = _inputs_up_to(short, pairing.calls, decisions, input_sizes, opts.archive_dir, archive)
+            stats.inputs_archived = len(inputs)
+    out, taken = rebuild(messages, decisions, pairing.calls, shape, made, sizes, inputs)
+    del made, inputs
 
     stats.messages_after = len(out)
     stats.chars_after = stats.chars_before - taken
+    if need is not None:
+        stats.short_chars = max(0, math.ceil(need) - taken)
     stats.ms = (time.perf_counter() - started) * 1000
     return CompactResult(out, decisions, list(pairing.calls), stats, archive)
+
+
+def _rules_up_to(
+    need: float, pool: Sequence[ToolCall], by_id: dict[str, CallDecision], freed: Callable[[ToolCall, Action], int]
+) -> int:
+    """The rules' cuts a pass with a window makes before the budget policy's, and what they free.
+
+    Least valuable first: the drops of what a later call made redundant, then the truncations
+    of capped logs and edit views, each oldest first, until ``need`` is freed; the others stay
+    (``UNDER_TARGET``), so a context already under its target loses nothing.
+    """
+    ruled = [call for call in pool if (d := by_id.get(call.tool_use_id)) is not None and d.action != KEEP]
+    ruled.sort(key=lambda call: by_id[call.tool_use_id].action != DROP)
+    done = 0
+    for call in ruled:
+        decision = by_id[call.tool_use_id]
+        if done < need:
+            done += max(0, freed(call, decision.action))
+        else:
+            by_id[call.tool_use_id] = CallDecision(
+                decision.id, decision.tool_use_id, decision.tool, decision.keep_call, decision.keep_result, KEEP, UNDER_TARGET
+            )
+    return done
+
+
+def _inputs_up_to(
+    short: float,
+    calls: Sequence[ToolCall],
+    decisions: list[CallDecision],
+    input_sizes: Sequence[int],
+    archive_dir: str,
+    archive: dict[str, str],
+) -> dict[str, dict[str, Any]]:
+    """Rung b: the long input fields of unpinned calls move to the archive, oldest call first,
+    until ``short`` more characters are freed. Each such call's decision says so
+    (``INPUT_ARCHIVED``, its output's action and what both free); its bodies join ``archive``.
+
+    ``decisions`` are in the order of ``calls`` (pairing's); a dropped call has left already,
+    and the calls a rule keeps for what they are (``policy.INPUT_KEEPING_RULES``) stay whole.
+    """
+    inputs: dict[str, dict[str, Any]] = {}
+    for position, call in enumerate(calls):
+        if short <= 0:
+            break
+        decision = decisions[position]
+        if call.pinned or decision.action == DROP or decision.reason in INPUT_KEEPING_RULES:
+            continue
+        trimmed = trimmed_input(call.tool, call.input, archive_dir)
+        if trimmed is None:
+            continue
+        gained = input_sizes[position] - input_chars(trimmed.input)
+        if gained < MIN_SAVING:
+            continue
+        decisions[position] = CallDecision(
+            decision.id, decision.tool_use_id, decision.tool, decision.keep_call, decision.keep_result,
+            decision.action, INPUT_ARCHIVED, decision.chars_freed + gained, decision.archive_path,
+        )
+        inputs[call.tool_use_id] = trimmed.input
+        archive.update(trimmed.files)
+        short -= gained
+    return inputs
 
 
 _CALL_INDEX = attrgetter("call_index")

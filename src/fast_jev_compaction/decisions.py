@@ -9,8 +9,11 @@
 A decision's ``reason`` names what settled it: ``pinned``, a deterministic rule (``rules.py``,
 e.g. ``superseded-reread``), ``small`` (redundant, but smaller than its marker would be),
 ``threshold`` (a probability compared with ``keepThreshold``), ``budget`` (ranked against the
-others to reach the reduction target) or ``under-cut-size`` (an output the budget policy never
-cuts, so a remote judge was not asked about it).
+others to reach the reduction target), ``under-cut-size`` (an output the budget policy never
+cuts, so a remote judge was not asked about it), ``under-target`` (a cut a rule would make, not
+made because the pass had already freed what the window needs) or ``input-archived`` (the
+call's long input fields, a written file's body, a heredoc, a Task prompt, moved to the archive;
+its output as the action says).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ SMALL: Final = "small"
 THRESHOLD: Final = "threshold"
 UNDER_CUT: Final = "under-cut-size"
 BUDGET: Final = "budget"
+UNDER_TARGET: Final = "under-target"
+INPUT_ARCHIVED: Final = "input-archived"
 
 
 def action_name(value: str) -> str:

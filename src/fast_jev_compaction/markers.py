@@ -59,6 +59,14 @@ def drop_marker(tool: str, target: str, output_chars: int, is_error: bool, archi
     return f"{PREFIX}: the {called} ran here; its {output_chars:,}-char {what} was left out; re-run it if needed]"
 
 
+def input_marker(field: str, chars: int, archive_path: str, writes_file: bool) -> str:
+    """Stands, in a kept call's input, for a long string field moved to the archive (the body of
+    a Write or an Edit, a heredoc, a Task prompt): the call keeps its tool, target and other
+    fields. A file-writing tool's file is there to read too, in its current state."""
+    on_disk = "; the file on disk holds its current content" if writes_file else ""
+    return f"{PREFIX} moved this {chars:,}-char {field} to the archive: saved at {archive_path}; Read it if needed{on_disk}]"
+
+
 # The first line of a compacted history: the model learns once, up front, what the markers mean.
 LEAD_NOTE: Final = (
     f"{PREFIX}: this conversation was compacted without a summary. Older tool outputs were cut "

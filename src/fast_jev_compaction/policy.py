@@ -1,9 +1,13 @@
 """Which judged calls to cut: the outputs that free the most, least valuable first, up to a target.
 
 A single probability cliff flips a call between keep and drop on tiny score changes, and judges
-answer on their own scales. The budget policy cuts, least valuable first, until
-``target_reduction`` of the judged outputs' characters is freed (rules' drops count towards it),
-never an output valued at ``keep_floor`` or more:
+answer on their own scales. The budget policy cuts, least valuable first, until its target is
+freed (rules' cuts count towards it), never an output valued at ``keep_floor`` or more. With a
+window (``options.window_tokens``) the target is what brings the context under
+``target_percent`` of it (``chars_to_free``): a context already under it loses nothing, and when
+the cuts below cannot reach it, every other judged output is truncated too, least valuable first
+(``further``; the ladder's rung a). Without a window the target is ``target_reduction`` of the
+judged outputs' characters (the default, 90 %), whatever the context's size. The cuts:
 
 - an output longer than its cut-over is truncated to its digest; the cut-over falls with the
   output's age (``cut_over``): ``RECENT_CUT_CHARS`` in the last ``pairing.RECENT_MESSAGES``
@@ -124,6 +128,16 @@ def chars_to_free(chars_before: int, options: CompactOptions) -> float | None:
     return max(0.0, (context_tokens(chars_before, options) - target) * CHARS_PER_TOKEN)
 
 
+# Rules that keep a call's input whole too, not only its output: the user's answers (the
+# questions asked), an error not yet fixed and the latest run (the command the next step
+# repeats). Rung b of the ladder leaves these calls' inputs alone. Not among them: an edit, whose
+# body is what rung b moves to the archive (the file on disk holds the current content), and a
+# call with side effects, kept whole for its output, which cannot be had again (ids, URLs); its
+# input is most often a heredoc into a file or a commit message, which the file or the history
+# holds.
+INPUT_KEEPING_RULES = frozenset({"protect-decision", "open-error", "latest-run"})
+
+
 def cut_over(call: ToolCall, messages_total: int) -> int:
     """The size over which the budget policy may cut ``call``'s output, whatever its value."""
     if is_recent(call, messages_total):
@@ -178,8 +192,14 @@ def budget_decisions(
     keep_floor: float,
     freed_by: Callable[[ToolCall, Action], int],
     messages_total: int,
+    further: bool = False,
 ) -> list[CallDecision]:
-    """Decide every scored call: cut the least valuable until the target is met."""
+    """Decide every scored call: cut the least valuable until the target is met.
+
+    ``further`` (a pass with a window): when the outputs over their cut-over and the cheap ones
+    fall short of the target, every other output valued under ``keep_floor`` is truncated too,
+    least valuable first, where its digest frees something, until the target is met.
+    """
     order = sorted(scored, key=lambda s: (s.keep_result, s.keep_call, -s.call.result_chars, s.call.id))
     freed = already_freed
     actions: dict[str, Action] = {}
@@ -197,6 +217,16 @@ def budget_decisions(
                     freed += gained
                     break
         actions[call.tool_use_id] = action
+    if further:
+        for item in order:
+            if freed >= target_chars:
+                break
+            call = item.call
+            if actions[call.tool_use_id] == KEEP and item.keep_result < keep_floor:
+                gained = freed_by(call, TRUNCATE)
+                if gained > 0:
+                    actions[call.tool_use_id] = TRUNCATE
+                    freed += gained
     return [
         CallDecision(s.call.id, s.call.tool_use_id, s.call.tool, s.keep_call, s.keep_result, actions[s.call.tool_use_id], BUDGET)
         for s in scored

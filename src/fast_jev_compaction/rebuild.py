@@ -3,17 +3,20 @@
 Invariants: untouched messages are returned as the same objects; the input is never mutated;
 the user's and the assistant's own text is never changed (a dropped call adds a marker line
 after it, nothing else); a result never outlives its call; a message left with nothing is
-removed; every cut leaves a marker saying where the full output is.
+removed; every cut leaves a marker saying where the full output is; a call whose long input
+fields moved to the archive keeps every key of its input, each moved field a marker naming its
+file.
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
+from .archive import archive_path
 from .decisions import DROP, TRUNCATE, Action, CallDecision
 from .digest import DigestShape, digest
 from .lexicon import call_target
-from .markers import drop_marker, truncation_note
+from .markers import carries_mark, drop_marker, input_marker, truncation_note
 from .messages import NO_EXTRA, SessionMessage, ToolResult, ToolUse
 from .pairing import ToolCall
 from .records import frozen
@@ -32,6 +35,65 @@ def cut_output(text: str, is_error: bool, shape: DigestShape, archive_path: str 
     note = truncation_note(len(text), kept, is_error, archive_path)
     cut = f"{body}\n{note}" if body else note
     return cut if len(text) - len(cut) >= MIN_SAVING else None
+
+
+# The input fields that hold a call's long bodies, by tool: what the ladder's rung b moves to the
+# archive (MultiEdit's ``edits`` hold each edit's ``old_string`` and ``new_string``).
+INPUT_BODIES: Mapping[str, tuple[str, ...]] = {
+    "Write": ("content",),
+    "Edit": ("old_string", "new_string"),
+    "MultiEdit": ("edits",),
+    "NotebookEdit": ("new_source",),
+    "Bash": ("command",),
+    "Task": ("prompt",),
+    "Agent": ("prompt",),
+}
+_EDIT_STRINGS = ("old_string", "new_string")
+# Tools whose body went into a file: the file on disk holds the current content.
+WRITES_FILES = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+
+
+@frozen
+class TrimmedInput:
+    """A call's input with its long bodies replaced by markers, and the files that hold them
+    (path -> body, each saved whole)."""
+
+    input: dict[str, Any]
+    files: dict[str, str]
+
+
+def trimmed_input(tool: str, tool_input: Mapping[str, Any], archive_dir: str) -> TrimmedInput | None:
+    """``tool_input`` with each body field (``INPUT_BODIES``) that frees ``MIN_SAVING`` replaced
+    by its marker, the same keys in the same order; None when no field pays (or the tool has
+    none). A field an earlier pass moved already (a marker) stays as it is."""
+    fields = INPUT_BODIES.get(tool)
+    if not fields:
+        return None
+    writes = tool in WRITES_FILES
+    files: dict[str, str] = {}
+
+    def moved(field: str, value: Any) -> Any:
+        if not isinstance(value, str) or carries_mark(value):
+            return value
+        path = archive_path(archive_dir, value)
+        marker = input_marker(field, len(value), path, writes)
+        if len(value) - len(marker) < MIN_SAVING:
+            return value
+        files[path] = value
+        return marker
+
+    trimmed = dict(tool_input)
+    for field in fields:
+        value = trimmed.get(field)
+        if field == "edits" and isinstance(value, list):
+            trimmed[field] = [
+                {key: moved(key, item) if key in _EDIT_STRINGS else item for key, item in edit.items()}
+                if isinstance(edit, dict) else edit
+                for edit in value
+            ]
+        elif field in trimmed:
+            trimmed[field] = moved(field, value)
+    return TrimmedInput(trimmed, files) if files else None
 
 
 @frozen(slots=True)
@@ -81,22 +143,29 @@ def rebuild(
     shape: DigestShape,
     made: Mapping[str, str | None] | None = None,
     sizes: Sequence[int] | None = None,
+    inputs: Mapping[str, dict[str, Any]] | None = None,
 ) -> tuple[list[SessionMessage], int]:
     """:func:`apply_decisions`, and, given ``sizes`` (``message_chars`` of each message by
     position), the characters the rebuild took out (0 without): only the messages it changed or
-    left out are measured."""
+    left out are measured.
+
+    ``inputs``: by tool_use_id, the input a kept or truncated call goes back with
+    (:func:`trimmed_input`); a dropped call leaves with its input whatever it holds.
+    """
     pinned = {call.tool_use_id for call in calls if call.pinned}
     # A forged or stale decision cannot touch a pinned call.
     cuts = {
         d.tool_use_id: d for d in decisions if d.action in (TRUNCATE, DROP) and d.tool_use_id not in pinned
     }
+    new_inputs = {tool_use_id: made_input for tool_use_id, made_input in (inputs or {}).items() if tool_use_id not in pinned}
     # The cut calls only: this runs at a compaction's peak of memory.
-    by_id = {call.tool_use_id: call for call in calls if call.tool_use_id in cuts}
+    by_id = {call.tool_use_id: call for call in calls if call.tool_use_id in cuts or call.tool_use_id in new_inputs}
     # Where the cut calls sit, when every one is a call of these messages: the other messages are
     # passed over without a look at their blocks.
     touched = (
         {at for tool_use_id in cuts for at in (by_id[tool_use_id].call_index, by_id[tool_use_id].result_index)}
-        if all(tool_use_id in by_id for tool_use_id in cuts)
+        | {by_id[tool_use_id].call_index for tool_use_id in new_inputs}
+        if all(tool_use_id in by_id for tool_use_id in (*cuts, *new_inputs))
         else None
     )
     out: list[SessionMessage] = []
@@ -107,7 +176,7 @@ def rebuild(
             out.append(message)
             continue
         results = message.toolResults or ()
-        if not any(u.tool_use_id in cuts for u in message.toolUses) and not any(
+        if not any(u.tool_use_id in cuts or u.tool_use_id in new_inputs for u in message.toolUses) and not any(
             r.tool_use_id in cuts for r in results
         ):
             out.append(message)
@@ -118,6 +187,10 @@ def rebuild(
         changed = False
         for use in message.toolUses:
             decision = cuts.get(use.tool_use_id)
+            made_input = new_inputs.get(use.tool_use_id)
+            if made_input is not None and (decision is None or decision.action != DROP):
+                use = ToolUse(use.tool_use_id, use.tool, made_input, use.text, use.isError, use.extra)
+                changed = True
             if decision is None:
                 uses.append(use)
             elif decision.action == DROP:

@@ -109,6 +109,14 @@ class CompactStats:
     pinned: int = 0
     # Calls a deterministic rule settled (kept or cut) without asking the judge.
     settled_by_rules: int = 0
+    # With a window (``CompactOptions.window_tokens``): the characters the pass had to free to
+    # bring the context under its target (``policy.chars_to_free``), and how many of them it
+    # could not free (0: the target is reached). None and 0 without a window.
+    need_chars: int | None = None
+    short_chars: int = 0
+    # Calls whose long input fields (a written file's body, a heredoc, a Task prompt) the pass
+    # moved to the archive, the ladder's rung b, taken only when cutting outputs fell short.
+    inputs_archived: int = 0
     state_tokens: int = 0
     state_stage: str = ""
     requests: int = 0
@@ -142,6 +150,9 @@ def percent(ratio: float) -> str:
 def summarize(stats: CompactStats) -> str:
     """``87.3% reduction; 3 kept, 5 truncated, 2 dropped, 4 pinned (6 by rules); state ~N tokens (stage) in K request(s)``.
 
+    Given a window, the counts are followed by the inputs archived and how the pass stands
+    against the window's target (``window's target reached (N chars needed)``).
+
     Without a request (the embedded judge, or nothing to ask) the tail is ``no judge requests``.
     """
     parts = [
@@ -168,10 +179,23 @@ def summarize(stats: CompactStats) -> str:
     if stats.input_tokens or stats.output_tokens:
         tail += f", judge read {stats.input_tokens} and wrote {stats.output_tokens} tokens"
     head = f"{percent(stats.reduction_ratio)} reduction; {', '.join(parts) or 'no tool calls'}"
+    if stats.inputs_archived:
+        head += f", {stats.inputs_archived} input(s) archived"
+    if stats.need_chars is not None:
+        head += f"; {_window_text(stats)}"
     if not stats.requests and not stats.retries:
         # The embedded judge reads the messages in process, and rules or pins may settle all.
         return f"{head}; no judge requests"
     return f"{head}; state ~{stats.state_tokens} tokens ({stats.state_stage}) {tail}"
+
+
+def _window_text(stats: CompactStats) -> str:
+    """How the pass stands against its window's target (a pass given a window only)."""
+    if not stats.need_chars:
+        return "already under the window's target"
+    if stats.short_chars:
+        return f"{stats.short_chars:,} of {stats.need_chars:,} chars short of the window's target"
+    return f"window's target reached ({stats.need_chars:,} chars needed)"
 
 
 def _fixed2(value: float) -> str:

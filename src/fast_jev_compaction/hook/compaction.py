@@ -16,7 +16,7 @@ from .archive import ARCHIVE_DIR, saved_or_unpointed
 from .config import resolve_hook_config
 from .deadline import Deadline
 from .event import HookEvent
-from .gate import after_pass, before_pass, engine_limit_of, window_of
+from .gate import ENGINE_TRIGGERS, after_pass, before_pass, engine_limit_of, window_of
 from .judge import answer_cache, build_asker
 from .log import HookLog
 from .media import with_media
@@ -98,8 +98,13 @@ def run_compaction(
         return Outcome(skip_answer(early.reason, lines), "skipped", early.reason)
 
     options = config.compact_options(messages, event.instructions)
-    if window is not None:  # the pass frees what the window needs (policy.chars_to_free)
-        options = replace(options, window_tokens=window.size, context_tokens=window.tokens)
+    # The pass frees what the window needs (policy.chars_to_free): for the engine's own
+    # compaction, the window it fires in (its compaction window, with the output that made it
+    # fire), not the model's, which may be many times larger.
+    engine = None if event.agentId else engine_limit_of(event.context)
+    aimed = engine.window if engine is not None and event.trigger in ENGINE_TRIGGERS else window
+    if aimed is not None:
+        options = replace(options, window_tokens=aimed.size, context_tokens=aimed.tokens)
     goal = options.goal
     preserve = in_flight_preserve(messages, options.preserve_recent_messages)
     if preserve != options.preserve_recent_messages:
@@ -129,7 +134,7 @@ def run_compaction(
         result.stats, window, event.trigger, target_percent=config.target_percent,
         min_freed_percent=config.min_freed_percent, min_reduction_ratio=config.min_reduction_ratio,
         # A subagent's transcript is not what the main conversation's figures measure.
-        engine=None if event.agentId else engine_limit_of(event.context),
+        engine=engine,
     )
     if gate.verdict == "skip":
         return Outcome(skip_answer(gate.reason, lines), "skipped", f"{gate.reason}: {summary}", result, goal, judge)

@@ -5,6 +5,7 @@ pinned calls stay whole, and every cut is archived whole."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -171,3 +172,42 @@ def test_a_later_pass_leaves_a_moved_body_as_it_is(tmp_path: Path):
     assert not any(carries_mark(text) for text in second.archive.values())  # no marker archived as a body
     moved = [u.input for m in first.messages for u in m.toolUses if u.tool_use_id == "write"]
     assert [u.input for m in second.messages for u in m.toolUses if u.tool_use_id == "write"] == moved
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
+
+
+def with_image(messages: list[SessionMessage], at: int) -> list[SessionMessage]:
+    """``messages`` with a screenshot attached to the user message at ``at``, as the transcript
+    reader keeps it (an extra block beside the text)."""
+    import base64
+
+    block = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": base64.b64encode(PNG).decode()}}
+    message = messages[at]
+    return [*messages[:at], replace(message, extra={"extraBlocks": [block], "uuid": "u-shot"}), *messages[at + 1:]]
+
+
+def test_when_outputs_and_inputs_fall_short_old_attached_images_move_to_the_archive(tmp_path: Path):
+    session = protected_session("print('hello')\n" * 400, "note line\n" * 300)
+    messages = with_image([session[0], user("it looks like this"), *session[1:]], 1)
+    messages = with_image(messages, len(messages) - 1)  # in the pinned window
+    out = run(messages, window=1000, archive_dir=str(tmp_path))
+    assert out.stats.media_archived == 1 and out.stats.inputs_archived > 0
+    saved = archive_path(str(tmp_path), PNG, ".png")
+    assert out.media == {saved: PNG}
+    shot = out.messages[1]
+    assert shot.text == messages[1].text and shot.handle is None and "uuid" not in shot.extra
+    assert shot.extra["extraBlocks"] == [{
+        "type": "text",
+        "text": f"[fast-jev-compaction moved an image/png (2.1 kB) of this message to the archive: saved at {saved}; "
+        "Read it to see it again]",
+    }]
+    assert out.messages[-1] is messages[-1]  # the pinned window keeps its image
+
+
+def test_attached_images_stay_while_the_rungs_above_reach_the_target(tmp_path: Path):
+    plain = reads({"log": 40000, "other": 3000})
+    messages = with_image([plain[0], user("it looks like this"), *plain[1:]], 1)
+    out = run(messages, window_needing(messages, 10000), archive_dir=str(tmp_path))
+    assert out.stats.short_chars == 0 and out.stats.media_archived == 0 and out.media == {}
+    assert out.messages[1] is messages[1]

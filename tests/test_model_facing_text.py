@@ -16,6 +16,7 @@ from fast_jev_compaction.markers import (
     ids_line,
     input_marker,
     media_note,
+    moved_media_note,
     saved_path,
     size_text,
     tools_note,
@@ -82,6 +83,10 @@ EXPECTED_UNSAVED_IMAGE_NOTE = (
     "[fast-jev-compaction replaced an image/png (48.2 kB) of this output with this line; re-run the "
     "tool to see it again]"
 )
+EXPECTED_MOVED_IMAGE_NOTE = (
+    f"[fast-jev-compaction moved an image/png (48.2 kB) of this message to the archive: saved at {IMAGE}; Read it "
+    "to see it again]"
+)
 EXPECTED_TOOLS_NOTE = (
     "[fast-jev-compaction notes that this search loaded the tools CronCreate, CronList; ToolSearch "
     'with "select:CronCreate,CronList" loads them again if needed]'
@@ -118,6 +123,7 @@ def model_facing_texts() -> dict[str, str]:
         "image note": media_note("an image/png", 48213, IMAGE),
         "unsaved image note": media_note("an image/png", 48213, None),
         "tools note": tools_note(["CronCreate", "CronList"]),
+        "moved image note": moved_media_note("an image/png", 48213, IMAGE),
     }
 
 
@@ -151,6 +157,8 @@ def test_markers_are_pinned():
     assert texts["image note"] == EXPECTED_IMAGE_NOTE
     assert texts["unsaved image note"] == EXPECTED_UNSAVED_IMAGE_NOTE
     assert texts["tools note"] == EXPECTED_TOOLS_NOTE
+    assert texts["moved image note"] == EXPECTED_MOVED_IMAGE_NOTE
+    assert saved_path(texts["moved image note"]) == IMAGE
 
 
 @pytest.mark.parametrize("name", list(model_facing_texts()))
@@ -200,8 +208,9 @@ def test_ordinary_text_is_not_a_marker():
     assert not carries_mark("grep output mentioning [fast-jev-compaction] in a README")
 
 
-def test_a_saved_image_note_names_its_file_and_says_to_read_it():
-    text = model_facing_texts()["image note"]
+@pytest.mark.parametrize("name", ["image note", "moved image note"])
+def test_a_saved_image_note_names_its_file_and_says_to_read_it(name):
+    text = model_facing_texts()[name]
     assert text.endswith(f"at {IMAGE}; Read it to see it again]")
     assert "re-run" not in text
 

@@ -15,7 +15,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from .private_files import make_private_dirs, write_private
 from .records import record
@@ -31,6 +31,15 @@ except ImportError:
         from hashlib import sha256  # type: ignore[assignment,unused-ignore]
 
 SUFFIX = ".txt"
+# The images and documents the Read tool shows as they are, by media type, with the extension
+# their saved file takes; anything else is described, not saved.
+EXTENSIONS: Mapping[str, str] = {
+    "image/png": ".png",
+    "image/jpeg": ".jpg",
+    "image/gif": ".gif",
+    "image/webp": ".webp",
+    "application/pdf": ".pdf",
+}
 # Enough of a SHA-256 to make an accidental collision impossible in practice, short enough to read.
 NAME_HEX = 32
 # What this module names: a hash and an extension. Only such files are ever pruned.
@@ -41,6 +50,19 @@ def encoded(text: str) -> bytes:
     # Lone surrogates (an output cut mid-emoji) have no UTF-8 form; replacing them keeps the file
     # readable by the Read tool, and the hash is taken over exactly the bytes written.
     return text.encode("utf-8", errors="replace")
+
+
+def base64_bytes(data: Any) -> bytes | None:
+    """The bytes of an image's or a document's base64 ``data``; None when it is not valid base64."""
+    if not isinstance(data, str) or not data:
+        return None
+    import base64  # only a session with an image or a document decodes one
+    import binascii
+
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
 
 
 def archive_name(content: str | bytes, suffix: str = SUFFIX) -> str:

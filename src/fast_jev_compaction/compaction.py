@@ -35,9 +35,17 @@ from .digest import IDS_SHARE, DigestShape
 from .goal import goal_from_messages
 from .messages import SessionMessage, ToolResult
 from .options import CompactOptions, validate_threshold
-from .pairing import Pairing, ToolCall, pair_tool_calls
-from .policy import INPUT_KEEPING_RULES, Scored, budget_decisions, chars_to_free, could_cut, threshold_decisions
-from .rebuild import MIN_SAVING, Cut, cut_of, rebuild, trimmed_input
+from .pairing import Pairing, ToolCall, is_pinned, pair_tool_calls
+from .policy import (
+    INPUT_KEEPING_RULES,
+    MEDIA_CHARS,
+    Scored,
+    budget_decisions,
+    chars_to_free,
+    could_cut,
+    threshold_decisions,
+)
+from .rebuild import MIN_SAVING, Cut, cut_of, media_blocks, moved_media, rebuild, trimmed_input
 from .records import frozen, record
 from .rules import Verdict, call_facts, settle
 from .stats import CompactStats, input_chars, measured
@@ -56,8 +64,11 @@ class CompactResult:
     decisions: list[CallDecision]
     calls: list[ToolCall]
     stats: CompactStats
-    # path -> full output, for every cut whose output is to be saved (options.archive_dir set).
+    # path -> full text, for every cut whose output or input field is to be saved
+    # (options.archive_dir set).
     archive: dict[str, str] = field(default_factory=dict)
+    # path -> bytes, for every attached image or document moved to the archive (rung c).
+    media: dict[str, bytes] = field(default_factory=dict)
 
 
 def shape_of(options: CompactOptions) -> DigestShape:
@@ -90,7 +101,9 @@ async def compact(
         chars_before=sum(sizes),
         calls=len(pairing.calls),
     )
-    need = chars_to_free(stats.chars_before, opts)
+    # Attached images and documents are in the context though not in the messages' characters.
+    media_chars = MEDIA_CHARS * sum(media_blocks(message) for message in messages) if opts.window_tokens > 0 else 0
+    need = chars_to_free(stats.chars_before + media_chars, opts)
     stats.need_chars = None if need is None else math.ceil(need)
     verdicts = (
         settle(call_facts(pairing.calls, results), len(messages)) if opts.use_rules else {}
@@ -163,6 +176,7 @@ async def compact(
     del scored, judged
     decisions: list[CallDecision] = []
     archive: dict[str, str] = {}
+    media: dict[str, bytes] = {}
     # The rebuild's cuts only; a call's probes and its first decision go as it is
     # decided, so they never stand beside the final decisions whole (a compaction's peak).
     made: dict[str, str | None] = {}
@@ -197,20 +211,25 @@ async def compact(
             stats.settled_by_rules += 1
     del by_id
     inputs: dict[str, dict[str, Any]] = {}
+    source = messages
     if need is not None and opts.policy != "threshold" and opts.archive_dir:
         short = need - sum(decision.chars_freed for decision in decisions)
         if short > 0:
             inputs = _inputs_up_to(short, pairing.calls, decisions, input_sizes, opts.archive_dir, archive)
             stats.inputs_archived = len(inputs)
-    out, taken = rebuild(messages, decisions, pairing.calls, shape, made, sizes, inputs)
-    del made, inputs
+            short -= sum(decision.chars_freed for decision in decisions if decision.reason == INPUT_ARCHIVED)
+        if short > 0 and media_chars:
+            source = _media_up_to(short, messages, opts, media, stats)
+    # Moved media leaves the messages' characters as they were: ``sizes`` still hold.
+    out, taken = rebuild(source, decisions, pairing.calls, shape, made, sizes, inputs)
+    del made, inputs, source
 
     stats.messages_after = len(out)
     stats.chars_after = stats.chars_before - taken
     if need is not None:
-        stats.short_chars = max(0, math.ceil(need) - taken)
+        stats.short_chars = max(0, math.ceil(need) - taken - stats.media_archived * MEDIA_CHARS)
     stats.ms = (time.perf_counter() - started) * 1000
-    return CompactResult(out, decisions, list(pairing.calls), stats, archive)
+    return CompactResult(out, decisions, list(pairing.calls), stats, archive, media)
 
 
 def _rules_up_to(
@@ -272,6 +291,31 @@ def _inputs_up_to(
         archive.update(trimmed.files)
         short -= gained
     return inputs
+
+
+def _media_up_to(
+    short: float, messages: Sequence[SessionMessage], opts: CompactOptions, media: dict[str, bytes], stats: CompactStats
+) -> Sequence[SessionMessage]:
+    """Rung c: the images and documents attached to messages older than the pinned window move
+    to the archive, oldest first, until ``short`` more characters are freed (each counted at
+    ``policy.MEDIA_CHARS``); the messages with a note in their place, the others as they are."""
+    out: list[SessionMessage] | None = None
+    total = len(messages)
+    for position, message in enumerate(messages):
+        if short <= 0:
+            break
+        if is_pinned(position, total, opts.preserve_recent_messages) or not media_blocks(message):
+            continue
+        moved = moved_media(message, opts.archive_dir or "")
+        if moved is None:
+            continue
+        if out is None:
+            out = list(messages)
+        out[position] = moved.message
+        media.update(moved.files)
+        stats.media_archived += moved.count
+        short -= moved.count * MEDIA_CHARS
+    return messages if out is None else out
 
 
 _CALL_INDEX = attrgetter("call_index")

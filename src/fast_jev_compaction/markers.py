@@ -106,6 +106,12 @@ def media_note(what: str, size: int | None, saved_at: str | None) -> str:
     return f"{PREFIX} replaced {sized} of this output with this line; re-run the tool to see it again]"
 
 
+def moved_media_note(what: str, size: int, saved_at: str) -> str:
+    """Stands, in a message older than the pinned window, where an image or a document attached
+    to it was: the ladder's rung c moved it to the archive, whole, as a file Read shows."""
+    return f"{PREFIX} moved {what} ({size_text(size)}) of this message to the archive: saved at {saved_at}; Read it to see it again]"
+
+
 def tools_note(names: list[str]) -> str:
     """Stands in a rebuilt tool-search result for the tool definitions it loaded (not carried)."""
     listed = ", ".join(names)

@@ -112,6 +112,11 @@ CHEAP_MAX_CHARS = 2000
 CHARS_PER_TOKEN = 3.5
 # A pass aims this many points under its target, so the next turn does not cross it at once.
 TARGET_MARGIN_POINTS = 2.0
+# What an attached image or document costs the context, in tokens: an estimate (the messages'
+# characters leave them out). The API scales an image to fit about 1.15 megapixels, some 1,600
+# tokens at most; a document's page costs about as much as a full-size image.
+MEDIA_TOKENS = 1600
+MEDIA_CHARS = round(MEDIA_TOKENS * CHARS_PER_TOKEN)
 
 
 def context_tokens(chars: int, options: CompactOptions) -> float:

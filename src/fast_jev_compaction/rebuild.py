@@ -10,13 +10,14 @@ file.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
-from .archive import archive_path
+from .archive import EXTENSIONS, archive_path, base64_bytes
 from .decisions import DROP, TRUNCATE, Action, CallDecision
 from .digest import DigestShape, digest
 from .lexicon import call_target
-from .markers import carries_mark, drop_marker, input_marker, truncation_note
+from .markers import carries_mark, drop_marker, input_marker, moved_media_note, truncation_note
 from .messages import NO_EXTRA, SessionMessage, ToolResult, ToolUse
 from .pairing import ToolCall
 from .records import frozen
@@ -51,6 +52,8 @@ INPUT_BODIES: Mapping[str, tuple[str, ...]] = {
 _EDIT_STRINGS = ("old_string", "new_string")
 # Tools whose body went into a file: the file on disk holds the current content.
 WRITES_FILES = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+# The blocks a message may carry beside its text that rung c moves to the archive.
+_MEDIA_KINDS = frozenset({"image", "document"})
 
 
 @frozen
@@ -94,6 +97,51 @@ def trimmed_input(tool: str, tool_input: Mapping[str, Any], archive_dir: str) ->
         elif field in trimmed:
             trimmed[field] = moved(field, value)
     return TrimmedInput(trimmed, files) if files else None
+
+
+@frozen
+class MovedMedia:
+    """A message whose attached images and documents moved to the archive: the message with a
+    note in each one's place, the files (path -> bytes) and how many moved."""
+
+    message: SessionMessage
+    files: dict[str, bytes]
+    count: int
+
+
+def media_blocks(message: SessionMessage) -> int:
+    """How many image and document blocks ride on ``message`` (its ``extraBlocks``)."""
+    blocks = message.extra.get("extraBlocks")
+    if not isinstance(blocks, list):
+        return 0
+    return sum(1 for block in blocks if isinstance(block, dict) and block.get("type") in _MEDIA_KINDS)
+
+
+def moved_media(message: SessionMessage, archive_dir: str) -> MovedMedia | None:
+    """``message`` with each attached image or document that can be saved (base64 data of a
+    type Read shows, ``archive.EXTENSIONS``) replaced by a text block holding its note; None
+    when none can. Its text and tool blocks stay as they are."""
+    blocks = message.extra.get("extraBlocks")
+    if not isinstance(blocks, list):
+        return None
+    files: dict[str, bytes] = {}
+    kept: list[Any] = []
+    for block in blocks:
+        source = block.get("source") if isinstance(block, dict) and block.get("type") in _MEDIA_KINDS else None
+        media_type = source.get("media_type") if isinstance(source, dict) else None
+        extension = EXTENSIONS.get(media_type) if isinstance(media_type, str) else None
+        data = base64_bytes(source.get("data")) if extension is not None and isinstance(source, dict) else None
+        if data is None or extension is None:
+            kept.append(block)
+            continue
+        path = archive_path(archive_dir, data, extension)
+        files[path] = data
+        kept.append({"type": "text", "text": moved_media_note(f"an {media_type}", len(data), path)})
+    if not files:
+        return None
+    # A new record, like any rebuilt message: a handle would bring the original blocks back.
+    extra = {key: value for key, value in message.extra.items() if key not in _RECORD_IDS}
+    return MovedMedia(replace(message, handle=None, extra={**extra, "extraBlocks": kept}), files, len(files))
 
 
 @frozen(slots=True)

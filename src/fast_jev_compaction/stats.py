@@ -117,6 +117,10 @@ class CompactStats:
     # Calls whose long input fields (a written file's body, a heredoc, a Task prompt) the pass
     # moved to the archive, the ladder's rung b, taken only when cutting outputs fell short.
     inputs_archived: int = 0
+    # Images and documents attached to messages older than the pinned window that the pass moved
+    # to the archive (rung c, after rung b fell short). The messages' characters leave them out:
+    # each counts towards the need at ``policy.MEDIA_CHARS``, as it counted in it.
+    media_archived: int = 0
     state_tokens: int = 0
     state_stage: str = ""
     requests: int = 0
@@ -181,6 +185,8 @@ def summarize(stats: CompactStats) -> str:
     head = f"{percent(stats.reduction_ratio)} reduction; {', '.join(parts) or 'no tool calls'}"
     if stats.inputs_archived:
         head += f", {stats.inputs_archived} input(s) archived"
+    if stats.media_archived:
+        head += f", {stats.media_archived} image(s) or document(s) archived"
     if stats.need_chars is not None:
         head += f"; {_window_text(stats)}"
     if not stats.requests and not stats.retries:

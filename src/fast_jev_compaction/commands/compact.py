@@ -226,11 +226,11 @@ def run(args: argparse.Namespace) -> int:
         tail = "" if code == EXIT_BAD_INPUT else "; nothing was written"
         return _fail(f"{explain(exc)}{tail}", code)
 
-    if result.archive:
+    if result.archive or result.media:
         from ..archive import write_archive
 
         try:
-            write_archive(result.archive)
+            write_archive({**result.archive, **result.media})
         except OSError as exc:
             return _fail(f"cannot save the cut outputs under {options.archive_dir}: {exc}; "
                          "give --archive another folder, or --no-archive", EXIT_BAD_INPUT)

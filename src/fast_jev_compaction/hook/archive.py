@@ -29,7 +29,7 @@ def saved_or_unpointed(
     report_error: Callable[[str], None],
 ) -> CompactResult:
     try:
-        write_archive(result.archive, max_bytes=MAX_ARCHIVE_BYTES, max_age_days=MAX_ARCHIVE_AGE_DAYS)
+        write_archive({**result.archive, **result.media}, max_bytes=MAX_ARCHIVE_BYTES, max_age_days=MAX_ARCHIVE_AGE_DAYS)
         return result
     except (OSError, ValueError) as exc:  # ValueError: a NUL or unencodable surrogate in the path
         report_error(f"cut outputs not archived ({exc}); markers say to re-run the tool instead")

@@ -26,7 +26,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from ..archive import archive_path, write_archive
+from ..archive import EXTENSIONS, archive_path, base64_bytes, write_archive
 from ..markers import media_note, tools_note
 from ..messages import SessionMessage, ToolResult, ToolUse
 from ..records import frozen
@@ -35,14 +35,6 @@ from .event import HookEvent
 from .meta import MAX_TRANSCRIPT_BYTES, transcript_file
 from .turns import keeps_handle
 
-# The kinds the Read tool shows as they are; anything else is described, not saved.
-EXTENSIONS: Mapping[str, str] = {
-    "image/png": ".png",
-    "image/jpeg": ".jpg",
-    "image/gif": ".gif",
-    "image/webp": ".webp",
-    "application/pdf": ".pdf",
-}
 # Bytes that mark a transcript line worth decoding: a tool result with a non-text block.
 _HINTS = (b'"image"', b'"document"', b'"tool_reference"')
 
@@ -63,22 +55,10 @@ class Media:
         return f"an {name}" if name[0] in "aeiou" else f"a {name}"
 
 
-def _decoded(data: Any) -> bytes | None:
-    if not isinstance(data, str) or not data:
-        return None
-    import base64  # only a session with an image or a document decodes one
-    import binascii
-
-    try:
-        return base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-
-
 def _sourced(kind: str, source: Any, fallback_type: str = "") -> Media:
     source = source if isinstance(source, Mapping) else {}
     media_type = source.get("media_type")
-    data = _decoded(source.get("data")) if source.get("type", "base64") == "base64" else None
+    data = base64_bytes(source.get("data")) if source.get("type", "base64") == "base64" else None
     return Media(kind, media_type if isinstance(media_type, str) else fallback_type, data, len(data) if data is not None else None)
 
 
@@ -114,7 +94,7 @@ def from_record(record: Any) -> list[Media]:
     kind = record.get("type")
     file = record.get("file")
     if kind in ("image", "pdf") and isinstance(file, Mapping):
-        data = _decoded(file.get("base64"))
+        data = base64_bytes(file.get("base64"))
         media_type = file.get("type") if kind == "image" else "application/pdf"
         original = file.get("originalSize")
         size = len(data) if data is not None else original if isinstance(original, int) else None

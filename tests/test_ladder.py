@@ -16,7 +16,7 @@ from fast_jev_compaction.markers import carries_mark
 from fast_jev_compaction.messages import SessionMessage
 from fast_jev_compaction.options import resolve_options
 from fast_jev_compaction.pairing import Pairing, ToolCall
-from fast_jev_compaction.policy import CHARS_PER_TOKEN, TARGET_MARGIN_POINTS
+from fast_jev_compaction.policy import CHARS_PER_TOKEN, MEDIA_CHARS, TARGET_MARGIN_POINTS
 from fast_jev_compaction.stats import message_chars
 from scripted_asker import assistant, pair, result, results, use, user
 
@@ -211,3 +211,21 @@ def test_attached_images_stay_while_the_rungs_above_reach_the_target(tmp_path: P
     out = run(messages, window_needing(messages, 10000), archive_dir=str(tmp_path))
     assert out.stats.short_chars == 0 and out.stats.media_archived == 0 and out.media == {}
     assert out.messages[1] is messages[1]
+
+
+def test_an_image_moves_when_the_need_is_left_short_by_a_call_whose_output_and_input_both_went(tmp_path: Path):
+    """A call cut on both rungs frees its output's digest and its input once each: what is still
+    needed after them, less than an image's worth, takes the image."""
+    session = [
+        user("set it up"),
+        *pair("setup", "surveyed one more module\n" * 1000, "Task", description="survey", prompt="Survey the code. " * 200),
+        user("it looks like this"),
+        user("thanks"), assistant("done"),
+    ]
+    messages = with_image(session, 3)
+    probe = run(messages, window=1000, archive_dir=str(tmp_path))
+    both = by_id(probe)["setup"]
+    assert both.action == TRUNCATE and both.reason == INPUT_ARCHIVED
+    out = run(messages, window_needing(messages, both.chars_freed + 1000 - MEDIA_CHARS), archive_dir=str(tmp_path))
+    assert out.stats.need_chars == both.chars_freed + 1000
+    assert by_id(out)["setup"].reason == INPUT_ARCHIVED and out.stats.media_archived == 1 and out.stats.short_chars == 0

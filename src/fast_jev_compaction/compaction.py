@@ -4,8 +4,10 @@ With a window (``options.window_tokens``) a pass frees what brings the context u
 (``policy.chars_to_free``), down a ladder whose every rung is taken only when the ones above it
 cannot reach the target: a) tool outputs, the rules' cuts first, then the budget policy's, then
 every other judged output (``policy.budget_decisions(further=True)``); b) the long input fields
-of old calls (``rebuild.trimmed_input``), oldest first. Without a window the budget policy frees
-``target_reduction`` of the judged outputs, as it always did. Every cut is archived whole.
+of old calls (``rebuild.trimmed_input``), oldest first; c) the images and documents attached to
+messages older than the pinned window (``rebuild.moved_media``), oldest first. Without a window
+the budget policy frees ``target_reduction`` of the judged outputs, as it always did. Every cut
+is archived whole.
 """
 
 from __future__ import annotations
@@ -217,7 +219,8 @@ async def compact(
         if short > 0:
             inputs = _inputs_up_to(short, pairing.calls, decisions, input_sizes, opts.archive_dir, archive)
             stats.inputs_archived = len(inputs)
-            short -= sum(decision.chars_freed for decision in decisions if decision.reason == INPUT_ARCHIVED)
+            # A moved input's decision now frees its output's cut and its input's alike.
+            short = need - sum(decision.chars_freed for decision in decisions)
         if short > 0 and media_chars:
             source = _media_up_to(short, messages, opts, media, stats)
     # Moved media leaves the messages' characters as they were: ``sizes`` still hold.

@@ -4,6 +4,7 @@ pinned calls stay whole, and every cut is archived whole."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any, Sequence
 from fast_jev_compaction.archive import archive_path
 from fast_jev_compaction.compaction import CompactResult, compact_sync
 from fast_jev_compaction.decisions import INPUT_ARCHIVED, KEEP, TRUNCATE, UNDER_TARGET
-from fast_jev_compaction.markers import carries_mark
+from fast_jev_compaction.markers import carries_mark, saved_path
 from fast_jev_compaction.messages import SessionMessage
 from fast_jev_compaction.options import resolve_options
 from fast_jev_compaction.pairing import Pairing, ToolCall
@@ -229,3 +230,33 @@ def test_an_image_moves_when_the_need_is_left_short_by_a_call_whose_output_and_i
     out = run(messages, window_needing(messages, both.chars_freed + 1000 - MEDIA_CHARS), archive_dir=str(tmp_path))
     assert out.stats.need_chars == both.chars_freed + 1000
     assert by_id(out)["setup"].reason == INPUT_ARCHIVED and out.stats.media_archived == 1 and out.stats.short_chars == 0
+
+
+def test_the_hook_moves_an_old_write_body_to_its_archive_when_outputs_cannot_fit_the_window(data_dir: Path):
+    """The plugin's own pass over a window far too small: the answer replaces, the Write call goes
+    back with its keys and a marker for its body, and the marker's file holds the body."""
+    from test_hook_entry import _bash, event, run_hook
+
+    body = "export function handler() {\n  return 42;\n}\n" * 200
+    write = {
+        "tool_use_id": "toolu_write", "tool": "Write", "input": {"file_path": "/src/handler.ts", "content": body},
+        "text": "File created successfully at: /src/handler.ts",
+    }
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "text": "write the handler", "toolUses": [], "handle": "h-prompt"},
+        {"role": "assistant", "text": "", "toolUses": [write], "handle": "h-write"},
+        {"role": "user", "text": "", "toolUses": [], "toolResults": [
+            {"tool_use_id": "toolu_write", "text": write["text"], "isError": False}], "handle": "h-write-result"},
+        *_bash(1, "seq 1 3000", "\n".join(str(n) for n in range(1, 3001))),
+        # Past the pinned recent messages.
+        *({"role": "assistant", "text": f"Step {n} done.", "toolUses": [], "handle": f"h-done-{n}"} for n in range(8)),
+    ]
+    doc = event(messages, data_dir, trigger="plugin", context={"tokens": 9_000, "window": 10_000})
+    answer, _ = run_hook(json.dumps(doc).encode(), data_dir)
+    assert answer["action"] == "replace", answer.get("reason")
+    uses = [u for m in answer["messages"] for u in m.get("toolUses", []) if u["tool_use_id"] == "toolu_write"]
+    assert len(uses) == 1 and list(uses[0]["input"]) == ["file_path", "content"]
+    content = uses[0]["input"]["content"]
+    assert content.startswith(f"[fast-jev-compaction moved this {len(body):,}-char content to the archive: saved at ")
+    path = saved_path(content)
+    assert path is not None and Path(path).read_bytes() == body.encode()

@@ -7,10 +7,11 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import pytest
 
+from eval_sessions import Transcript
 from fast_jev_compaction.compaction import CompactResult
 from fast_jev_compaction.evaluation.corpus import load_sessions
 from fast_jev_compaction.evaluation.replay import SUMMARY_TOKENS, compact_pass, replay, replay_session
@@ -23,39 +24,6 @@ from fast_jev_compaction.transcript import read_messages
 
 # A line of the big output that comes back later, far from its opening and its closing.
 REUSED_LINE = "the scheduler drains every pending queue before closing the worker pool"
-
-
-class Transcript:
-    """Claude Code JSONL records of one session, chained by parentUuid."""
-
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
-        self.records: list[dict[str, Any]] = []
-
-    def _add(self, kind: str, message: dict[str, Any]) -> None:
-        uuid = f"{self.session_id}-{len(self.records)}"
-        parent = self.records[-1]["uuid"] if self.records else None
-        self.records.append({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": self.session_id,
-                             "timestamp": "2026-01-01T00:00:00Z", "message": message})
-
-    def prompt(self, text: str) -> "Transcript":
-        self._add("user", {"role": "user", "content": text})
-        return self
-
-    def said(self, text: str) -> "Transcript":
-        self._add("assistant", {"id": f"m{len(self.records)}", "role": "assistant", "content": [{"type": "text", "text": text}]})
-        return self
-
-    def tool(self, tool_use_id: str, name: str, output: str, **inputs: Any) -> "Transcript":
-        self._add("assistant", {"id": f"m{len(self.records)}", "role": "assistant",
-                                "content": [{"type": "tool_use", "id": tool_use_id, "name": name, "input": inputs}]})
-        self._add("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_use_id, "content": output}]})
-        return self
-
-    def write(self, path: Path) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(json.dumps(r) + "\n" for r in self.records), encoding="utf-8")
-        return path
 
 
 def big_output() -> str:

@@ -81,8 +81,8 @@ class Evaluation:
     frontier: dict[str, Outcome] = field(default_factory=dict)  # rank-and-cut policy -> totals
     frontier_ranker: str = ""  # which judge scores ranked the frontier's "judge" policies
     jev: JevFigures | None = None  # the same compactions through a Jev endpoint (through_jev.py)
-    by_session: dict[str, Outcome] = field(default_factory=dict)  # group -> the pipeline's totals
-    origins: dict[str, tuple[str, str]] = field(default_factory=dict)  # group -> (source, project)
+    by_session: dict[str, Outcome] = field(default_factory=dict)  # session id -> the pipeline's totals
+    origins: dict[str, tuple[str, str]] = field(default_factory=dict)  # session id -> (source, project)
     cut: list[CutOutput] = field(default_factory=list)  # every output the pipeline cut (robustness.py)
 
     def aucs(self) -> dict[str, float | None]:
@@ -115,8 +115,8 @@ def evaluate(
             progress(f"eval: session {number + 1}/{len(sessions)}")
         messages = session.messages
         labels = label_outputs(messages)
-        report.origins[session.group] = (session.source, session.project)
-        per_session = report.by_session.setdefault(session.group, Outcome())
+        report.origins[session.session_id] = (session.source, session.project)
+        per_session = report.by_session.setdefault(session.session_id, Outcome())
         for fraction in fractions:
             fire = fire_index(len(messages), fraction)
             head = list(messages[:fire])
@@ -130,7 +130,7 @@ def evaluate(
             per_fraction = report.by_fraction.setdefault(f"{fraction:.1f}", {p: Outcome() for p in policies})
             measured: dict[str, Outcome] = {}
             gone: list[str] = []
-            per_split = report.by_split.setdefault(session_split(session.group), {p: Outcome() for p in policies})
+            per_split = report.by_split.setdefault(session_split(session.session_id), {p: Outcome() for p in policies})
             for policy, kept in contexts.items():
                 outcome = measured[policy] = measure(pairing.calls, originals, labels, fire, Context.of(kept), before,
                                                      archived, gone if policy == PIPELINE else None)
@@ -149,7 +149,7 @@ def evaluate(
             features = call_features(head, pairing, goal, build_reuse_index(head))
             if report.jev is not None:
                 from_messages = {c.tool_use_id: model.keep_result(features[c.tool_use_id]) for c in pairing.candidates}
-                add_point(report.jev, JevPoint(session.group, fraction, head, pairing, goal, originals, labels, fire,
+                add_point(report.jev, JevPoint(session.group, session.session_id, fraction, head, pairing, goal, originals, labels, fire,
                                                before, measured[PIPELINE], from_messages), model, folder)
             for call in pairing.candidates:
                 values = features[call.tool_use_id]
@@ -158,7 +158,7 @@ def evaluate(
                 decision = decided.get(call.tool_use_id)
                 if decision is not None and decision.action != KEEP:
                     report.cut.append(CutOutput(
-                        session.group, fraction, call.tool_use_id, call.tool, call.result_chars, since,
+                        session.session_id, fraction, call.tool_use_id, call.tool, call.result_chars, since,
                         decision.reason, needed, call.tool_use_id in gone, values["edited_unread"] > 0, values["target_mentioned_later"] > 0,
                         is_recent(call, fire), call.is_error,
                     ))

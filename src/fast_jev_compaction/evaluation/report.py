@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any, Mapping
 
 from ..stats import percent
@@ -231,7 +230,7 @@ def text_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
 
 def _split_intro() -> str:
     return (
-        "By half of the sessions (`evaluation/corpus.py` splits them by a hash of each session's file name): "
+        "By half of the sessions (`evaluation/corpus.py` splits them by a hash of each session's id): "
         "the defaults were chosen on *tune* and measured on *check*, the half not used to choose them."
     )
 
@@ -292,7 +291,7 @@ def robustness_markdown(evaluation: Evaluation) -> list[str]:
         "## Variance across sessions",
         "",
         f"The pipeline at its defaults over parts of the same sessions: each source (a published collection), "
-        f"each project (a folder of sessions) and {FOLDS} folds of sessions drawn by a hash of their file names; "
+        f"each project (a folder of sessions) and {FOLDS} folds of sessions drawn by a hash of their session ids; "
         "each row is what a leave-it-out would measure on the part held out (a session's subagents count with "
         "it). The policy's numbers were chosen on the *tune* half and the judge's weights fitted on all the "
         "sessions, so these are not blind tests. "
@@ -330,14 +329,14 @@ def robustness_markdown(evaluation: Evaluation) -> list[str]:
     )
     lost = [c for c in evaluation.cut if c.gone]
     if lost:
-        distinct = {(c.group, c.tool_use_id) for c in lost}
+        distinct = {(c.session_id, c.tool_use_id) for c in lost}
         lines += ["", f"The gone outputs ({len(lost)} at the fire points: {len(distinct)} distinct outputs of "
-                  f"{len({c.group for c in lost})} of {len(evaluation.by_session)} sessions):", ""]
+                  f"{len({c.session_id for c in lost})} of {len(evaluation.by_session)} sessions):", ""]
         lines += _md_table(
             ["session", "fire point", "tool", "decided by", "signs", "chars", "messages before the fire point"],
             [
                 [
-                    Path(c.group).name[:13],
+                    c.session_id[:13],
                     f"{int(c.fraction * 100)} %",
                     c.tool,
                     c.reason,

@@ -85,6 +85,7 @@ class Tally:
     reuses: int = 0  # reuses after a compaction, once per output and reusing message
     gone: int = 0
     unrecoverable: int = 0
+    summarized: int = 0  # ... of which a built-in summary (or a failure) took out of the context
     over_target: int = 0  # replacing passes that leave the context over the target
     after: list[float] = field(default_factory=list)  # the context after each replacing pass, % of the window
 
@@ -187,7 +188,8 @@ def replay_session(
     pending: set[str] = set()
     fired_at: float | None = None
     changed_by_others = False
-    changed_at = -1  # the last message before which a compaction changed the history
+    # The messages before which, last, a compaction changed the history, and a summary took its place.
+    since = _Since()
 
     def percent() -> float:
         return 100.0 * live.tokens() / window
@@ -205,6 +207,7 @@ def replay_session(
         except Exception:  # the hook answers any failure with the built-in summary
             tally.failures += 1
             live.reset(summary_stub(messages, index, live.messages, pending))
+            since.summary = index + 1
             return True
         size = Window(tokens, window)
         engine = EngineLimit(size, round(window * ENGINE_PERCENT / 100), window) if trigger == "auto" else None
@@ -216,6 +219,7 @@ def replay_session(
         if gate.verdict == "fallback":
             tally.summaries += 1
             live.reset(summary_stub(messages, index, live.messages, pending))
+            since.summary = index + 1
             return True
         tally.replaced += 1
         archive.update(result.archive)
@@ -226,8 +230,9 @@ def replay_session(
 
     for index, message in enumerate(messages):
         for tool_use_id, repeated in events.get(index, {}).items():
-            if labels[tool_use_id].result_index < changed_at:
-                _check(tally, live.context(), tool_use_id, originals[tool_use_id], repeated, archive)
+            arrived = labels[tool_use_id].result_index
+            if arrived < since.change:
+                _check(tally, live.context(), tool_use_id, originals[tool_use_id], repeated, archive, arrived < since.summary)
         live.append(message)
         pending.update(u.tool_use_id for u in message.toolUses)
         pending.difference_update(r.tool_use_id for r in message.toolResults or ())
@@ -238,20 +243,32 @@ def replay_session(
             if percent() >= COMPACT_AT_PERCENT and (fired_at is None or percent() >= fired_at + REARM_POINTS):
                 fired_at = percent()
                 if compact("plugin", index):
-                    changed_at = index + 1
+                    since.change = index + 1
         if percent() >= ENGINE_PERCENT and compact("auto", index):
-            changed_at = index + 1
+            since.change = index + 1
             changed_by_others = True
     return tally
 
 
-def _check(tally: Tally, context: Context, tool_use_id: str, original: str, repeated: set[str], archive: Mapping[str, str]) -> None:
+@record
+class _Since:
+    change: int = -1
+    summary: int = -1
+
+
+def _check(
+    tally: Tally, context: Context, tool_use_id: str, original: str, repeated: set[str], archive: Mapping[str, str],
+    summarized: bool,
+) -> None:
+    """One reuse, against the live context just before the message making it (``summarized``:
+    a built-in summary has replaced a context holding the output since it arrived)."""
     tally.reuses += 1
     if context.results.get(tool_use_id) == original or repeated <= context.snippets:
         return
     tally.gone += 1
     if not any(original in archive[path] for path in dict.fromkeys(context.marker_paths) if path in archive):
         tally.unrecoverable += 1
+        tally.summarized += 1 if summarized else 0
 
 
 @record

@@ -30,7 +30,7 @@ SECTION_END = "<!-- /replay -->"
 
 _HEAD = [
     "window", "source", "sessions", "passes", "replaced", "built-in summaries", "failures", "reuses",
-    "gone", "unrecoverable", "context after a pass (median)", "(max)", "passes over target",
+    "gone", "unrecoverable", "after a summary", "context after a pass (median)", "(max)", "passes over target",
 ]
 
 
@@ -62,7 +62,7 @@ def _row(window: int, source: str, tally: Tally) -> list[str]:
     return [
         f"{window:,}", source, str(tally.sessions), str(tally.passes), str(tally.replaced), str(tally.summaries),
         str(tally.failures), str(tally.reuses), _share(tally.gone, tally.reuses),
-        _share(tally.unrecoverable, tally.reuses), _points(f["after_median"]), _points(f["after_max"]),
+        _share(tally.unrecoverable, tally.reuses), str(tally.summarized), _points(f["after_median"]), _points(f["after_max"]),
         f"{tally.over_target} of {tally.replaced}",
     ]
 
@@ -92,7 +92,8 @@ def method(report: Replay) -> str:
         "A *reuse*: a later message repeating an earlier output's distinctive snippets (the fire points' "
         "definition below), after a compaction changed the history, once per output and message; *gone*: "
         "neither the output whole nor every repeated snippet in the live context just before that message; "
-        "*unrecoverable*: gone, and no marker in the live context names an archived file holding it. "
+        "*unrecoverable*: gone, and no marker in the live context names an archived file holding it; "
+        "*after a summary*: of those, the ones a built-in summary took out of the context. "
         "*Context after a pass*: the live context after each replacing pass, in % of the window; "
         f"*over target*: replacing passes that leave it over {TARGET_PERCENT:g} %."
     )

@@ -230,8 +230,10 @@ def text_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
 
 def _split_intro() -> str:
     return (
-        "By half of the sessions (`evaluation/corpus.py` splits them by a hash of each session's id): "
-        "the defaults were chosen on *tune* and measured on *check*, the half not used to choose them."
+        "By half of the sessions (`evaluation/corpus.py` splits them by a hash of each session's id, its "
+        "subagents with it): the defaults were chosen on the *tune* half of an earlier split by file name, "
+        "which set subagent transcripts apart from their sessions; the halves differ from it, so *check* "
+        "is not wholly unseen by the choice."
     )
 
 
@@ -372,7 +374,7 @@ def markdown_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
     ]
     if not evaluation.points:
         return "\n".join(lines + ["No session with a completed tool call: nothing to evaluate.", ""])
-    lines += [_summary(evaluation), "", "## Post-fire loss and reduction", ""]
+    lines += ["## Fire points", "", _summary(evaluation), "", "## Post-fire loss and reduction", ""]
     lines += _md_table(_OUTCOME_HEAD, _outcome_rows(evaluation.outcomes))
     lines += ["", "By fire point (the pipeline at its defaults):", ""]
     lines += _md_table(

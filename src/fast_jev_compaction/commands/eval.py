@@ -138,8 +138,8 @@ def run(args: argparse.Namespace) -> int:
     if args.sources:
         sessions = [s for s in sessions if s.source in args.sources]
     if args.replay:
-        if args.fit or args.fit_state or args.frontier or args.serve or args.jev_url:
-            print("fast-jev eval --replay: not with --fit, --fit-state, --frontier, --serve or --jev-url", file=sys.stderr)
+        if args.fit or args.fit_state or args.frontier:
+            print("fast-jev eval --replay: not with --fit, --fit-state or --frontier", file=sys.stderr)
             return 2
         return _replay(args, sessions, skipped)
     if args.windows or args.overhead:
@@ -218,16 +218,21 @@ def _read_text(path: Path) -> str:
 
 
 def _replay(args: argparse.Namespace, sessions: list[Session], skipped: list[Skipped]) -> int:
+    from contextlib import ExitStack
+
     from ..evaluation.replay import REPLAY_WINDOWS, replay
     from ..evaluation.replay_report import markdown_section, text_report, to_json, with_section
+    from ..evaluation.through_jev import served_judge
     from ..progress import Progress
 
     windows = tuple(dict.fromkeys(args.windows)) if args.windows else REPLAY_WINDOWS
-    with Progress() as progress:
-        report = replay(sessions, windows, overhead_tokens=args.overhead, progress=progress.update)
+    with ExitStack() as stack:
+        url = stack.enter_context(served_judge()) if args.serve else args.jev_url or ""
+        progress = stack.enter_context(Progress())
+        report = replay(sessions, windows, overhead_tokens=args.overhead, judge_url=url, progress=progress.update)
     if args.markdown:
         path = Path(args.markdown)
-        _write_text(path, with_section(_read_text(path), markdown_section(report)))
+        _write_text(path, with_section(_read_text(path), markdown_section(report, _replay_command(args, windows))))
     if args.json:
         document = to_json(report)
         document["skipped"] = [{"file": str(s.path), "reason": s.reason} for s in skipped]
@@ -237,3 +242,16 @@ def _replay(args: argparse.Namespace, sessions: list[Session], skipped: list[Ski
         if skipped:
             print(f"{len(skipped)} file(s) left out (unreadable, or no completed tool call); --json lists them")
     return 0
+
+
+def _replay_command(args: argparse.Namespace, windows: tuple[int, ...]) -> str:
+    """The command line that makes the same replay page, paths left out."""
+    words = ["fast-jev eval --replay", *(f"--window {w}" for w in windows)]
+    if args.overhead:
+        words.append(f"--overhead {args.overhead}")
+    words += [f"--source {name}" for name in args.sources or ()]
+    if args.serve:
+        words.append("--serve")
+    elif args.jev_url:
+        words.append(f"--jev-url {args.jev_url}")
+    return " ".join([*words, f"--markdown {args.markdown}"])

@@ -33,7 +33,9 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Callable, Iterable, Mapping, Sequence
 
-from ..compaction import CompactResult, compact_sync
+from ..answer_cache import AnswerCache, MemoryAnswerCache
+from ..asker import JevAsker
+from ..compaction import CompactResult, compact, run_sync
 from ..hook.compaction import in_flight_preserve
 from ..hook.gate import EngineLimit, Window, after_pass
 from ..judge.local import LocalJudge
@@ -62,14 +64,42 @@ SUMMARY_NOTE = "[replay: the built-in summary of the conversation so far stands 
 ARCHIVE_DIR = "/replay-archive"
 
 
+async def compaction_pass(
+    messages: Sequence[SessionMessage], asker: JevAsker, options: CompactOptions, cache: AnswerCache | None = None
+) -> CompactResult:
+    """The one call into the compaction, for either judge. The eviction ladder
+    (``ladder.compact_to_fit``, the same arguments and result) replaces ``compact`` here once it
+    lands."""
+    return await compact(messages, asker, options, cache)
+
+
 def compact_pass(messages: Sequence[SessionMessage], options: CompactOptions) -> CompactResult:
-    """The one call into the compaction: what the plugin runs at a trigger, with the embedded
-    judge. The engine's ladder (``ladder.compact_to_fit``, same arguments and result) replaces
-    ``compact_sync`` here once it lands."""
-    return compact_sync(messages, LocalJudge(), options)
+    """What the plugin runs at a trigger with the embedded judge, which answers at once (no
+    event loop, as ``compact_sync``)."""
+    return run_sync(compaction_pass(messages, LocalJudge(), options), waits=False)
 
 
 Compactor = Callable[[Sequence[SessionMessage], CompactOptions], CompactResult]
+# The estimated tokens a remote judge is sent for one pass over the messages given.
+Meter = Callable[[Sequence[SessionMessage], CompactOptions], int]
+
+
+def served_meter(url: str) -> Meter:
+    """A meter for one session: each pass compacted again through the Jev endpoint ``url``,
+    with the session's answers remembered across its passes as the hook remembers them; only
+    the tokens are kept (the embedded judge's pass goes on shaping the context)."""
+    from ..jev.client import JevClient
+
+    cache = MemoryAnswerCache()
+
+    def tokens(messages: Sequence[SessionMessage], options: CompactOptions) -> int:
+        async def run() -> CompactResult:
+            async with JevClient(base_url=url) as client:
+                return await compaction_pass(messages, client, options, cache)
+
+        return run_sync(run()).stats.estimated_tokens
+
+    return tokens
 
 
 @record
@@ -88,6 +118,7 @@ class Tally:
     summarized: int = 0  # ... of which a built-in summary (or a failure) took out of the context
     over_target: int = 0  # replacing passes that leave the context over the target
     after: list[float] = field(default_factory=list)  # the context after each replacing pass, % of the window
+    judge_tokens: list[int] = field(default_factory=list)  # per pass that ran, with a meter
 
     def add(self, other: "Tally") -> None:
         for name in self.__dataclass_fields__:
@@ -177,6 +208,7 @@ def replay_session(
     *,
     overhead_tokens: int = 0,
     compactor: Compactor = compact_pass,
+    meter: Meter | None = None,
 ) -> Tally:
     """Replay one session against a window of ``window`` tokens (see the module's description)."""
     labels = label_outputs(messages)
@@ -209,6 +241,8 @@ def replay_session(
             live.reset(summary_stub(messages, index, live.messages, pending))
             since.summary = index + 1
             return True
+        if meter is not None:
+            tally.judge_tokens.append(meter(live.messages, options))
         size = Window(tokens, window)
         engine = EngineLimit(size, round(window * ENGINE_PERCENT / 100), window) if trigger == "auto" else None
         gate = after_pass(result.stats, size, trigger, target_percent=TARGET_PERCENT,
@@ -276,6 +310,7 @@ class Replay:
     """The replay of a set of sessions: window -> source -> totals."""
 
     overhead_tokens: int = 0
+    judge_url: str = ""  # the Jev endpoint each pass's judge tokens were metered through; "": none
     by_window: dict[int, dict[str, Tally]] = field(default_factory=dict)
 
     def total(self, window: int) -> Tally:
@@ -291,15 +326,19 @@ def replay(
     *,
     overhead_tokens: int = 0,
     compactor: Compactor = compact_pass,
+    judge_url: str = "",
     progress: Callable[[str], None] | None = None,
 ) -> Replay:
-    """Every session replayed at every window, summed per source."""
-    report = Replay(overhead_tokens=overhead_tokens)
+    """Every session replayed at every window, summed per source; with ``judge_url``, the
+    tokens a remote judge behind it would be sent at each pass (:func:`served_meter`)."""
+    report = Replay(overhead_tokens=overhead_tokens, judge_url=judge_url)
     for window in windows:
         per_source = report.by_window.setdefault(window, {})
         for number, session in enumerate(sessions):
             if progress is not None:
                 progress(f"replay: window {window:,}, session {number + 1}/{len(sessions)}")
-            tally = replay_session(session.messages, window, overhead_tokens=overhead_tokens, compactor=compactor)
+            meter = served_meter(judge_url) if judge_url else None
+            tally = replay_session(session.messages, window, overhead_tokens=overhead_tokens, compactor=compactor,
+                                   meter=meter)
             per_source.setdefault(session.source, Tally()).add(tally)
     return report

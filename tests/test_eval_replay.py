@@ -168,7 +168,8 @@ def test_the_cli_replays_at_the_windows_asked_and_the_sources_kept(tmp_path: Pat
         (["--replay", "--window", "0"], "expected a number above 0"),
         (["--replay", "--window", "32k"], "expected a whole number"),
         (["--window", "32000"], "--window and --overhead go with --replay"),
-        (["--replay", "--frontier"], "not with --fit, --fit-state or --frontier"),
+        (["--replay", "--frontier"], "not with --fit, --fit-state, --frontier or --prefix-fills"),
+        (["--replay", "--prefix-fills", "60"], "not with --fit"),
     ],
 )
 def test_the_cli_refuses_what_a_replay_cannot_mean(tmp_path: Path, args: list[str], message: str) -> None:

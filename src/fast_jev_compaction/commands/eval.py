@@ -62,6 +62,13 @@ def add_parser(subparsers: Any) -> None:
     )
     jev.add_argument("--jev-url", metavar="URL", help="the same as --serve, through the Jev endpoint at URL")
     p.add_argument(
+        "--prefix-fills",
+        metavar="PERCENT",
+        type=_percent,
+        help="compact each fire point's prefix in a window it fills to PERCENT (60: the plugin's trigger) with the "
+             "40 %% target, and report how many prefixes end over the target",
+    )
+    p.add_argument(
         "--replay",
         action="store_true",
         help="replay each session message by message into a live context compacted at the plugin's trigger and "
@@ -107,6 +114,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"expected a number above 0 and at most 100, got {text}")
+    return value
+
+
 def _write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)  # repository files (weights, docs), not user data
@@ -138,8 +155,8 @@ def run(args: argparse.Namespace) -> int:
     if args.sources:
         sessions = [s for s in sessions if s.source in args.sources]
     if args.replay:
-        if args.fit or args.fit_state or args.frontier:
-            print("fast-jev eval --replay: not with --fit, --fit-state or --frontier", file=sys.stderr)
+        if args.fit or args.fit_state or args.frontier or args.prefix_fills:
+            print("fast-jev eval --replay: not with --fit, --fit-state, --frontier or --prefix-fills", file=sys.stderr)
             return 2
         return _replay(args, sessions, skipped)
     if args.windows or args.overhead:
@@ -190,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         progress = stack.enter_context(Progress())
         evaluation = evaluate(
             sessions, model, archive=Path(args.archive or scratch), frontier=args.frontier, progress=progress.update,
-            jev=jev,
+            jev=jev, fill_percent=args.prefix_fills,
         )
     if args.markdown:
         from ..evaluation.replay_report import section_of, with_section

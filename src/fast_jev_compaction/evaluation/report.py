@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import asdict
 from typing import Any, Mapping
 
+from ..options import DEFAULT_TARGET_PERCENT
 from ..stats import percent
 from .corpus import SPLITS
 from .fit import FitReport
@@ -76,6 +78,7 @@ def to_json(evaluation: Evaluation, fit: Mapping[str, Any]) -> dict[str, Any]:
         "fire_points": list(evaluation.fractions),
         "points": evaluation.points,
         "lossless_points": evaluation.lossless_points,
+        "windowed": windowed_figures(evaluation) if evaluation.fill_percent is not None else None,
         "policies": {name: outcome_figures(o) for name, o in evaluation.outcomes.items()},
         "by_fire_point": {
             fraction: {name: outcome_figures(o) for name, o in policies.items()}
@@ -199,7 +202,36 @@ def _summary(evaluation: Evaluation) -> str:
     )
     if pipeline.gone:
         text += f"; {pipeline.gone_partly} of its {pipeline.gone} gone outputs keep part of what was reused"
-    return text + "."
+    return text + "." + _windowed_line(evaluation)
+
+
+def _windowed_line(evaluation: Evaluation) -> str:
+    """How the prefixes ended in a window they filled to ``fill_percent``, when they were given one."""
+    if evaluation.fill_percent is None:
+        return ""
+    figures = windowed_figures(evaluation)
+    return (
+        f" Each prefix was compacted in a window it fills to {evaluation.fill_percent:g} % with a "
+        f"{DEFAULT_TARGET_PERCENT:g} % target: {figures['over_target']} of {figures['points']} end over the "
+        f"target (after the pass, median {_pct_of_window(figures['after_median'])}, "
+        f"max {_pct_of_window(figures['after_max'])} of the window)."
+    )
+
+
+def _pct_of_window(value: float | None) -> str:
+    return _pct(value / 100) if value is not None else _EMPTY
+
+
+def windowed_figures(evaluation: Evaluation) -> dict[str, Any]:
+    after = evaluation.after_percent
+    return {
+        "fill_percent": evaluation.fill_percent,
+        "target_percent": DEFAULT_TARGET_PERCENT,
+        "points": len(after),
+        "over_target": sum(1 for value in after if value > DEFAULT_TARGET_PERCENT),
+        "after_median": statistics.median(after) if after else None,
+        "after_max": max(after, default=None),
+    }
 
 
 def text_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
@@ -365,6 +397,8 @@ def markdown_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
     command = REGENERATE_FRONTIER if evaluation.frontier else REGENERATE
     if evaluation.jev is not None:
         command = command.replace(" --markdown", f" {evaluation.jev.flag} --markdown")
+    if evaluation.fill_percent is not None:
+        command = command.replace(" --markdown", f" --prefix-fills {evaluation.fill_percent:g} --markdown")
     lines = [
         "# Quality",
         "",

@@ -15,7 +15,7 @@ from eval_sessions import Transcript
 from fast_jev_compaction.compaction import CompactResult
 from fast_jev_compaction.evaluation.corpus import load_sessions
 from fast_jev_compaction.evaluation.replay import SUMMARY_TOKENS, compact_pass, replay, replay_session
-from fast_jev_compaction.evaluation.replay_report import SECTION_END, SECTION_START, section_of, with_section
+from fast_jev_compaction.evaluation.replay_report import SECTION_END, SECTION_START, section_of, text_report, with_section
 from fast_jev_compaction.messages import SessionMessage
 from fast_jev_compaction.options import CompactOptions
 from fast_jev_compaction.policy import CHARS_PER_TOKEN
@@ -58,7 +58,7 @@ def test_a_large_output_reused_after_the_trigger_is_recoverable(tmp_path: Path) 
     tokens = sum(map(message_chars, messages)) / CHARS_PER_TOKEN
     assert 0.6 * WINDOW < tokens < 0.95 * WINDOW  # only the plugin's trigger can fire
     tally = replay_session(messages, WINDOW)
-    assert (tally.passes, tally.replaced, tally.summaries, tally.failures) == (1, 1, 0, 0)
+    assert (tally.passes, tally.replaced, tally.summaries, tally.failures) == (1, 1, 0, [])
     # the Edit's quote is no longer in the live context, and the marker's archived file holds it
     assert (tally.reuses, tally.gone, tally.unrecoverable, tally.summarized) == (1, 1, 0, 0)
     assert tally.over_target == (tally.after[0] > 40)
@@ -77,16 +77,20 @@ def test_a_session_with_nothing_to_prune_falls_to_the_built_in_summary(tmp_path:
     messages = messages_of(t, tmp_path)
     tally = replay_session(messages, WINDOW)
     # the plugin's pass frees nothing and skips; the engine's cannot fit either: the summary runs
-    assert (tally.passes, tally.skipped, tally.replaced, tally.summaries, tally.failures) == (2, 1, 0, 1, 0)
+    assert (tally.passes, tally.skipped, tally.replaced, tally.summaries, tally.failures) == (2, 1, 0, 1, [])
 
 
 def test_a_pass_that_raises_is_a_failure_and_the_context_restarts_from_the_summary(tmp_path: Path) -> None:
     def breaks(messages: Sequence[SessionMessage], options: CompactOptions) -> CompactResult:
         raise RuntimeError("judge down")
 
-    tally = replay_session(messages_of(reused_after_the_trigger(), tmp_path), WINDOW, compactor=breaks)
-    assert (tally.passes, tally.failures, tally.summaries, tally.replaced) == (1, 1, 0, 0)
+    reused_after_the_trigger().write(tmp_path / "s" / "s.jsonl")
+    sessions, _ = load_sessions([tmp_path / "s"])
+    report = replay(sessions, (WINDOW,), compactor=breaks)
+    tally = report.total(WINDOW)
+    assert (tally.passes, tally.failures, tally.summaries, tally.replaced) == (1, ["RuntimeError: judge down"], 0, 0)
     assert (tally.reuses, tally.gone, tally.unrecoverable, tally.summarized) == (1, 1, 1, 1)  # no marker survives
+    assert "1 pass(es) raised; the first: 8,000: RuntimeError: judge down" in text_report(report)
 
 
 def test_the_plugin_fires_once_per_upward_crossing_and_again_ten_points_higher(tmp_path: Path) -> None:

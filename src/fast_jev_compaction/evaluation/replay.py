@@ -111,7 +111,7 @@ class Tally:
     replaced: int = 0
     skipped: int = 0  # the plugin's pass freed nothing: the context stays as it was
     summaries: int = 0  # passes the gate handed to the built-in summary
-    failures: int = 0  # passes that raised (the hook then runs the summary too)
+    failures: list[str] = field(default_factory=list)  # what each pass that raised said (the hook then runs the summary too)
     reuses: int = 0  # reuses after a compaction, once per output and reusing message
     gone: int = 0
     unrecoverable: int = 0
@@ -236,8 +236,8 @@ def replay_session(
         )
         try:
             result = compactor(live.messages, options)
-        except Exception:  # the hook answers any failure with the built-in summary
-            tally.failures += 1
+        except Exception as exc:  # the hook answers any failure with the built-in summary
+            tally.failures.append(f"{type(exc).__name__}: {exc}")
             live.reset(summary_stub(messages, index, live.messages, pending))
             since.summary = index + 1
             return True

@@ -67,7 +67,7 @@ def _row(window: int, source: str, tally: Tally, metered: bool) -> list[str]:
     tokens = [_tokens(f["judge_tokens_median"]), _tokens(f["judge_tokens_max"])] if metered else []
     return [
         f"{window:,}", source, str(tally.sessions), str(tally.passes), str(tally.replaced), str(tally.summaries),
-        str(tally.failures), str(tally.reuses), _share(tally.gone, tally.reuses),
+        str(len(tally.failures)), str(tally.reuses), _share(tally.gone, tally.reuses),
         _share(tally.unrecoverable, tally.reuses), str(tally.summarized), _points(f["after_median"]), _points(f["after_max"]),
         f"{tally.over_target} of {tally.replaced}", *tokens,
     ]
@@ -124,7 +124,9 @@ def _judge_tokens(report: Replay) -> str:
 def text_report(report: Replay) -> str:
     if not any(report.total(w).sessions for w in report.by_window):
         return "No session with a completed tool call: nothing to replay."
-    return "\n".join([method(report), "", *_table(head(report), rows(report))])
+    failed = [f"{window:,}: {reason}" for window in report.by_window for reason in report.total(window).failures]
+    shown = [f"{len(failed)} pass(es) raised; the first: {', '.join(failed[:3])} (--json lists them)"] if failed else []
+    return "\n".join([method(report), "", *_table(head(report), rows(report)), *shown])
 
 
 def markdown_section(report: Replay, command: str) -> str:

@@ -57,3 +57,36 @@ def reuse_session(reused: bool, big: int = 3000, name: str = "s") -> list[Sessio
 def write_session(path: Path, messages: list[SessionMessage]) -> Path:
     path.write_text(json.dumps([m.to_wire() for m in messages]), encoding="utf-8")
     return path
+
+
+class Transcript:
+    """Claude Code JSONL records of one session, chained by parentUuid."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.records: list[dict[str, Any]] = []
+
+    def _add(self, kind: str, message: dict[str, Any]) -> None:
+        uuid = f"{self.session_id}-{len(self.records)}"
+        parent = self.records[-1]["uuid"] if self.records else None
+        self.records.append({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": self.session_id,
+                             "timestamp": "2026-01-01T00:00:00Z", "message": message})
+
+    def prompt(self, text: str) -> "Transcript":
+        self._add("user", {"role": "user", "content": text})
+        return self
+
+    def said(self, text: str) -> "Transcript":
+        self._add("assistant", {"id": f"m{len(self.records)}", "role": "assistant", "content": [{"type": "text", "text": text}]})
+        return self
+
+    def tool(self, tool_use_id: str, name: str, output: str, **inputs: Any) -> "Transcript":
+        self._add("assistant", {"id": f"m{len(self.records)}", "role": "assistant",
+                                "content": [{"type": "tool_use", "id": tool_use_id, "name": name, "input": inputs}]})
+        self._add("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_use_id, "content": output}]})
+        return self
+
+    def write(self, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in self.records), encoding="utf-8")
+        return path

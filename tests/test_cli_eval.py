@@ -84,11 +84,11 @@ def test_eval_json_and_markdown_agree(sessions: list[str], tmp_path: Path) -> No
         assert f"| {name} | {PIPELINE} | {half[PIPELINE]['reused']} |" in text
 
 
-def test_the_split_is_by_file_name_and_stable():
-    names = [f"/tmp/session-{n}" for n in range(40)]
-    splits = [session_split(name) for name in names]
+def test_the_split_is_by_session_id_and_stable():
+    ids = [f"session-{n}" for n in range(40)]
+    splits = [session_split(i) for i in ids]
     assert set(splits) == set(SPLITS)  # both halves get sessions
-    assert splits == [session_split(name.replace("/tmp/", "/elsewhere/deeper/")) for name in names]
+    assert splits == [session_split(f"session-{n}") for n in range(40)]
 
 
 def test_frontier_measures_every_cut_policy(sessions: list[str]) -> None:
@@ -259,3 +259,27 @@ def test_the_jev_section_is_written_into_the_page(sessions: list[str], tmp_path:
     assert "fast-jev through Jev" in proc.stdout
     # the variance section covers the compactions through Jev too
     assert "Through Jev (one state, the same fire points): the gone share runs from" in text
+
+
+def test_prefixes_compacted_in_a_window_they_fill_report_where_they_end(sessions: list[str]) -> None:
+    from fast_jev_compaction.evaluation.quality import window_filled
+    from fast_jev_compaction.messages import SessionMessage
+
+    assert window_filled([SessionMessage(role="user", text="x" * 3500)], 60) == 1667  # 1,000 tokens are 60 % of it
+    loaded, _ = load_sessions(sessions)
+    plain = evaluate(loaded, load_model())
+    assert plain.fill_percent is None and plain.after_percent == []
+    windowed = evaluate(loaded, load_model(), fill_percent=60)
+    assert len(windowed.after_percent) == windowed.points == 12
+    assert all(0 < after <= 60 for after in windowed.after_percent)
+    assert min(windowed.after_percent) < 40  # a large Read cut brings its prefix under the target
+
+    proc = _eval(*sessions, "--prefix-fills", "60", "--json")
+    assert proc.returncode == 0, proc.stderr
+    figures = json.loads(proc.stdout)["windowed"]
+    assert (figures["fill_percent"], figures["target_percent"], figures["points"]) == (60, 40, 12)
+    assert figures["over_target"] == sum(1 for after in windowed.after_percent if after > 40)
+    text = _eval(*sessions, "--prefix-fills", "60").stdout
+    assert f"Each prefix was compacted in a window it fills to 60 % with a 40 % target: {figures['over_target']} of 12" in text
+    for bad in ("0", "101", "sixty"):
+        assert _eval(*sessions, "--prefix-fills", bad).returncode == 2

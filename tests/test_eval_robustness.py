@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from eval_sessions import reuse_session, write_session
-from fast_jev_compaction.evaluation.corpus import load_sessions, session_group, session_origin
+from eval_sessions import Transcript, reuse_session, write_session
+from fast_jev_compaction.evaluation.corpus import load_sessions, session_group, session_origin, session_split
 from fast_jev_compaction.evaluation.outcome import Outcome
 from fast_jev_compaction.evaluation.quality import PIPELINE, evaluate
 from fast_jev_compaction.evaluation.robustness import (
@@ -65,10 +65,43 @@ def test_every_scheme_splits_the_sessions_once_and_adds_up_to_the_whole() -> Non
     assert {p.name for p in parts if p.scheme == "fold"} <= {f"{k} of {FOLDS}" for k in range(1, FOLDS + 1)}
 
 
-def test_the_fold_is_by_file_name_and_spreads_sessions() -> None:
-    names = [f"/tmp/session-{n}" for n in range(100)]
-    assert len({session_fold(n) for n in names}) == FOLDS
-    assert [session_fold(n) for n in names] == [session_fold(n.replace("/tmp/", "/else/where/")) for n in names]
+def test_the_fold_is_by_session_id_and_spreads_sessions() -> None:
+    ids = [f"session-{n}" for n in range(100)]
+    assert len({session_fold(i) for i in ids}) == FOLDS
+    assert [session_fold(i) for i in ids] == [session_fold(f"session-{n}") for n in range(100)]
+
+
+def _named_alike(tmp_path: Path) -> None:
+    """Two users' sessions in files of the same name, a subagent of the first in a file of its own
+    beside it (the older layout), and a list of messages, which carries no id."""
+    for user, session in (("u1", "id-one"), ("u2", "id-two")):
+        t = Transcript(session).prompt("Read it")
+        t.tool(f"{session}-r", "Read", "line " * 50, file_path="/src/a.py")
+        t.said("Done.").write(tmp_path / "src" / user / "session.jsonl")
+    agent = Transcript("id-one").prompt("Look")
+    agent.tool("agent-r", "Read", "other " * 50, file_path="/src/b.py")
+    agent.said("Found.").write(tmp_path / "src" / "u1" / "agent-7.jsonl")
+    (tmp_path / "src" / "u3").mkdir()
+    write_session(tmp_path / "src" / "u3" / "plain.jsonl", reuse_session(True, name="p"))
+
+
+def test_a_session_is_known_by_the_id_its_records_carry(tmp_path: Path) -> None:
+    _named_alike(tmp_path)
+    sessions, skipped = load_sessions([tmp_path])
+    assert not skipped
+    by_file = {str(s.path.relative_to(tmp_path)): s.session_id for s in sessions}
+    assert by_file == {"src/u1/session.jsonl": "id-one", "src/u2/session.jsonl": "id-two",
+                       "src/u1/agent-7.jsonl": "id-one", "src/u3/plain.jsonl": "plain"}
+
+
+def test_the_figures_per_session_and_the_folds_count_a_session_once_with_its_subagent(tmp_path: Path) -> None:
+    _named_alike(tmp_path)
+    sessions, _ = load_sessions([tmp_path])
+    report = evaluate(sessions, load_model())
+    assert sorted(report.by_session) == ["id-one", "id-two", "plain"]
+    fold_sessions = sum(f.sessions for f in folds(report.by_session, report.origins) if f.scheme == "fold")
+    assert fold_sessions == 3
+    assert set(report.by_split) <= {session_split(i) for i in ("id-one", "id-two", "plain")}
 
 
 def test_the_bootstrap_is_the_same_every_run_and_brackets_the_whole_sample() -> None:

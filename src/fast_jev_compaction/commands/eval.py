@@ -6,7 +6,10 @@ import argparse
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..evaluation.corpus import Session, Skipped
 
 
 def add_parser(subparsers: Any) -> None:
@@ -58,9 +61,67 @@ def add_parser(subparsers: Any) -> None:
              "run), in one state and in windowed states, and report both beside the in-process figures",
     )
     jev.add_argument("--jev-url", metavar="URL", help="the same as --serve, through the Jev endpoint at URL")
+    p.add_argument(
+        "--prefix-fills",
+        metavar="PERCENT",
+        type=_percent,
+        help="compact each fire point's prefix in a window it fills to PERCENT (60: the plugin's trigger) with the "
+             "40 %% target, and report how many prefixes end over the target",
+    )
+    p.add_argument(
+        "--replay",
+        action="store_true",
+        help="replay each session message by message into a live context compacted at the plugin's trigger and "
+             "the engine's, against each --window, and report passes, built-in summaries and reuses gone, per "
+             "source, instead of the fire points",
+    )
+    p.add_argument(
+        "--window",
+        dest="windows",
+        metavar="TOKENS",
+        type=_positive_int,
+        action="append",
+        help="with --replay, a context window to replay against (repeatable; default: 32000, 64000 and 200000)",
+    )
+    p.add_argument(
+        "--overhead",
+        metavar="TOKENS",
+        type=_positive_int,
+        default=0,
+        help="with --replay, tokens of system prompt and tools counted in the live context besides the messages "
+             "(default: none)",
+    )
+    p.add_argument(
+        "--source",
+        dest="sources",
+        metavar="NAME",
+        action="append",
+        help="only the sessions of this source (the first folder under a path given: claude-code-log, spotter, "
+             "entire-checkpoints, ...); repeatable",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     p.add_argument("--markdown", metavar="FILE", help="also write the results page (docs/quality.md) to FILE")
     p.set_defaults(run=run)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text}")
+    return value
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"expected a number above 0 and at most 100, got {text}")
+    return value
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -91,6 +152,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"fast-jev eval: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
     sessions, skipped = load_sessions(paths)
+    if args.sources:
+        sessions = [s for s in sessions if s.source in args.sources]
+    if args.replay:
+        if args.fit or args.fit_state or args.frontier or args.prefix_fills:
+            print("fast-jev eval --replay: not with --fit, --fit-state, --frontier or --prefix-fills", file=sys.stderr)
+            return 2
+        return _replay(args, sessions, skipped)
+    if args.windows or args.overhead:
+        print("fast-jev eval: --window and --overhead go with --replay", file=sys.stderr)
+        return 2
     weights_path = Path(args.weights) if args.weights else WEIGHTS_PATH
 
     state_weights_path = Path(args.weights) if args.weights and args.fit_state else STATE_WEIGHTS_PATH
@@ -136,10 +207,15 @@ def run(args: argparse.Namespace) -> int:
         progress = stack.enter_context(Progress())
         evaluation = evaluate(
             sessions, model, archive=Path(args.archive or scratch), frontier=args.frontier, progress=progress.update,
-            jev=jev,
+            jev=jev, fill_percent=args.prefix_fills,
         )
     if args.markdown:
-        _write_text(Path(args.markdown), markdown_report(evaluation, model.fit))
+        from ..evaluation.replay_report import section_of, with_section
+
+        page = markdown_report(evaluation, model.fit)
+        # The replay's section, which its own run writes, leads the page and stays.
+        kept = section_of(_read_text(Path(args.markdown)))
+        _write_text(Path(args.markdown), with_section(page, kept) if kept is not None else page)
     if args.json:
         document = to_json(evaluation, model.fit)
         document["skipped"] = [{"file": str(s.path), "reason": s.reason} for s in skipped]
@@ -149,3 +225,50 @@ def run(args: argparse.Namespace) -> int:
         if skipped:
             print(f"{len(skipped)} file(s) left out (unreadable, or no completed tool call); --json lists them")
     return 0
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+
+
+def _replay(args: argparse.Namespace, sessions: list[Session], skipped: list[Skipped]) -> int:
+    from contextlib import ExitStack
+
+    from ..evaluation.replay import REPLAY_WINDOWS, replay
+    from ..evaluation.replay_report import markdown_section, text_report, to_json, with_section
+    from ..evaluation.through_jev import served_judge
+    from ..progress import Progress
+
+    windows = tuple(dict.fromkeys(args.windows)) if args.windows else REPLAY_WINDOWS
+    with ExitStack() as stack:
+        url = stack.enter_context(served_judge()) if args.serve else args.jev_url or ""
+        progress = stack.enter_context(Progress())
+        report = replay(sessions, windows, overhead_tokens=args.overhead, judge_url=url, progress=progress.update)
+    if args.markdown:
+        path = Path(args.markdown)
+        _write_text(path, with_section(_read_text(path), markdown_section(report, _replay_command(args, windows))))
+    if args.json:
+        document = to_json(report)
+        document["skipped"] = [{"file": str(s.path), "reason": s.reason} for s in skipped]
+        print(json.dumps(document, indent=1))
+    else:
+        print(text_report(report))
+        if skipped:
+            print(f"{len(skipped)} file(s) left out (unreadable, or no completed tool call); --json lists them")
+    return 0
+
+
+def _replay_command(args: argparse.Namespace, windows: tuple[int, ...]) -> str:
+    """The command line that makes the same replay page, paths left out."""
+    words = ["fast-jev eval --replay", *(f"--window {w}" for w in windows)]
+    if args.overhead:
+        words.append(f"--overhead {args.overhead}")
+    words += [f"--source {name}" for name in args.sources or ()]
+    if args.serve:
+        words.append("--serve")
+    elif args.jev_url:
+        words.append(f"--jev-url {args.jev_url}")
+    return " ".join([*words, f"--markdown {args.markdown}"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Iterable
 
@@ -61,10 +62,31 @@ def session_origin(group: str, root: Path) -> tuple[str, str]:
 SPLITS = ("tune", "check")
 
 
-def session_split(group: str) -> str:
-    """The half a session belongs to, from a hash of its file name (not its folder, so the split
-    is the same wherever the transcripts lie)."""
-    return SPLITS[hashlib.sha256(Path(group).name.encode("utf-8")).digest()[0] % 2]
+def session_split(session_id: str) -> str:
+    """The half a session belongs to, from a hash of its id (:func:`recorded_session_id`: not its
+    folder, so the split is the same wherever the transcripts lie)."""
+    return SPLITS[hashlib.sha256(session_id.encode("utf-8")).digest()[0] % 2]
+
+
+def recorded_session_id(path: Path) -> str | None:
+    """The ``sessionId`` of the first record of a JSONL transcript that names one. Claude Code
+    writes it on every record, a subagent's records carry their session's, and a user's files
+    may all be named alike; None for a file without one (a JSON export, a list of messages)."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if '"sessionId"' not in line:  # most lines of an export without ids: no parse
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                found = record.get("sessionId") if isinstance(record, dict) else None
+                if isinstance(found, str) and found:
+                    return found
+    except OSError:
+        return None
+    return None
 
 
 @frozen
@@ -74,6 +96,8 @@ class Session:
     messages: list[SessionMessage]
     source: str = ""  # session_origin
     project: str = ""
+    # recorded_session_id, else the group's file name: what the halves and folds are drawn by
+    session_id: str = ""
 
 
 @frozen
@@ -97,5 +121,6 @@ def load_sessions(paths: Iterable[str | Path]) -> tuple[list[Session], list[Skip
             skipped.append(Skipped(path, "no completed tool call"))
             continue
         group = session_group(path)
-        sessions.append(Session(path, group, messages, *session_origin(group, root)))
+        session_id = recorded_session_id(path) or Path(group).name
+        sessions.append(Session(path, group, messages, *session_origin(group, root), session_id))
     return sessions, skipped

@@ -8,6 +8,7 @@ unpinned calls are ranked by the judges and by size and recency (:mod:`.metrics`
 
 from __future__ import annotations
 
+import math
 from dataclasses import field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -23,7 +24,9 @@ from ..judge.reuse import build_reuse_index
 from ..messages import SessionMessage
 from ..options import CompactOptions
 from ..pairing import Pairing, ToolCall, is_recent, pair_tool_calls
+from ..policy import CHARS_PER_TOKEN
 from ..records import frozen, record
+from ..stats import message_chars
 from .corpus import Session, session_split
 from .firepoints import EVAL_FIRE_POINTS, fire_index
 from .fit import Row, fit_logistic, leave_one_session_out
@@ -46,11 +49,30 @@ Compactor = Callable[[list[SessionMessage], Path | None], tuple[CompactResult, d
 
 def compact_at_defaults(messages: list[SessionMessage], archive: Path | None) -> tuple[CompactResult, dict[str, str]]:
     """The pipeline as a user gets it: default options, the embedded judge, cut outputs saved."""
-    options = CompactOptions(archive_dir=str(archive) if archive is not None else None)
+    return _compacted(messages, CompactOptions(archive_dir=str(archive) if archive is not None else None))
+
+
+def _compacted(messages: list[SessionMessage], options: CompactOptions) -> tuple[CompactResult, dict[str, str]]:
     result = compact_sync(messages, LocalJudge(), options)
     if result.archive:
         write_archive(result.archive)
     return result, dict(result.archive)
+
+
+def window_filled(messages: Sequence[SessionMessage], fill_percent: float) -> int:
+    """The window (tokens) that ``messages`` fill to ``fill_percent``, as the compaction estimates them."""
+    return max(1, math.ceil(sum(map(message_chars, messages)) / CHARS_PER_TOKEN * 100 / fill_percent))
+
+
+def compact_in_window(fill_percent: float) -> Compactor:
+    """The pipeline given a window each prefix fills to ``fill_percent`` and the default target,
+    as the plugin's trigger hands it one."""
+
+    def compactor(messages: list[SessionMessage], archive: Path | None) -> tuple[CompactResult, dict[str, str]]:
+        return _compacted(messages, CompactOptions(archive_dir=str(archive) if archive is not None else None,
+                                                   window_tokens=window_filled(messages, fill_percent)))
+
+    return compactor
 
 
 @frozen
@@ -81,9 +103,11 @@ class Evaluation:
     frontier: dict[str, Outcome] = field(default_factory=dict)  # rank-and-cut policy -> totals
     frontier_ranker: str = ""  # which judge scores ranked the frontier's "judge" policies
     jev: JevFigures | None = None  # the same compactions through a Jev endpoint (through_jev.py)
-    by_session: dict[str, Outcome] = field(default_factory=dict)  # group -> the pipeline's totals
-    origins: dict[str, tuple[str, str]] = field(default_factory=dict)  # group -> (source, project)
+    by_session: dict[str, Outcome] = field(default_factory=dict)  # session id -> the pipeline's totals
+    origins: dict[str, tuple[str, str]] = field(default_factory=dict)  # session id -> (source, project)
     cut: list[CutOutput] = field(default_factory=list)  # every output the pipeline cut (robustness.py)
+    fill_percent: float | None = None  # each prefix compacted in a window it fills this much (compact_in_window)
+    after_percent: list[float] = field(default_factory=list)  # ... and the share of it left after each pass
 
     def aucs(self) -> dict[str, float | None]:
         return {name: auc(values, self.scores.labels) for name, values in self.scores.by_ranker.items()}
@@ -98,13 +122,18 @@ def evaluate(
     frontier: bool = False,
     progress: Callable[[str], None] | None = None,
     jev: JevFigures | None = None,
+    fill_percent: float | None = None,
 ) -> Evaluation:
     """Measure the pipeline and the baselines; with ``frontier``, the rank-and-cut policies too;
     with ``jev``, the pipeline through its Jev endpoint as well (in one state and windowed),
     added to it.
 
-    ``progress`` hears "session N/M" as each session starts (the CLI's progress line)."""
-    report = Evaluation(fractions=tuple(fractions), sessions=len(sessions), jev=jev)
+    ``progress`` hears "session N/M" as each session starts (the CLI's progress line); with
+    ``fill_percent``, the pipeline compacts each prefix in a window it fills that much
+    (:func:`compact_in_window`) and the share of the window left after each pass is kept."""
+    report = Evaluation(fractions=tuple(fractions), sessions=len(sessions), jev=jev, fill_percent=fill_percent)
+    if fill_percent is not None:
+        compactor = compact_in_window(fill_percent)
     points: list[_Point] = []
     policies = (PIPELINE, *BASELINES)
     for policy in policies:
@@ -115,8 +144,8 @@ def evaluate(
             progress(f"eval: session {number + 1}/{len(sessions)}")
         messages = session.messages
         labels = label_outputs(messages)
-        report.origins[session.group] = (session.source, session.project)
-        per_session = report.by_session.setdefault(session.group, Outcome())
+        report.origins[session.session_id] = (session.source, session.project)
+        per_session = report.by_session.setdefault(session.session_id, Outcome())
         for fraction in fractions:
             fire = fire_index(len(messages), fraction)
             head = list(messages[:fire])
@@ -125,12 +154,14 @@ def evaluate(
             before = result_chars(head)
             folder = archive / f"{number:03d}-{fraction:.1f}" if archive is not None else None
             result, archived = compactor(head, folder)
+            if fill_percent is not None:
+                report.after_percent.append(100 * result.stats.chars_after / CHARS_PER_TOKEN / window_filled(head, fill_percent))
             contexts = {PIPELINE: result.messages}
             contexts.update({name: rule(head, pairing) for name, rule in BASELINES.items()})
             per_fraction = report.by_fraction.setdefault(f"{fraction:.1f}", {p: Outcome() for p in policies})
             measured: dict[str, Outcome] = {}
             gone: list[str] = []
-            per_split = report.by_split.setdefault(session_split(session.group), {p: Outcome() for p in policies})
+            per_split = report.by_split.setdefault(session_split(session.session_id), {p: Outcome() for p in policies})
             for policy, kept in contexts.items():
                 outcome = measured[policy] = measure(pairing.calls, originals, labels, fire, Context.of(kept), before,
                                                      archived, gone if policy == PIPELINE else None)
@@ -149,7 +180,7 @@ def evaluate(
             features = call_features(head, pairing, goal, build_reuse_index(head))
             if report.jev is not None:
                 from_messages = {c.tool_use_id: model.keep_result(features[c.tool_use_id]) for c in pairing.candidates}
-                add_point(report.jev, JevPoint(session.group, fraction, head, pairing, goal, originals, labels, fire,
+                add_point(report.jev, JevPoint(session.group, session.session_id, fraction, head, pairing, goal, originals, labels, fire,
                                                before, measured[PIPELINE], from_messages), model, folder)
             for call in pairing.candidates:
                 values = features[call.tool_use_id]
@@ -158,7 +189,7 @@ def evaluate(
                 decision = decided.get(call.tool_use_id)
                 if decision is not None and decision.action != KEEP:
                     report.cut.append(CutOutput(
-                        session.group, fraction, call.tool_use_id, call.tool, call.result_chars, since,
+                        session.session_id, fraction, call.tool_use_id, call.tool, call.result_chars, since,
                         decision.reason, needed, call.tool_use_id in gone, values["edited_unread"] > 0, values["target_mentioned_later"] > 0,
                         is_recent(call, fire), call.is_error,
                     ))

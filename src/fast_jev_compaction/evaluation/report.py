@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any, Mapping
 
+from ..options import DEFAULT_TARGET_PERCENT
 from ..stats import percent
 from .corpus import SPLITS
 from .fit import FitReport
@@ -77,6 +78,7 @@ def to_json(evaluation: Evaluation, fit: Mapping[str, Any]) -> dict[str, Any]:
         "fire_points": list(evaluation.fractions),
         "points": evaluation.points,
         "lossless_points": evaluation.lossless_points,
+        "windowed": windowed_figures(evaluation) if evaluation.fill_percent is not None else None,
         "policies": {name: outcome_figures(o) for name, o in evaluation.outcomes.items()},
         "by_fire_point": {
             fraction: {name: outcome_figures(o) for name, o in policies.items()}
@@ -200,7 +202,36 @@ def _summary(evaluation: Evaluation) -> str:
     )
     if pipeline.gone:
         text += f"; {pipeline.gone_partly} of its {pipeline.gone} gone outputs keep part of what was reused"
-    return text + "."
+    return text + "." + _windowed_line(evaluation)
+
+
+def _windowed_line(evaluation: Evaluation) -> str:
+    """How the prefixes ended in a window they filled to ``fill_percent``, when they were given one."""
+    if evaluation.fill_percent is None:
+        return ""
+    figures = windowed_figures(evaluation)
+    return (
+        f" Each prefix was compacted in a window it fills to {evaluation.fill_percent:g} % with a "
+        f"{DEFAULT_TARGET_PERCENT:g} % target: {figures['over_target']} of {figures['points']} end over the "
+        f"target (after the pass, median {_pct_of_window(figures['after_median'])}, "
+        f"max {_pct_of_window(figures['after_max'])} of the window)."
+    )
+
+
+def _pct_of_window(value: float | None) -> str:
+    return _pct(value / 100) if value is not None else _EMPTY
+
+
+def windowed_figures(evaluation: Evaluation) -> dict[str, Any]:
+    after = evaluation.after_percent
+    return {
+        "fill_percent": evaluation.fill_percent,
+        "target_percent": DEFAULT_TARGET_PERCENT,
+        "points": len(after),
+        "over_target": sum(1 for value in after if value > DEFAULT_TARGET_PERCENT),
+        "after_median": statistics.median(after) if after else None,
+        "after_max": max(after, default=None),
+    }
 
 
 def text_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
@@ -231,8 +262,10 @@ def text_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
 
 def _split_intro() -> str:
     return (
-        "By half of the sessions (`evaluation/corpus.py` splits them by a hash of each session's file name): "
-        "the defaults were chosen on *tune* and measured on *check*, the half not used to choose them."
+        "By half of the sessions (`evaluation/corpus.py` splits them by a hash of each session's id, its "
+        "subagents with it): the defaults were chosen on the *tune* half of an earlier split by file name, "
+        "which set subagent transcripts apart from their sessions; the halves differ from it, so *check* "
+        "is not wholly unseen by the choice."
     )
 
 
@@ -292,7 +325,7 @@ def robustness_markdown(evaluation: Evaluation) -> list[str]:
         "## Variance across sessions",
         "",
         f"The pipeline at its defaults over parts of the same sessions: each source (a published collection), "
-        f"each project (a folder of sessions) and {FOLDS} folds of sessions drawn by a hash of their file names; "
+        f"each project (a folder of sessions) and {FOLDS} folds of sessions drawn by a hash of their session ids; "
         "each row is what a leave-it-out would measure on the part held out (a session's subagents count with "
         "it). The policy's numbers were chosen on the *tune* half and the judge's weights fitted on all the "
         "sessions, so these are not blind tests. "
@@ -330,14 +363,14 @@ def robustness_markdown(evaluation: Evaluation) -> list[str]:
     )
     lost = [c for c in evaluation.cut if c.gone]
     if lost:
-        distinct = {(c.group, c.tool_use_id) for c in lost}
+        distinct = {(c.session_id, c.tool_use_id) for c in lost}
         lines += ["", f"The gone outputs ({len(lost)} at the fire points: {len(distinct)} distinct outputs of "
-                  f"{len({c.group for c in lost})} of {len(evaluation.by_session)} sessions):", ""]
+                  f"{len({c.session_id for c in lost})} of {len(evaluation.by_session)} sessions):", ""]
         lines += _md_table(
             ["session", "fire point", "tool", "decided by", "signs", "chars", "messages before the fire point"],
             [
                 [
-                    Path(c.group).name[:13],
+                    c.session_id[:13],
                     f"{int(c.fraction * 100)} %",
                     c.tool,
                     c.reason,
@@ -364,6 +397,8 @@ def markdown_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
     command = REGENERATE_FRONTIER if evaluation.frontier else REGENERATE
     if evaluation.jev is not None:
         command = command.replace(" --markdown", f" {evaluation.jev.flag} --markdown")
+    if evaluation.fill_percent is not None:
+        command = command.replace(" --markdown", f" --prefix-fills {evaluation.fill_percent:g} --markdown")
     lines = [
         "# Quality",
         "",
@@ -373,7 +408,7 @@ def markdown_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
     ]
     if not evaluation.points:
         return "\n".join(lines + ["No session with a completed tool call: nothing to evaluate.", ""])
-    lines += [_summary(evaluation), "", "## Post-fire loss and reduction", ""]
+    lines += ["## Fire points", "", _summary(evaluation), "", "## Post-fire loss and reduction", ""]
     lines += _md_table(_OUTCOME_HEAD, _outcome_rows(evaluation.outcomes))
     lines += ["", "By fire point (the pipeline at its defaults):", ""]
     lines += _md_table(

@@ -6,7 +6,7 @@ of that variance, all over the pipeline's own outcomes per session (nothing is c
 
 - *folds*: the figures of each source (a published collection), each project (the folder of
   sessions Claude Code keeps per project) and each of ``FOLDS`` folds of sessions drawn by a hash
-  of their file names, each as the held-out part of a leave-one-out;
+  of their session ids, each as the held-out part of a leave-one-out;
 - a *bootstrap* interval: sessions drawn with replacement ``RESAMPLES`` times, the central
   ``LEVEL`` of the resulting shares;
 - the *signals* of the outputs the pipeline cut: for each sign known at the compaction (the file
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from ..records import frozen
@@ -50,7 +49,7 @@ class Interval:
 class CutOutput:
     """An unpinned output the pipeline truncated or dropped at a fire point, and what it shows."""
 
-    group: str
+    session_id: str  # corpus.Session.session_id
     fraction: float
     tool_use_id: str
     tool: str
@@ -75,9 +74,9 @@ SIGNALS: tuple[tuple[str, Callable[[CutOutput], bool]], ...] = (
 )
 
 
-def session_fold(group: str) -> int:
-    """The fold of a session, from a hash of its file name (other bytes than the tune/check split's)."""
-    digest = hashlib.sha256(Path(group).name.encode("utf-8")).digest()
+def session_fold(session_id: str) -> int:
+    """The fold of a session, from a hash of its id (other bytes than the tune/check split's)."""
+    digest = hashlib.sha256(session_id.encode("utf-8")).digest()
     return int.from_bytes(digest[1:5], "big") % FOLDS
 
 
@@ -89,7 +88,7 @@ def _total(outcomes: Sequence[Outcome]) -> Outcome:
 
 
 def folds(by_session: Mapping[str, Outcome], origins: Mapping[str, tuple[str, str]]) -> list[Fold]:
-    """The figures of every source, project and hashed fold (``origins``: group -> (source, project))."""
+    """The figures of every source, project and hashed fold (``by_session`` and ``origins`` keyed by session id)."""
     keys: dict[str, Callable[[str], str]] = {
         "source": lambda g: origins.get(g, ("", ""))[0],
         "project": lambda g: origins.get(g, ("", ""))[1],

@@ -87,7 +87,7 @@ class JevFigures:
         default_factory=lambda: {IN_PROCESS: Outcome(), ONE_STATE: Outcome(), WINDOWS: Outcome()}
     )
     windowed_scores: Scores = field(default_factory=Scores)
-    by_session: dict[str, Outcome] = field(default_factory=dict)  # group -> the one-state compactions' totals
+    by_session: dict[str, Outcome] = field(default_factory=dict)  # session id -> the one-state compactions' totals
 
 
 @frozen
@@ -95,6 +95,7 @@ class Point:
     """One fire point, as the in-process evaluation has measured it."""
 
     group: str
+    session_id: str  # corpus.Session.session_id: what by_session is keyed by
     fraction: float
     head: list[SessionMessage]
     pairing: Pairing
@@ -157,7 +158,7 @@ def add_point(figures: JevFigures, point: Point, message_model: JudgeModel, arch
     result, archived = compact_through(figures.url, point.head, archive / "one-state" if archive else None)
     one_state = _measure(point, result, archived)
     figures.outcomes[ONE_STATE].add(one_state)
-    figures.by_session.setdefault(point.group, Outcome()).add(one_state)
+    figures.by_session.setdefault(point.session_id, Outcome()).add(one_state)
     figures.requests += result.stats.requests
     candidates = point.pairing.candidates
     if not candidates:

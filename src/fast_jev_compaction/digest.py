@@ -253,7 +253,8 @@ def _assembled(text: str, spans: list[tuple[int, int]]) -> tuple[list[str], int]
     kept = 0
     position = 0
     for start, end in spans:
-        if start > position:
+        # A lone line break between two pieces is the one that joins them.
+        if start > position and (start - position > 1 or text[position] != "\n" or not parts):
             parts.append(gap(start - position))
         piece = text[start:end]
         parts.append(piece.rstrip("\n"))

@@ -42,9 +42,11 @@ def terms(text: str) -> frozenset[str]:
     found: set[str] = set()
     for part in _PART.findall(text):
         word = part.lower()
+        if word in _STOP:
+            continue
         if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
             word = word[:-1]
-        if len(word) >= 2 and word not in _STOP and not (word.isdigit() and len(word) < 3):
+        if len(word) >= 2 and not (word.isdigit() and len(word) < 3):
             found.add(word)
     return frozenset(found)
 

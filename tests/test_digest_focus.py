@@ -59,7 +59,7 @@ def test_the_docs_lines_on_the_signature_are_kept() -> None:
 
 
 def test_a_goal_adds_no_text_and_keeps_the_budget() -> None:
-    """The named lines are the output's own, and they spend the middle's and the ids' shares:
+    """The named lines are the output's own, and they spend the middle's and the closing's shares:
     the digest is no longer than without a goal (gap marks aside)."""
     for text, goal in ((config_read(), "What DB pool size does staging use?"),
                        (docs_page(), "verify the webhook signature exactly as the signing docs say")):

@@ -11,8 +11,8 @@ share of the budget), in the order they appear; what the line leaves of its shar
 closing and the key lines. On the corpus evaluation the line keeps one more reused output in
 context at the defaults (``policy.py``).
 
-Two kinds of line come before the key lines: those the goal names (``focus.py``), and, in a file
-read, those another output pointed at. A test run that reports failures has a digest of its own
+Two kinds of line come before the key lines, and may spend the closing's share too: those the
+goal names (``focus.py``), and, in a file read, those another output pointed at. A test run that reports failures has a digest of its own
 (``_run_digest``): its failures, not its passes.
 """
 
@@ -219,17 +219,18 @@ def digest(text: str, shape: DigestShape, pointed: frozenset[int] = frozenset())
     if runs.has_failures(text, scan):
         return _run_digest(text, shape, named, scan)
     head_end = _head_end(text, shape.head)
-    # The lines named come first: they may spend the middle's share and the ids'.
+    # The lines named come first: they may spend the middle's share and the closing's (not the
+    # ids': on the corpus evaluation with the goal as the named terms, spending the ids' share
+    # left 10 more reused outputs gone, the closing's 1).
     taken: set[int] = set()
     named_end = max(head_end, len(text) - shape.tail)
     named_spans = _lines_at(
-        text, (at for at in named if head_end <= at < named_end), named_end, shape.middle + shape.ids, taken
+        text, (at for at in named if head_end <= at < named_end), named_end, shape.middle + shape.tail, taken
     )
     named_chars = sum(end - start for start, end in named_spans)
-    ids_share = shape.ids - max(0, named_chars - shape.middle)
-    tokens = _ids_past(text, head_end, ids_share)
-    spare = ids_share - (len(ids_line(tokens)) if tokens else 0)
-    tail_size = shape.tail + max(0, spare) // 2
+    tokens = _ids_past(text, head_end, shape.ids)
+    spare = shape.ids - (len(ids_line(tokens)) if tokens else 0)
+    tail_size = shape.tail - max(0, named_chars - shape.middle) + max(0, spare) // 2
     middle_size = max(0, shape.middle - named_chars) + max(0, spare) - max(0, spare) // 2
     tail_start = max(head_end, _tail_start(text, tail_size, head_end))
     spans = [(0, head_end)] if head_end else []

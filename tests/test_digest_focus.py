@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from fast_jev_compaction.digest import DigestShape, digest
 from fast_jev_compaction.focus import focus_terms, terms
+from fast_jev_compaction.messages import ToolResult
+from fast_jev_compaction.pairing import ToolCall
+from fast_jev_compaction.pointers import pointed_lines
 
 SHAPE = DigestShape(budget=800, head=250, ids=275)
 
@@ -89,3 +92,39 @@ def test_a_read_keeps_the_lines_a_search_pointed_at() -> None:
     body, _ = digest(text, SHAPE, frozenset({412}))
     assert "   412→    balance -= refund.amount_cents" in body
     assert "refund.amount_cents" not in digest(text, SHAPE)[0]
+
+
+def call(n: int, tool: str, fields: dict[str, str]) -> ToolCall:
+    return ToolCall(f"t{n}", f"toolu_{n}", tool, fields, 2 * n, 2 * n + 1, 0, False, False)
+
+
+def test_a_read_keeps_the_lines_an_earlier_grep_and_traceback_named() -> None:
+    lines = [f"    value_{n} = compute_step({n})  # step {n}" for n in range(1, 900)]
+    lines[411] = "    balance -= refund.amount_cents  # applied once per line item"
+    lines[644] = "    ledger.post(entry)  # posted at the end of the batch"
+    read = numbered(lines)
+    calls = [
+        call(1, "Grep", {"pattern": "amount_cents", "path": "src"}),
+        call(2, "Bash", {"command": "python -m app.refund 7"}),
+        call(3, "Read", {"file_path": "/srv/app/src/ledger.py"}),
+        call(4, "Read", {"file_path": "/srv/app/src/other/ledger.pyc"}),
+    ]
+    results = {
+        "toolu_1": ToolResult("toolu_1", "src/ledger.py:412:    balance -= refund.amount_cents\nsrc/api.py:88:    x = amount_cents"),
+        "toolu_2": ToolResult("toolu_2", 'Traceback (most recent call last):\n  File "/srv/app/src/ledger.py", line 645, in post\n'
+                                         "ValueError: unbalanced entry"),
+        "toolu_3": ToolResult("toolu_3", read),
+        "toolu_4": ToolResult("toolu_4", "binary"),
+    }
+    pointed = pointed_lines(calls, results)
+    assert pointed == {"toolu_3": frozenset({412, 645})}
+    body, _ = digest(read, SHAPE, pointed["toolu_3"])
+    assert "   412→    balance -= refund.amount_cents" in body and "   645→    ledger.post(entry)" in body
+
+
+def test_only_earlier_outputs_point_and_only_into_the_same_file() -> None:
+    calls = [call(1, "Read", {"file_path": "/srv/app/src/ledger.py"}), call(2, "Grep", {"pattern": "x"}),
+             call(3, "Read", {"file_path": "/srv/app/lib/ledger.py"})]
+    results = {"toolu_1": ToolResult("toolu_1", "1→x"), "toolu_2": ToolResult("toolu_2", "src/ledger.py:9:x"),
+               "toolu_3": ToolResult("toolu_3", "1→x")}
+    assert pointed_lines(calls, results) == {}

@@ -30,6 +30,7 @@ _FAILURE = lazy_pattern(
     r"^\s*[✕×✗]\s|^\s*FAIL\s+\S|^\s*--- FAIL: |^test \S+ \.\.\. FAILED$|^test result: FAILED",
     re.MULTILINE,
 )
+_FAILURE_WORDS = ("FAIL", "ERROR", "failed", "failing", "✕", "×", "✗")
 # A line that names a failing test, or the run's totals.
 _FAILED_TEST = lazy_pattern(
     r"^_{3,} .+ _{3,}$|^(?:FAILED|ERROR) \S|::\S+ (?:FAILED|ERROR)\b|"  # pytest
@@ -69,8 +70,23 @@ OTHER: Final = 4
 
 def has_failures(text: str, scan: int) -> bool:
     """Whether ``text`` (its first ``scan`` characters) is a test run that reports a failure."""
-    head = text[:scan]
-    return _FAILURE.search(head) is not None and _SIGNATURE.search(head) is not None
+    return _reports_a_failure(text, scan) and _SIGNATURE.search(text, 0, scan) is not None
+
+
+def _reports_a_failure(text: str, scan: int) -> bool:
+    """Whether a line of ``text`` before ``scan`` matches ``_FAILURE``. Every match holds one of
+    ``_FAILURE_WORDS``: only the lines that hold one are searched (the pattern over every
+    output cost a digest of the corpus's outputs half as much again)."""
+    for word in _FAILURE_WORDS:
+        at = text.find(word, 0, scan)
+        while at >= 0:
+            start = text.rfind("\n", 0, at) + 1
+            end = text.find("\n", at)
+            end = len(text) if end < 0 else end
+            if _FAILURE.search(text, start, end):
+                return True
+            at = text.find(word, end, scan)
+    return False
 
 
 def line_kind(line: str) -> int:

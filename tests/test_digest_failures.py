@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from fast_jev_compaction.compaction import compact_sync
 from fast_jev_compaction.digest import DigestShape, digest
 from fast_jev_compaction.markers import PREFIX
+from fast_jev_compaction.options import resolve_options
 from fast_jev_compaction.rebuild import cut_output
+from scripted_asker import ScriptedAsker, assistant, result, results, use, user
 
 SHAPE = DigestShape(budget=800, head=250, ids=275)
 
@@ -262,3 +265,23 @@ def test_the_latest_failing_run_cut_under_a_rule_keeps_its_failures() -> None:
     for failure in wanted:
         assert all(line in cut for line in failure)
     assert len(text) - len(cut) > 0.8 * len(text)
+
+
+@pytest.mark.parametrize("runner, command", [("pytest", "pytest -v"), ("go test", "go test -v ./..."), ("cargo test", "cargo test")])
+def test_a_compaction_keeps_the_failures_of_the_run_the_user_says_still_fails(runner: str, command: str) -> None:
+    """Through compact(): the latest run, failing and over the rules' cap, is cut to its digest
+    under a rule, and the rebuilt conversation holds every failure."""
+    text, wanted = RUNS[runner]()
+    messages = [
+        user("fix the ledger totals"),
+        assistant("", use("c0", "Bash", command=command)),
+        results(result("c0", text, True)),
+        assistant("Three tests fail; looking into the ledger."),
+        user("it still fails, why?"),
+    ]
+    out = compact_sync(messages, ScriptedAsker(0.5), resolve_options(preserve_recent_messages=1))
+    [decision] = out.decisions
+    assert (decision.action, decision.reason) in {("truncate", "open-error"), ("truncate", "latest-run")}
+    [kept] = [r.text for m in out.messages for r in (m.toolResults or ())]
+    for failure in wanted:
+        assert all(line in kept for line in failure)

@@ -285,3 +285,12 @@ def test_a_compaction_keeps_the_failures_of_the_run_the_user_says_still_fails(ru
     [kept] = [r.text for m in out.messages for r in (m.toolResults or ())]
     for failure in wanted:
         assert all(line in kept for line in failure)
+
+
+@pytest.mark.parametrize("runner", RUNS)
+def test_the_line_of_ids_names_no_passing_test(runner: str) -> None:
+    text, _ = RUNS[runner]()
+    body, _ = digest(text, SHAPE)
+    ids = [line for line in body.splitlines() if line.startswith("[ids and paths further in: ")]
+    passing = ("test_case_000", "widget00.test.tsx", "module000.test.ts", "TestLedger000", "case_000")
+    assert not any(name in line for line in ids for name in passing)

@@ -274,8 +274,8 @@ def _run_digest(text: str, shape: DigestShape, named: list[int], scan: int) -> t
     failures' details (file:line, the failing statement, a diff); a failure's lines one of each
     failure in turn, so that a long first failure does not crowd out the others. Then the other
     key lines, the closing and the opening, each within its share of an ordinary digest (the
-    middle's, the tail's, the head's), and the line of ids within its own. Passing tests' lines
-    are never taken.
+    middle's, the tail's, the head's), and the line of ids within its own. Passing tests' lines,
+    and their ids, are never taken.
     """
     lines = _line_spans(text, scan)
     kinds = [runs.line_kind(text[start:end]) for start, end in lines]
@@ -301,7 +301,9 @@ def _run_digest(text: str, shape: DigestShape, named: list[int], scan: int) -> t
     parts, kept = _assembled(text, picker.spans())
     room = min(limit - picker.length - 1, shape.ids)
     shown = "\n".join(parts)
-    left = [token for token in _ids_past(text, 0, room) if token not in shown]
+    # Ids of the lines that are not passing tests': a run's passing tests are not what it is reused for.
+    rest = "\n".join(text[start:end] for index, (start, end) in enumerate(lines) if kinds[index] != runs.PASSED)
+    left = [token for token in _ids_past(rest, 0, room) if token not in shown]
     if left:
         parts.append(ids_line(left))
     return "\n".join(parts), kept

@@ -12,8 +12,8 @@ closing and the key lines. On the corpus evaluation the line keeps one more reus
 context at the defaults (``policy.py``).
 
 Two kinds of line come before the key lines, and may spend the closing's share too: those the
-goal names (``focus.py``), and, in a file read, those another output pointed at. A test run that reports failures has a digest of its own
-(``_run_digest``): its failures, not its passes.
+goal names (``focus.py``), and, in a file read, those another output pointed at. A test run that
+reports failures has a digest of its own (``_run_digest``): its failures, not its passes.
 """
 
 from __future__ import annotations

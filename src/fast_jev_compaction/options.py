@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal, Mapping
 
+from .digest import FAILURES_FACTOR
 from .records import frozen
 
 Kind = Literal["number", "integer", "string", "choice", "flag"]
@@ -203,7 +204,8 @@ OPTIONS: tuple[Option, ...] = (
            _where("core", "cli", "hook"), flag="--truncate-head-chars", key="truncateHeadChars",
            title="Truncated output opening (chars)", minimum=0, metavar="N"),
     Option("digest_chars", "integer", 800, "characters a truncated output keeps in all: its opening, "
-           "its closing, its key lines (errors, summaries) and a line of the ids and paths left out",
+           "its closing, its key lines (errors, summaries) and a line of the ids and paths left out; "
+           f"a failing test run up to {FAILURES_FACTOR} times as many, for its failures",
            _where("core", "cli", "hook"), flag="--digest-chars", key="digestChars",
            title="Truncated output digest (chars)", minimum=0, metavar="N"),
     Option("max_concurrent_requests", "integer", 4, "judge requests in flight at once",

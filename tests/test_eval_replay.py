@@ -35,12 +35,13 @@ def big_output() -> str:
 
 def reused_after_the_trigger(session_id: str = "reuse") -> Transcript:
     """A large Read, small calls, the end of a turn past 60 % of an 8,000-token window, then an
-    Edit quoting a line from the middle of the Read."""
-    t = Transcript(session_id).prompt("Find where the scheduler shuts the pool down")
+    Edit quoting a line from the middle of the Read. The prompts share no term with that line, so
+    the digest's lines the goal names do not keep it."""
+    t = Transcript(session_id).prompt("Find the shutdown step")
     t.tool("read1", "Read", big_output(), file_path="/src/scheduler.py")
     for k in range(4):
         t.tool(f"bash{k}", "Bash", f"ok {k}", command=f"echo {k}")
-    t.said("The pool is closed in the scheduler's drain step.").prompt("Make it log before closing")
+    t.said("The pool is closed in the scheduler's drain step.").prompt("Add a log line there")
     t.tool("edit1", "Edit", "The file has been updated.", file_path="/src/scheduler.py",
            old_string=REUSED_LINE, new_string="log the drain, then " + REUSED_LINE)
     return t.said("Done.")

@@ -34,10 +34,12 @@ from .decisions import (
     CallDecision,
 )
 from .digest import IDS_SHARE, DigestShape
+from .focus import focus_terms
 from .goal import goal_from_messages
 from .messages import SessionMessage, ToolResult
 from .options import CompactOptions, validate_threshold
 from .pairing import Pairing, ToolCall, is_pinned, pair_tool_calls
+from .pointers import pointed_lines
 from .policy import (
     INPUT_KEEPING_RULES,
     MEDIA_CHARS,
@@ -73,10 +75,10 @@ class CompactResult:
     media: dict[str, bytes] = field(default_factory=dict)
 
 
-def shape_of(options: CompactOptions) -> DigestShape:
+def shape_of(options: CompactOptions, goal: str = "") -> DigestShape:
     budget = max(options.digest_chars, options.truncate_head_chars)
     head = options.truncate_head_chars
-    return DigestShape(budget=budget, head=head, ids=(budget - head) // IDS_SHARE)
+    return DigestShape(budget=budget, head=head, ids=(budget - head) // IDS_SHARE, focus=focus_terms(goal))
 
 
 async def compact(
@@ -114,7 +116,9 @@ async def compact(
     judging = _Judging(messages, pairing, asker, opts, stats, results, opts.goal or goal_from_messages(messages))
     answers = await _answers(judging, to_judge, cache)
 
-    shape = shape_of(opts)
+    shape = shape_of(opts, judging.goal)
+    # The lines of each Read that earlier outputs pointed at (path:line), kept first in its digest.
+    pointers = pointed_lines(pairing.calls, results)
     # What each cut of a call does (rebuild.Cut), worked out once for the policy's probes and the
     # final decisions alike, beside the file its output is saved to (a hash of the output): by
     # tool_use_id, released as each call is decided.
@@ -130,7 +134,10 @@ async def compact(
         made = probe.truncated if action == TRUNCATE else probe.dropped
         if made is None:
             input_size = input_sizes[_position(pairing.calls, call)]
-            made = cut_of(results[call.tool_use_id], call, action, shape, probe.path, input_size)
+            made = cut_of(
+                results[call.tool_use_id], call, action, shape, probe.path, input_size,
+                pointers.get(call.tool_use_id, frozenset()),
+            )
             if action == TRUNCATE:
                 probe.truncated = made
             else:

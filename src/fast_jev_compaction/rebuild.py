@@ -28,11 +28,15 @@ MIN_SAVING = 400
 _RECORD_IDS = frozenset({"uuid", "handle"})
 
 
-def cut_output(text: str, is_error: bool, shape: DigestShape, archive_path: str | None) -> str | None:
-    """The digest of a long output plus its note, or None when cutting would not pay."""
+def cut_output(
+    text: str, is_error: bool, shape: DigestShape, archive_path: str | None, pointed: frozenset[int] = frozenset()
+) -> str | None:
+    """The digest of a long output plus its note, or None when cutting would not pay.
+
+    ``pointed``: of a file read, the lines that earlier outputs pointed at (pointers.py)."""
     if len(text) <= shape.budget + MIN_SAVING:
         return None
-    body, kept = digest(text, shape)
+    body, kept = digest(text, shape, pointed)
     note = truncation_note(len(text), kept, is_error, archive_path)
     cut = f"{body}\n{note}" if body else note
     return cut if len(text) - len(cut) >= MIN_SAVING else None
@@ -157,7 +161,13 @@ class Cut:
 
 
 def cut_of(
-    result: ToolResult, call: ToolCall, action: Action, shape: DigestShape, archive_path: str | None, input_size: int
+    result: ToolResult,
+    call: ToolCall,
+    action: Action,
+    shape: DigestShape,
+    archive_path: str | None,
+    input_size: int,
+    pointed: frozenset[int] = frozenset(),
 ) -> Cut:
     """The :class:`Cut` of ``action`` (truncate or drop) on ``call``, whose output is ``result``
     and is saved at ``archive_path``, and whose input is ``input_size`` long (``input_chars``,
@@ -165,7 +175,7 @@ def cut_of(
     if action == DROP:
         marker = drop_marker(call.tool, call_target(call.tool, call.input), call.result_chars, call.is_error, archive_path)
         return Cut(call.result_chars + input_size - len(marker) - 1, None)
-    cut = cut_output(result.text, call.is_error, shape, archive_path)
+    cut = cut_output(result.text, call.is_error, shape, archive_path, pointed)
     return Cut(0 if cut is None else len(result.text) - len(cut), cut)
 
 

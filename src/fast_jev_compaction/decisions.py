@@ -10,7 +10,8 @@ A decision's ``reason`` names what settled it: ``pinned``, a deterministic rule 
 e.g. ``superseded-reread``), ``small`` (redundant, but smaller than its marker would be),
 ``threshold`` (a probability compared with ``keepThreshold``), ``budget`` (ranked against the
 others to reach the reduction target) or ``under-cut-size`` (an output the budget policy never
-cuts, so a remote judge was not asked about it).
+cuts, so a remote judge was not asked about it) or ``old-turn`` (the call's whole turn moved to the
+archive to fit a window, ``turn_eviction.py``; its action is ``drop``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ SMALL: Final = "small"
 THRESHOLD: Final = "threshold"
 UNDER_CUT: Final = "under-cut-size"
 BUDGET: Final = "budget"
+OLD_TURN: Final = "old-turn"
 
 
 def action_name(value: str) -> str:

@@ -123,6 +123,8 @@ class CompactStats:
     input_tokens: int = 0
     output_tokens: int = 0
     ms: float = 0.0
+    # Old turns moved whole to the archive to fit a window (turn_eviction.py, rung d).
+    evicted_turns: int = 0
 
     @property
     def reduction_ratio(self) -> float:
@@ -168,6 +170,8 @@ def summarize(stats: CompactStats) -> str:
     if stats.input_tokens or stats.output_tokens:
         tail += f", judge read {stats.input_tokens} and wrote {stats.output_tokens} tokens"
     head = f"{percent(stats.reduction_ratio)} reduction; {', '.join(parts) or 'no tool calls'}"
+    if stats.evicted_turns:
+        head += f"; {stats.evicted_turns} old turn(s) moved to the archive"
     if not stats.requests and not stats.retries:
         # The embedded judge reads the messages in process, and rules or pins may settle all.
         return f"{head}; no judge requests"

@@ -162,12 +162,14 @@ def test_the_pin_shrinks_only_when_old_turns_cannot_meet_the_need(tmp_path: Path
     assert next(d for d in enough.decisions if d.tool_use_id == "toolu_big").reason == PINNED
 
     # They cannot: every old turn goes, then the pin shrinks to the turn in flight, whose big
-    # output is cut like any other, and the turn the old pin held in part goes too.
+    # output is cut like any other, and the turns the old pin held go too: the one it held in
+    # part, and the first message's.
     short = fit(messages, tmp_path / "b", TINY_WINDOW, preserve=8)
     big = next(d for d in short.decisions if d.tool_use_id == "toolu_big")
     assert big.action == TRUNCATE and big_result not in short.messages
     evicted = [short.messages[at - 1].text for at, _ in index_lines(short.messages)]
-    assert evicted == [f"prompt {k}: please look at src/mod{k}.py" for k in range(1, TURNS - 1)]
+    assert evicted == [f"prompt {k}: please look at src/mod{k}.py" for k in range(TURNS - 1)]
+    assert reply(0) in [m.text for m in enough.messages]
     assert reply(TURNS - 1) in [m.text for m in short.messages]  # the turn in flight stays
     assert_whole(messages, short.messages)
     # The ladder's figures add up: what it says it freed is what the history lost.
@@ -180,7 +182,7 @@ def test_a_later_pass_leaves_an_evicted_turn_as_it_is(tmp_path: Path) -> None:
     first = fit(messages, tmp_path, window_needing(messages, 2 * turn_chars(messages, 1)))
     again = fit(first.messages, tmp_path, TINY_WINDOW)
     lines_before = [line.text for _, line in index_lines(first.messages)]
-    assert [line.text for _, line in index_lines(again.messages)][: len(lines_before)] == lines_before
+    assert set(lines_before) < {line.text for _, line in index_lines(again.messages)}
     # No turn file holds a turn evicted already (its index line alone).
     assert again.stats.evicted_turns > 0
     assert not any("the assistant's replies to this prompt" in text for text in again.archive.values())
@@ -274,3 +276,29 @@ def test_the_cli_brings_a_long_session_under_its_window(corpus_dir: Path, tmp_pa
     for _, line in index_lines(after):
         saved = Path(str(saved_path(line.text))).read_text(encoding="utf-8")
         assert saved.startswith("## the user's prompt\n")
+
+
+# --------------------------------------------------------------------------- the hook
+
+
+def test_the_hook_moves_old_turns_out_when_its_window_needs_it(data_dir: Path) -> None:
+    from test_hook_entry import event, run_hook
+
+    messages = session()
+    chars = sum(message_chars(m) for m in messages)
+    window = window_needing(messages, 2.5 * turn_chars(messages, 1))
+    context = {"tokens": int(chars / CHARS_PER_TOKEN), "window": window, "percent": 100 * chars / CHARS_PER_TOKEN / window}
+    answer, _ = run_hook(json.dumps(event([m.to_wire() for m in messages], data_dir, context=context)).encode(), data_dir)
+
+    assert answer["action"] == "replace", answer.get("reason")
+    assert "3 old turn(s) moved whole" in answer["toast"]
+    out = answer["messages"]
+    assert out[0]["text"] == lead_note(str(data_dir / "archive"))
+    lines = [m["text"] for m in out if is_turn_index_line(m.get("text", ""))]
+    assert len(lines) == 3
+    for line in lines:
+        assert reply(int(line.split("src/mod")[1][0])) in Path(str(saved_path(line))).read_text(encoding="utf-8")
+    # The prompts come back as they were, in order, after the lead line.
+    assert [m["text"] for m in out[1:] if m["role"] == "user" and not m.get("toolResults")] == [
+        m.text for m in messages if is_prompt(m)
+    ]

@@ -3,7 +3,8 @@
 Each rung is taken only when the ones before it leave the context above what the window needs
 (``policy.chars_to_free``): a) to c) the pass (``compaction.compact``: tool results, and what
 it cuts besides); d) the oldest whole turns (``turn_eviction.py``); e) the pinned recent window
-shrinks to the turn in flight (the pass runs again over d's history with that pin, then d again);
+shrinks to the turn in flight (the pass runs again over d's history with that pin, then d again,
+the first message's turn included);
 f) nothing more: the result says how far it got, and the hook's gate sends a pass still over
 the window to the built-in summary. Without a window the pass alone runs, as it always did.
 """
@@ -59,10 +60,13 @@ async def compact_to_fit(
     pin = in_flight_preserve(history, 0)
     if _left(need, first.stats, chars_after) > 0 and pin < opts.preserve_recent_messages:
         # Rung e: the pass again over d's history, pinning only the turn in flight's trailing
-        # calls (a prompt is never cut, the user's last one included), then d again.
+        # calls (a prompt is never cut, the user's last one included), then d again, the first
+        # message's turn included: the pin now holds the turn in flight alone.
         again = await compact(history, asker, replace(opts, preserve_recent_messages=pin), cache)
         chars_after = again.stats.chars_after
-        evicted = evict_turns(history, again.messages, again.calls, pin, _left(need, first.stats, chars_after), archive_dir)
+        evicted = evict_turns(
+            history, again.messages, again.calls, pin, _left(need, first.stats, chars_after), archive_dir, keep_first=False
+        )
         chars_after -= evicted.freed
         steps.append(again)
         evictions.append(evicted)

@@ -9,9 +9,10 @@ calls made, the files touched, and the archive file that holds the turn. Prompt,
 next prompt: roles still alternate, and a call and its result leave together, since a turn is
 evicted only when every call in it has its result in it and every result its call.
 
-Never evicted: the first message's turn (the first message is always pinned), the last turn
-(the one in flight), a turn with a message in the pinned recent window, a turn evicted already
-(its index line alone), a turn whose eviction frees nothing.
+Never evicted: the last turn (the one in flight), a turn with a message in the pinned recent
+window, a turn evicted already (its index line alone), a turn whose eviction frees nothing; nor
+the first message's turn while the first message is pinned (until rung e shrinks the pin to the
+turn in flight: ``keep_first``).
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ def evict_turns(
     preserve_recent_messages: int,
     need: float,
     archive_dir: str,
+    *,
+    keep_first: bool = True,
 ) -> Eviction:
     """Evict the oldest turns of ``rebuilt`` until ``need`` characters are freed (or none is left).
 
@@ -121,7 +124,7 @@ def evict_turns(
         if freed >= need:
             break
         start = source_prompts[k]
-        if start == 0 or source_prompts[k + 1] > pin_start:
+        if (keep_first and start == 0) or source_prompts[k + 1] > pin_start:
             continue
         body = rebuilt[prompts[k] + 1 : prompts[k + 1]]
         if not body or not _closed(body) or (len(body) == 1 and is_turn_index_line(body[0].text)):

@@ -67,10 +67,9 @@ def in_flight_preserve(messages: Sequence[SessionMessage], preserve: int) -> int
 
 @frozen(slots=True)
 class EvictedTurn:
-    """One turn moved to the archive: its prompt's position in the pass's input, the calls it
-    held (pairing's, dropped ones included), its file and the characters its eviction freed."""
+    """One turn moved to the archive: the calls it held (pairing's, dropped ones included), its
+    file and the characters its eviction freed."""
 
-    prompt: int
     calls: tuple[ToolCall, ...]
     path: str
     freed: int
@@ -123,8 +122,7 @@ def evict_turns(
     for k in range(len(prompts) - 1):
         if freed >= need:
             break
-        start = source_prompts[k]
-        if (keep_first and start == 0) or source_prompts[k + 1] > pin_start:
+        if (keep_first and source_prompts[k] == 0) or source_prompts[k + 1] > pin_start:
             continue
         body = rebuilt[prompts[k] + 1 : prompts[k + 1]]
         if not body or not _closed(body) or (len(body) == 1 and is_turn_index_line(body[0].text)):
@@ -138,7 +136,7 @@ def evict_turns(
         gained = turn_chars - message_chars(index)
         if gained <= 0:
             continue
-        turns.append(EvictedTurn(start, tuple(calls_by_turn[k]), path, gained))
+        turns.append(EvictedTurn(tuple(calls_by_turn[k]), path, gained))
         archive[path] = text
         replaced[prompts[k]] = index
         freed += gained

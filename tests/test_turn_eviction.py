@@ -302,3 +302,20 @@ def test_the_hook_moves_old_turns_out_when_its_window_needs_it(data_dir: Path) -
     assert [m["text"] for m in out[1:] if m["role"] == "user" and not m.get("toolResults")] == [
         m.text for m in messages if is_prompt(m)
     ]
+
+
+def test_without_a_writable_archive_the_hook_moves_no_turn(data_dir: Path) -> None:
+    from test_hook_entry import event, hook_log, run_hook
+
+    data_dir.mkdir(parents=True)
+    (data_dir / "archive").write_text("a file where the archive folder would go", encoding="utf-8")
+    messages = session()
+    chars = sum(message_chars(m) for m in messages)
+    window = window_needing(messages, 2.5 * turn_chars(messages, 1))
+    context = {"tokens": int(chars / CHARS_PER_TOKEN), "window": window, "percent": 100 * chars / CHARS_PER_TOKEN / window}
+    answer, _ = run_hook(json.dumps(event([m.to_wire() for m in messages], data_dir, context=context)).encode(), data_dir)
+
+    assert "cut outputs not archived" in hook_log(data_dir)
+    texts = [m.get("text", "") for m in answer.get("messages", [])]
+    # No line points at a file that is not there: no turn left the conversation.
+    assert not any(is_turn_index_line(text) or "saved at" in text for text in texts)

@@ -177,6 +177,19 @@ def test_the_pin_shrinks_only_when_old_turns_cannot_meet_the_need(tmp_path: Path
     assert short.stats.messages_after == len(short.messages)
 
 
+def test_with_nothing_left_to_unpin_but_the_first_message_its_turn_goes_last(tmp_path: Path) -> None:
+    messages = session()
+    # No pinned window (the session ends with a reply: no call in flight): rung e can only free
+    # the first message's turn, which goes once the others could not meet the need.
+    result = fit(messages, tmp_path, window_needing(messages, (TURNS - 1.5) * turn_chars(messages, 1)), preserve=0)
+    evicted = [result.messages[at - 1].text for at, _ in index_lines(result.messages)]
+    assert evicted == [f"prompt {k}: please look at src/mod{k}.py" for k in range(TURNS - 1)]
+    assert reply(TURNS - 1) in [m.text for m in result.messages]
+    assert_whole(messages, result.messages)
+    enough = fit(messages, tmp_path, window_needing(messages, 1.5 * turn_chars(messages, 1)), preserve=0)
+    assert reply(0) in [m.text for m in enough.messages] and enough.stats.evicted_turns == 2
+
+
 def test_a_later_pass_leaves_an_evicted_turn_as_it_is(tmp_path: Path) -> None:
     messages = session()
     first = fit(messages, tmp_path, window_needing(messages, 2 * turn_chars(messages, 1)))

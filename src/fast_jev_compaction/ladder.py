@@ -49,19 +49,18 @@ async def compact_to_fit(
         # An old turn leaves only into the archive: without one the ladder stops at the pass.
         return first
     archive_dir = opts.archive_dir
-    evicted = evict_turns(
-        messages, first.messages, first.calls, opts.preserve_recent_messages,
-        _left(need, first.stats, first.stats.chars_after), archive_dir,
-    )
+    preserve = opts.preserve_recent_messages
+    left = _left(need, first.stats, first.stats.chars_after)
+    evicted = evict_turns(messages, first.messages, first.calls, preserve, left, archive_dir)
     chars_after = first.stats.chars_after - evicted.freed
     steps: list[CompactResult] = []
     evictions = [evicted]
     history = evicted.messages
+    # Rung e: the pin shrinks to the turn in flight's trailing calls (a prompt is never cut, the
+    # user's last one included), and the first message is pinned no more.
     pin = in_flight_preserve(history, 0)
-    if _left(need, first.stats, chars_after) > 0 and pin < opts.preserve_recent_messages:
-        # Rung e: the pass again over d's history, pinning only the turn in flight's trailing
-        # calls (a prompt is never cut, the user's last one included), then d again, the first
-        # message's turn included: the pin now holds the turn in flight alone.
+    if _left(need, first.stats, chars_after) > 0 and pin < preserve:
+        # The pass again over d's history with that pin, then d again.
         again = await compact(history, asker, replace(opts, preserve_recent_messages=pin), cache)
         chars_after = again.stats.chars_after
         evicted = evict_turns(
@@ -70,6 +69,13 @@ async def compact_to_fit(
         chars_after -= evicted.freed
         steps.append(again)
         evictions.append(evicted)
+        history = evicted.messages
+    elif _left(need, first.stats, chars_after) > 0:
+        # The pin holds the turn in flight already: only the first message's turn is freed, so d
+        # runs once more over the pass's output (oldest first, that turn included).
+        evicted = evict_turns(messages, first.messages, first.calls, preserve, left, archive_dir, keep_first=False)
+        chars_after = first.stats.chars_after - evicted.freed
+        evictions = [evicted]
         history = evicted.messages
     if not steps and not evicted.turns:
         return first

@@ -9,9 +9,9 @@
 A decision's ``reason`` names what settled it: ``pinned``, a deterministic rule (``rules.py``,
 e.g. ``superseded-reread``), ``small`` (redundant, but smaller than its marker would be),
 ``threshold`` (a probability compared with ``keepThreshold``), ``budget`` (ranked against the
-others to reach the reduction target) or ``under-cut-size`` (an output the budget policy never
-cuts, so a remote judge was not asked about it) or ``old-turn`` (the call's whole turn moved to the
-archive to fit a window, ``turn_eviction.py``; its action is ``drop``).
+others to reach the reduction target), ``under-cut-size`` (an output the budget policy never
+cuts, so a remote judge was not asked about it) or ``old-turn`` (the call's whole turn moved to
+the archive to fit a window, ``turn_eviction.py``; its action is ``drop``).
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ DESCRIPTION = """\
 Read a Claude Code transcript (JSONL) or a JSON list of SessionMessages, decide for every tool
 call whether it is kept, truncated or dropped, and write the compacted messages. The user's
 prompts are kept verbatim; with --window, when cutting outputs is not enough, the oldest turns
-move whole to the archive, each leaving one index line. The judge is the embedded one unless a Jev key or endpoint is
-configured (--api-key, $TYPESAFE_API_KEY, --jev-url).
+move whole to the archive, each leaving one index line. The judge is the embedded one unless a
+Jev key or endpoint is configured (--api-key, $TYPESAFE_API_KEY, --jev-url).
 
 exit codes: 0 done, 1 the judge or the budget failed (nothing written), 2 bad input,
 130 interrupted

@@ -120,6 +120,18 @@ def test_the_oldest_turns_go_first_and_only_until_the_need_is_met(tmp_path: Path
     assert result.stats.dropped == 3
 
 
+def test_with_the_engine_s_count_the_ladder_still_stops_once_the_need_is_met(tmp_path: Path) -> None:
+    """The engine's count (the hook's) includes what the messages do not hold (system prompt,
+    tools): the need is worked out on it once, and what the ladder frees comes off it."""
+    messages = session()
+    tokens = int(sum(message_chars(m) for m in messages) / CHARS_PER_TOKEN) + 5000
+    need = 2.5 * turn_chars(messages, 1)
+    window = int((tokens * CHARS_PER_TOKEN - need) / ((40 - TARGET_MARGIN_POINTS) / 100 * CHARS_PER_TOKEN))
+    options = CompactOptions(window_tokens=window, context_tokens=tokens, archive_dir=str(tmp_path))
+    result = run_sync(compact_to_fit(messages, LocalJudge(), options), waits=False)
+    assert result.stats.evicted_turns == 3
+
+
 def test_a_turns_file_holds_its_replies_calls_and_outputs_and_its_line_names_them(tmp_path: Path) -> None:
     messages = session()
     result = fit(messages, tmp_path, window_needing(messages, 0.5 * turn_chars(messages, 1)))

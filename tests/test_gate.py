@@ -194,10 +194,12 @@ def engine_context(tokens: int, window: int, threshold: int, model_window: int) 
 
 def test_the_engine_s_own_compaction_after_an_earlier_pass_replaces_or_skips_never_summarises(data_dir: Path) -> None:
     """Spawned with JSON on stdin: an already pruned history grows by a long prompt and two
-    outputs, the engine fires after the second (in flight, pinned). The pass frees about 16 % of the
-    conversation, under the 25 % the engine's own compaction used to need, and brings the
-    context under the engine's threshold: it replaces. Passed again over its own answer it
-    frees nothing: it skips while the model's window has room, and only falls back once full."""
+    outputs, the engine fires after the second (in flight, pinned) at 70 % of its compaction
+    window. Outputs alone cannot bring it under the 40 % target, so the ladder also moves the
+    oldest turn whole to the archive: about a third of the conversation is freed, under the
+    engine's threshold, and it replaces (minReductionRatio 0.5, when set, still sends it to the
+    summary). Passed again over its own answer it frees nothing: it skips while the model's window
+    has room. Once the window is full and nothing is left to move, the summary runs (rung f)."""
     first, _ = run_hook(json.dumps(event(tool_heavy_conversation(), data_dir)).encode(), data_dir)
     assert first["action"] == "replace"
     prose = " ".join(f"design note {n}: the parser keeps every field as it was read." for n in range(1500))
@@ -206,32 +208,35 @@ def test_the_engine_s_own_compaction_after_an_earlier_pass_replaces_or_skips_nev
     grown += _bash(7, "yes round two | head -n 700", "\n".join("round two build output" for _ in range(700)), "r2")
     context = engine_context(70_000, **SMALL_WINDOW)
 
-    ratio, _ = run_hook(json.dumps(event(grown, data_dir, trigger="auto", context=context, options={"minReductionRatio": 0.25})).encode(), data_dir)
-    assert ratio["action"] == "fallback" and re.match(r"below 25.0% minimum: 1\d\.\d% reduction", ratio["reason"]), ratio["reason"]
+    ratio, _ = run_hook(json.dumps(event(grown, data_dir, trigger="auto", context=context, options={"minReductionRatio": 0.5})).encode(), data_dir)
+    assert ratio["action"] == "fallback" and re.match(r"below 50.0% minimum: 3\d\.\d% reduction", ratio["reason"]), ratio["reason"]
     second, _ = run_hook(json.dumps(event(grown, data_dir, trigger="auto", context=context)).encode(), data_dir)
     assert second["action"] == "replace", second.get("reason")
     assert re.fullmatch(
-        r"1 of 5 tool outputs moved to the archive \(1 cut to digests\), context 70% → 6\d\.\d% of the 100k-token "
-        r"compaction window, under the engine's 67k threshold, no summary", second["toast"]
+        r"6 of 6 tool outputs moved to the archive \(1 cut to digests, 5 dropped, 1 old turn\(s\) moved whole\), context 70% → "
+        r"5\d\.\d% of the 100k-token compaction window, under the engine's 67k threshold, no summary", second["toast"]
     ), second["toast"]
     assert second["messages"][-1]["toolResults"] == grown[-1]["toolResults"]  # in flight: whole
+    assert any(m["text"].startswith("do round two;") for m in second["messages"])  # the prompt stays
 
     again = event(second["messages"], data_dir, trigger="auto", context=engine_context(70_000, **SMALL_WINDOW))
     third, _ = run_hook(json.dumps(again).encode(), data_dir)
     assert third["action"] == "skip" and third["reason"].startswith("nothing left to prune; context 70% → 70% of the 100k-token")
     full = event(second["messages"], data_dir, trigger="auto", context=engine_context(970_000, **DEFAULT_WINDOW))
     fourth, _ = run_hook(json.dumps(full).encode(), data_dir)
-    assert fourth["action"] == "fallback" and fourth["reason"].startswith("pruning cannot bring the context under the engine's 967k threshold")
+    assert fourth["action"] == "fallback" and "the model's window is full" in fourth["reason"], fourth
     rows = [(row.trigger, row.outcome, row.fallback_reason) for row, _ in compactions(data_dir)]
-    assert rows == [
-        ("manual", "replaced", None), ("auto", "fallback", "below-ratio"), ("auto", "replaced", None),
-        ("auto", "skipped", None), ("auto", "fallback", "below-target"),
+    assert [row[:2] for row in rows] == [
+        ("manual", "replaced"), ("auto", "fallback"), ("auto", "replaced"), ("auto", "skipped"), ("auto", "fallback"),
     ]
+    assert rows[1][2] == "below-ratio"
 
 
 def test_the_toast_counts_calls_and_shows_the_window(data_dir: Path) -> None:
     doc = event(tool_heavy_conversation(), data_dir, context={"tokens": 61_000, "window": 100_000})
     answer, _ = run_hook(json.dumps(doc).encode(), data_dir)
     assert answer["action"] == "replace"
-    assert answer["toast"].startswith("2 of 2 tool outputs moved to the archive (2 cut to digests), context 61% → ")
+    # No old turn to move (the conversation is one turn), so the pin shrinks to the turn in
+    # flight and its last output is cut too (rung e): 3 of 3, not 2 of 2 unpinned outputs.
+    assert answer["toast"].startswith("3 of 3 tool outputs moved to the archive (3 cut to digests), context 61% → ")
     assert answer["toast"].endswith(", no summary")

@@ -27,7 +27,7 @@ from fast_jev_compaction.hook.compaction import in_flight_preserve
 from fast_jev_compaction.hook.config import HookConfig, resolve_hook_config
 from fast_jev_compaction.hook.stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinIdleError, StdinText, StdinTooLargeError
 from fast_jev_compaction.hook.turns import keeps_handle, turn_problems
-from fast_jev_compaction.markers import LEAD_NOTE
+from fast_jev_compaction.markers import lead_note
 from fast_jev_compaction.messages import parse_messages
 
 REPO = Path(__file__).resolve().parents[1]
@@ -154,7 +154,7 @@ def test_replace_keeps_pairs_whole_prose_verbatim_and_logs_decisions(data_dir: P
     assert sorted(uses) == sorted(results)
     # Prose is never edited: every text the input had is still there, word for word, in order,
     # after the one lead line that says what the markers mean.
-    assert out[0] == {"role": "user", "text": LEAD_NOTE, "toolUses": []}
+    assert out[0] == {"role": "user", "text": lead_note(str(data_dir / "archive")), "toolUses": []}
     assert [m["text"] for m in out[1:] if m["text"]] == [m["text"] for m in messages if m["text"]]
     # Plain prompts keep the engine's handle; tool traffic and assistant turns go back rebuilt.
     by_text = {m["text"]: m for m in out if m["text"]}
@@ -799,19 +799,21 @@ def test_hook_log_is_bounded_by_rotation(data_dir: Path) -> None:
 
 
 def test_a_compacted_history_starts_with_one_lead_line_and_a_later_pass_adds_none(data_dir: Path) -> None:
-    from fast_jev_compaction.markers import LEAD_NOTE
+    from fast_jev_compaction.markers import is_lead_note
 
     first, _ = run_hook(json.dumps(event(tool_heavy_conversation(), data_dir)).encode(), data_dir)
     assert first["action"] == "replace"
-    assert first["messages"][0] == {"role": "user", "text": LEAD_NOTE, "toolUses": []}
-    assert [m.get("text") for m in first["messages"]].count(LEAD_NOTE) == 1
+    # It names the archive folder, which the model can search for a detail no marker points at.
+    lead = lead_note(str(data_dir / "archive"))
+    assert first["messages"][0] == {"role": "user", "text": lead, "toolUses": []}
+    assert sum(is_lead_note(m.get("text", "")) for m in first["messages"]) == 1
     again = first["messages"] + [
         {"role": "assistant", "text": "More work.", "toolUses": [{"tool_use_id": "toolu_new", "tool": "Bash", "input": {"command": "seq 1 9000"}}]},
         {"role": "user", "text": "", "toolUses": [], "toolResults": [{"tool_use_id": "toolu_new", "text": "\n".join(map(str, range(9000))), "isError": False}]},
     ] + [{"role": "assistant", "text": f"step {n}", "toolUses": []} for n in range(6)]
     second, _ = run_hook(json.dumps(event(again, data_dir)).encode(), data_dir)
     assert second["action"] == "replace", second.get("reason")
-    assert [m.get("text") for m in second["messages"]].count(LEAD_NOTE) == 1
+    assert sum(is_lead_note(m.get("text", "")) for m in second["messages"]) == 1
 
 
 def test_stdin_text_is_read_on_demand() -> None:

@@ -233,3 +233,12 @@ def test_a_note_for_kept_content_is_not_a_cut(name):
 )
 def test_sizes_are_shown_with_one_decimal(size, shown):
     assert size_text(size) == shown
+
+
+def test_a_drop_marker_never_quotes_a_target_that_holds_a_mark() -> None:
+    from fast_jev_compaction.markers import drop_marker, saved_path
+
+    moved = "[fast-jev-compaction moved this 4,000-char content to the archive: saved at /a/b.txt; Read it if needed]"
+    line = drop_marker("Bash", moved, 900, False, "/archive/c.txt")
+    assert line.count("saved at") == 1 and saved_path(line) == "/archive/c.txt"
+    assert line.startswith("[fast-jev-compaction: the Bash call ran here;")

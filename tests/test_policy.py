@@ -144,3 +144,22 @@ def test_further_truncates_the_other_outputs_least_valuable_first_until_the_targ
 
     assert actions(False) == [KEEP] * 4
     assert actions(True) == [KEEP, TRUNCATE, TRUNCATE, KEEP]
+
+
+def test_further_drops_a_short_output_with_its_call_unless_its_input_is_long():
+    """Outputs too short for a digest that pays leave with their call when the window still
+    needs room, least valuable first; a call whose long input only rung b may move whole stays."""
+    short = call(1000, n=1)
+    long_input = ToolCall("t2", "toolu_2", "Bash", {"command": "cat <<EOF\n" + "x" * 2000}, OLD - 1, OLD, 1000, False, False)
+    kept = call(1000, n=3)
+    scored = [Scored(short, 0.1, 0.1), Scored(long_input, 0.05, 0.05), Scored(kept, 0.6, 0.6)]
+    decisions = budget_decisions(
+        scored, target_chars=1500, already_freed=0, keep_floor=1.0, freed_by=truncation_frees,
+        messages_total=TOTAL, further=True,
+    )
+    assert [d.action for d in decisions] == [DROP, KEEP, DROP]
+    decisions = budget_decisions(
+        scored, target_chars=500, already_freed=0, keep_floor=1.0, freed_by=truncation_frees,
+        messages_total=TOTAL, further=True,
+    )
+    assert [d.action for d in decisions] == [DROP, KEEP, KEEP]

@@ -11,9 +11,10 @@ e.g. ``superseded-reread``), ``small`` (redundant, but smaller than its marker w
 ``threshold`` (a probability compared with ``keepThreshold``), ``budget`` (ranked against the
 others to reach the reduction target), ``under-cut-size`` (an output the budget policy never
 cuts, so a remote judge was not asked about it), ``under-target`` (a cut a rule would make, not
-made because the pass had already freed what the window needs) or ``input-archived`` (the
+made because the pass had already freed what the window needs), ``input-archived`` (the
 call's long input fields, a written file's body, a heredoc, a Task prompt, moved to the archive;
-its output as the action says).
+its output as the action says) or ``old-turn`` (the call's whole turn moved to the archive to
+fit a window, ``turn_eviction.py``; its action is ``drop``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ UNDER_CUT: Final = "under-cut-size"
 BUDGET: Final = "budget"
 UNDER_TARGET: Final = "under-target"
 INPUT_ARCHIVED: Final = "input-archived"
+OLD_TURN: Final = "old-turn"
 
 
 def action_name(value: str) -> str:

@@ -47,7 +47,9 @@ def truncation_note(total_chars: int, kept_chars: int, is_error: bool, archive_p
 
 def drop_marker(tool: str, target: str, output_chars: int, is_error: bool, archive_path: str | None) -> str:
     """The line that stands, in the assistant message, where a dropped call was."""
-    called = f"{tool} call ({target})" if target else f"{tool} call"
+    # A target that holds a mark (an input an earlier rung moved to the archive, or an input
+    # that imitates one) would put a second "saved at" in this line: the call goes unnamed.
+    called = f"{tool} call ({target})" if target and PREFIX not in target else f"{tool} call"
     if output_chars == 0:
         return f"{PREFIX}: the {called} ran here and returned no {'error text' if is_error else 'output'}]"
     what = "error output" if is_error else "output"
@@ -116,3 +118,50 @@ def tools_note(names: list[str]) -> str:
     """Stands in a rebuilt tool-search result for the tool definitions it loaded (not carried)."""
     listed = ", ".join(names)
     return f"{PREFIX} notes that this search loaded the tools {listed}; ToolSearch with \"select:{','.join(names)}\" loads them again if needed]"
+
+
+# What every lead line starts with, with or without a folder.
+LEAD_HEAD: Final = LEAD_NOTE[:-1]
+
+
+def lead_note(archive_dir: str | None) -> str:
+    """The lead line of a compacted history; with the archive folder named, so the model can also
+    search it (Grep) for a detail no marker in view points at."""
+    if not archive_dir:
+        return LEAD_NOTE
+    return (
+        f"{LEAD_HEAD}. Every saved file is in {archive_dir}; Grep that folder to find a detail "
+        "no marker in view points at]"
+    )
+
+
+def is_lead_note(text: str) -> bool:
+    """Whether ``text`` is a lead line :func:`lead_note` made, with or without a folder."""
+    return text.startswith(LEAD_HEAD)
+
+
+# How many files an old turn's index line names before it counts the rest.
+INDEX_FILES = 8
+_TURN_INDEX: Final = f"{PREFIX}: the assistant's replies to this prompt"
+
+
+def turn_index_line(calls: list[tuple[str, int]], files: list[str], turn_chars: int, archive_path: str) -> str:
+    """Stands, as the assistant's reply, for an old turn moved whole to the archive (rung d):
+    ``calls`` are (tool, count) in order of first use, ``files`` the files its calls read or
+    edited, ``turn_chars`` what the turn held after the prompt."""
+    made = ", ".join(f"{tool} ×{count}" if count > 1 else tool for tool, count in calls)
+    total = sum(count for _, count in calls)
+    did = f" and its {made} call" if total == 1 else f" and its {total:,} tool calls ({made})" if calls else ""
+    touched = ""
+    if files:
+        more = len(files) - INDEX_FILES
+        touched = f"; files touched: {', '.join(files[:INDEX_FILES])}" + (f" and {more:,} more" if more > 0 else "")
+    return (
+        f"{_TURN_INDEX}{did} were moved out of the conversation{touched}; "
+        f"the whole turn ({turn_chars:,} chars) is saved at {archive_path}; Read it if needed]"
+    )
+
+
+def is_turn_index_line(text: str) -> bool:
+    """Whether ``text`` is an index line :func:`turn_index_line` made (a turn already evicted)."""
+    return text.startswith(_TURN_INDEX)

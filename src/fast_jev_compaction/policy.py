@@ -5,7 +5,7 @@ answer on their own scales. The budget policy cuts, least valuable first, until 
 freed (rules' cuts count towards it), never an output valued at ``keep_floor`` or more. With a
 window (``options.window_tokens``) the target is what brings the context under
 ``target_percent`` of it (``chars_to_free``): a context already under it loses nothing, and when
-the cuts below cannot reach it, every other judged output is truncated too, least valuable first
+the cuts below cannot reach it, every other judged output is cut too, least valuable first
 (``further``; the ladder's rung a). Without a window the target is ``target_reduction`` of the
 judged outputs' characters (the default, 90 %), whatever the context's size. The cuts:
 
@@ -91,6 +91,7 @@ from .decisions import BUDGET, DROP, KEEP, TRUNCATE, Action, CallDecision, decid
 from .options import CompactOptions
 from .pairing import ToolCall, is_recent, messages_since
 from .records import frozen
+from .stats import input_chars
 
 # Outputs up to these sizes stay whole under the budget policy (see the table above): recent ones
 # (pairing.is_recent), then those up to OLD_MESSAGES messages back, then older ones.
@@ -189,6 +190,9 @@ def threshold_decisions(scored: Sequence[Scored], keep_threshold: float) -> list
     return [decide_call(s.call, (s.keep_call, s.keep_result), keep_threshold) for s in scored]
 
 
+_FURTHER_CUTS: tuple[Action, ...] = (TRUNCATE, DROP)
+
+
 def budget_decisions(
     scored: Sequence[Scored],
     *,
@@ -202,8 +206,9 @@ def budget_decisions(
     """Decide every scored call: cut the least valuable until the target is met.
 
     ``further`` (a pass with a window): when the outputs over their cut-over and the cheap ones
-    fall short of the target, every other output valued under ``keep_floor`` is truncated too,
-    least valuable first, where its digest frees something, until the target is met.
+    fall short of the target, every other output valued under ``keep_floor`` is cut too, least
+    valuable first, until the target is met: truncated where its digest frees something, else
+    dropped with its call.
     """
     order = sorted(scored, key=lambda s: (s.keep_result, s.keep_call, -s.call.result_chars, s.call.id))
     freed = already_freed
@@ -228,10 +233,17 @@ def budget_decisions(
                 break
             call = item.call
             if actions[call.tool_use_id] == KEEP and item.keep_result < keep_floor:
-                gained = freed_by(call, TRUNCATE)
-                if gained > 0:
-                    actions[call.tool_use_id] = TRUNCATE
-                    freed += gained
+                # An output too short for a digest that pays leaves with its call, its marker
+                # naming the saved file: the window needs the room, and it is the least valued.
+                # Not a call with a long input: a drop saves the output only, and such an input
+                # is rung b's, which moves it to the archive whole.
+                cuts = _FURTHER_CUTS if input_chars(call.input) <= MIN_DROP_CHARS else (TRUNCATE,)
+                for further_cut in cuts:
+                    gained = freed_by(call, further_cut)
+                    if gained > 0:
+                        actions[call.tool_use_id] = further_cut
+                        freed += gained
+                        break
     return [
         CallDecision(s.call.id, s.call.tool_use_id, s.call.tool, s.keep_call, s.keep_result, actions[s.call.tool_use_id], BUDGET)
         for s in scored

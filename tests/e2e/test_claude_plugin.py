@@ -19,7 +19,7 @@ from claude_harness import RUN_TIMEOUT, Claude, Tui, isolated_env, wait_for
 from fake_anthropic import FINAL_TEXT, conversation
 from fast_jev_compaction.archive import archive_name
 from fast_jev_compaction.compaction import shape_of
-from fast_jev_compaction.markers import LEAD_NOTE, saved_path
+from fast_jev_compaction.markers import is_lead_note, saved_path
 from fast_jev_compaction.options import CompactOptions
 from fast_jev_compaction.rebuild import cut_output
 
@@ -156,7 +156,7 @@ def test_manual_compact_replaces_the_history_with_the_pruned_verbatim_one(claude
     # The history starts with the one lead line that says what the markers mean (the engine merges
     # it into the first user message, with a line break after it).
     got = [i for i in prose if i != ("assistant_text", "")]
-    assert got[0][0] == "user_text" and got[0][1].rstrip("\n") == LEAD_NOTE
+    assert got[0][0] == "user_text" and is_lead_note(got[0][1].rstrip("\n"))
     assert got[1:] == expected
     markers = [line for kind, *text in sent if kind == "assistant_text" for line in text[0].split("\n") if line.startswith("[fast-jev-compaction: ")]
     assert len(markers) == sum(a == "drop" for a in actions.values())

@@ -11,7 +11,7 @@ import pytest
 from claude_harness import Claude
 from fake_anthropic import FINAL_TEXT, LONG_PROSE, conversation
 from fast_jev_compaction.hook.answer_file import ANSWERS_DIR
-from fast_jev_compaction.markers import LEAD_NOTE
+from fast_jev_compaction.markers import LEAD_HEAD
 from test_repeated_compaction import NAMED_PATH, texts_of
 
 pytestmark = pytest.mark.e2e
@@ -50,7 +50,7 @@ def test_a_pruned_history_over_the_output_cap_is_installed_whole_without_a_summa
     texts = texts_of(body)
     for part in ("one", "two", "three", "four"):
         assert sum(text.startswith(f"Part {part}. {LONG_PROSE}") for text in texts) == 1, part
-    assert sum(text.count(LEAD_NOTE) for text in texts) == 1
+    assert sum(text.count(LEAD_HEAD) for text in texts) == 1
     assert any(NAMED_PATH.search(text) for text in texts)
     assert claude.api.summarizer_requests() == []
     assert not any(r.get("isCompactSummary") for r in claude.transcript(sid))

@@ -20,7 +20,7 @@ import pytest
 
 from claude_harness import Claude, Tui, wait_for
 from fake_anthropic import FINAL_TEXT, conversation
-from fast_jev_compaction.markers import LEAD_NOTE, carries_mark
+from fast_jev_compaction.markers import LEAD_HEAD, carries_mark
 from test_claude_plugin import _blocks, _result_text, items
 
 pytestmark = pytest.mark.e2e
@@ -155,7 +155,7 @@ def test_three_passes_over_a_growing_session_never_summarise_and_keep_every_orig
     assert sum(r.get("subtype") == "compact_boundary" for r in records) == 3
     assert not any(r.get("isCompactSummary") for r in records)
     # One lead line for the model, however many passes ran.
-    assert sum(text.count(LEAD_NOTE) for text in texts_of(final)) == 1
+    assert sum(text.count(LEAD_HEAD) for text in texts_of(final)) == 1
 
     # After three passes every path a marker names still holds a full original, and every
     # output any pass moved out is at its path.
@@ -340,6 +340,6 @@ def test_the_trigger_fires_once_per_crossing_and_a_pass_with_nothing_to_cut_skip
     assert claude.api.summarizer_requests() == []
     # The last turn was sent the history the first pass left: the lead line and the markers.
     last = claude.api.message_requests()[-1]
-    assert sum(text.count(LEAD_NOTE) for text in texts_of(last)) == 1
+    assert sum(text.count(LEAD_HEAD) for text in texts_of(last)) == 1
     assert any(NAMED_PATH.search(text) for text in texts_of(last))
     assert "Echo: quiet turn one" in json.dumps(last)

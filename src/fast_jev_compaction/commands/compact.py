@@ -18,9 +18,10 @@ from ..options import DEFAULT_LOG, OPTIONS, Option, OptionValueError
 
 DESCRIPTION = """\
 Read a Claude Code transcript (JSONL) or a JSON list of SessionMessages, decide for every tool
-call whether it is kept, truncated or dropped, and write the compacted messages. User and
-assistant text is kept verbatim. The judge is the embedded one unless a Jev key or endpoint is
-configured (--api-key, $TYPESAFE_API_KEY, --jev-url).
+call whether it is kept, truncated or dropped, and write the compacted messages. The user's
+prompts are kept verbatim; with --window, when cutting outputs is not enough, the oldest turns
+move whole to the archive, each leaving one index line. The judge is the embedded one unless a
+Jev key or endpoint is configured (--api-key, $TYPESAFE_API_KEY, --jev-url).
 
 exit codes: 0 done, 1 the judge or the budget failed (nothing written), 2 bad input,
 130 interrupted
@@ -172,9 +173,10 @@ def decisions_text(result: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..compaction import compact, run_sync
+    from ..compaction import run_sync
     from ..errors import CompactionError
     from ..goal import compaction_goal
+    from ..ladder import compact_to_fit
     from ..options import resolve_options
     from ..progress import CountingAsker, Progress
     from ..stats import summarize
@@ -211,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
     async def go() -> tuple[Any, str]:
         asker, judge = make_asker(args, report=progress.note)
         try:
-            return await compact(messages, CountingAsker(asker, progress), options), judge
+            return await compact_to_fit(messages, CountingAsker(asker, progress), options), judge
         finally:
             close = getattr(asker, "aclose", None)
             if close is not None:

@@ -35,16 +35,17 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from ..answer_cache import AnswerCache, MemoryAnswerCache
 from ..asker import JevAsker
-from ..compaction import CompactResult, compact, run_sync
-from ..hook.compaction import in_flight_preserve
+from ..compaction import CompactResult, run_sync
 from ..hook.gate import EngineLimit, Window, after_pass
 from ..judge.local import LocalJudge
 from ..judge.reuse import channel_texts, snippets
+from ..ladder import compact_to_fit
 from ..messages import SessionMessage
 from ..options import OPTION, CompactOptions
 from ..policy import CHARS_PER_TOKEN
 from ..records import record
 from ..stats import message_chars
+from ..turn_eviction import in_flight_preserve
 from .corpus import Session
 from .labels import OutputLabel, label_outputs
 from .outcome import Context
@@ -67,10 +68,9 @@ ARCHIVE_DIR = "/replay-archive"
 async def compaction_pass(
     messages: Sequence[SessionMessage], asker: JevAsker, options: CompactOptions, cache: AnswerCache | None = None
 ) -> CompactResult:
-    """The one call into the compaction, for either judge. The eviction ladder
-    (``ladder.compact_to_fit``, the same arguments and result) replaces ``compact`` here once it
-    lands."""
-    return await compact(messages, asker, options, cache)
+    """The one call into the compaction, for either judge: the eviction ladder, as the hook and
+    the CLI run it."""
+    return await compact_to_fit(messages, asker, options, cache)
 
 
 def compact_pass(messages: Sequence[SessionMessage], options: CompactOptions) -> CompactResult:

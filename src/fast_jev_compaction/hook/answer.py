@@ -45,6 +45,8 @@ def toast_text(stats: Any, how: str) -> str:
     parts = [f"{stats.truncated} cut to digests"] if stats.truncated else []
     if stats.dropped:
         parts.append(f"{stats.dropped} dropped")
+    if stats.evicted_turns:
+        parts.append(f"{stats.evicted_turns} old turn(s) moved whole")
     detail = f" ({', '.join(parts)})" if parts else ""
     return f"{cut} of {unpinned} tool outputs moved to the archive{detail}, {how}, no summary"
 

@@ -34,6 +34,8 @@ def saved_or_unpointed(
     except (OSError, ValueError) as exc:  # ValueError: a NUL or unencodable surrogate in the path
         report_error(f"cut outputs not archived ({exc}); markers say to re-run the tool instead")
     decisions = [replace(d, archive_path=None) for d in result.decisions]
+    # Rebuilt from the input: an old turn stays (its calls dropped with re-run markers), since
+    # only a saved file could hold its replies.
     rebuilt = apply_decisions(messages, decisions, result.calls, shape_of(options))
-    stats = replace(result.stats, chars_after=sum(message_chars(m) for m in rebuilt))
+    stats = replace(result.stats, chars_after=sum(message_chars(m) for m in rebuilt), evicted_turns=0)
     return CompactResult(rebuilt, decisions, result.calls, stats, {})

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any
 
-from ..markers import LEAD_NOTE
+from ..markers import is_lead_note, lead_note
 from ..messages import SessionMessage
+from ..turn_eviction import in_flight_preserve
 from .answer import STDOUT_SOFT_LIMIT, answer_size, fallback_answer, file_answer, skip_answer, toast_text, wire_messages, wired
 from .answer_file import ANSWERS_DIR, remove_stale, write_messages
 from .archive import ARCHIVE_DIR, saved_or_unpointed
@@ -26,46 +27,21 @@ from .tally import Tally
 from .turns import carried_by, regroup, turn_problems
 
 
-def in_flight_preserve(messages: Sequence[SessionMessage], preserve: int) -> int:
-    """Widen the recent-message window so a trailing tool exchange stays verbatim.
-
-    Auto compaction can fire mid-turn, after a tool_result and before the model has read it.
-    Dropping or truncating that pair would make the model ask for the tool again, so every
-    message from the assistant message holding the trailing calls to the end is pinned.
-    """
-    if not messages:
-        return preserve
-    # Parallel calls come as one message per call and per result: the whole trailing run counts.
-    trailing_ids: set[str] = set()
-    role = messages[-1].role
-    for message in reversed(messages):
-        blocks = message.toolResults if role == "user" else message.toolUses
-        if message.role != role or not blocks:
-            break
-        trailing_ids.update(b.tool_use_id for b in blocks)
-    if not trailing_ids:
-        return preserve
-    first = len(messages) - 1
-    for index in range(len(messages) - 1, -1, -1):
-        if any(u.tool_use_id in trailing_ids for u in messages[index].toolUses):
-            first = min(first, index)
-    return max(preserve, len(messages) - first)
-
-
 async def _compact(
     messages: list[SessionMessage], asker: Any, options: Any, closer: Any, cache: Any = None, deadline: Deadline | None = None
 ) -> Any:
-    """The compaction; with a ``deadline`` (a judge that waits on the network) it stops in time."""
-    from ..compaction import compact
+    """The compaction, down the eviction ladder as far as the window needs; with a ``deadline``
+    (a judge that waits on the network) it stops in time."""
+    from ..ladder import compact_to_fit
 
     try:
         if deadline is None:  # an in-process judge never waits: the watchdog covers it
-            return await compact(messages, asker, options, cache)
+            return await compact_to_fit(messages, asker, options, cache)
         import asyncio
 
         try:
             async with asyncio.timeout(deadline.compaction_budget_s()):
-                return await compact(messages, asker, options, cache)
+                return await compact_to_fit(messages, asker, options, cache)
         except TimeoutError:
             raise deadline.error() from None
     finally:
@@ -103,7 +79,10 @@ def run_compaction(
     # fire), not the model's, which may be many times larger.
     engine = None if event.agentId else engine_limit_of(event.context)
     aimed = engine.window if engine is not None and event.trigger in ENGINE_TRIGGERS else window
-    if aimed is not None:
+    # A `/compact` typed under the target asks for a compaction the window does not need: it
+    # gets the budget without a window (targetReduction), as before the window-aware budget.
+    asked_anyway = event.trigger == "manual" and aimed is not None and aimed.percent < config.target_percent
+    if aimed is not None and not asked_anyway:
         options = replace(options, window_tokens=aimed.size, context_tokens=aimed.tokens)
     goal = options.goal
     preserve = in_flight_preserve(messages, options.preserve_recent_messages)
@@ -146,10 +125,10 @@ def run_compaction(
     # The rebuilt history lives on as ``out``; the outcome's record reads the decisions, calls
     # and figures only, so the turns regroup merged are not kept beside it while it is wired.
     result = replace(result, messages=[])
-    if (result.stats.truncated or result.stats.dropped) and not any(m.text == LEAD_NOTE for m in out):
+    if (result.stats.truncated or result.stats.dropped or result.stats.evicted_turns) and not any(is_lead_note(m.text) for m in out):
         # Once per history: a later pass finds it and adds none (the engine merges it into the
-        # first user message of the request).
-        out = [SessionMessage(role="user", text=LEAD_NOTE), *out]
+        # first user message of the request). It names the archive folder once a file is in it.
+        out = [SessionMessage(role="user", text=lead_note(options.archive_dir if result.archive else None)), *out]
     toast = toast_text(result.stats, gate.reason)
     answer: Answer = {"action": "replace", "messages": [], "toast": toast, "log": lines}
     # Sized one message at a time: a history too large to send is never built as one text.

@@ -1,0 +1,157 @@
+"""The eviction ladder, one entry point for the hook and the CLI: :func:`compact_to_fit`.
+
+Each rung is taken only when the ones before it leave the context above what the window needs
+(``policy.chars_to_free``): a) to c) the pass (``compaction.compact``: tool results, and what
+it cuts besides); d) the oldest whole turns (``turn_eviction.py``); e) the pinned recent window
+shrinks to the turn in flight (the pass runs again over d's history with that pin, then d again,
+the first message's turn included);
+f) nothing more: the result says how far it got, and the hook's gate sends a pass still over
+the window to the built-in summary. Without a window the pass alone runs, as it always did.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Sequence
+
+from .compaction import CompactResult, compact
+from .decisions import (
+    BUDGET,
+    DROP,
+    INPUT_ARCHIVED,
+    KEEP,
+    OLD_TURN,
+    PINNED,
+    SMALL,
+    THRESHOLD,
+    TRUNCATE,
+    UNDER_CUT,
+    UNDER_TARGET,
+    CallDecision,
+)
+from .options import CompactOptions
+from .policy import CHARS_PER_TOKEN, chars_to_free
+from .stats import CompactStats, input_chars
+from .turn_eviction import Eviction, evict_turns, in_flight_preserve
+
+if TYPE_CHECKING:
+    from .answer_cache import AnswerCache
+    from .asker import JevAsker
+    from .messages import SessionMessage
+
+# Reasons that are not a rule's name (compaction.py counts a decision settled by rules by name).
+_NOT_RULES = frozenset({PINNED, SMALL, THRESHOLD, UNDER_CUT, BUDGET, OLD_TURN, UNDER_TARGET, INPUT_ARCHIVED})
+
+
+async def compact_to_fit(
+    messages: Sequence[SessionMessage],
+    asker: JevAsker,
+    options: CompactOptions | None = None,
+    cache: AnswerCache | None = None,
+) -> CompactResult:
+    """Compact ``messages``, down the ladder as far as the window needs; without a window
+    (``options.window_tokens`` 0) exactly what :func:`compaction.compact` returns."""
+    started = time.perf_counter()
+    opts = options or CompactOptions()
+    first = await compact(messages, asker, opts, cache)
+    # The need is of the context before the pass (the engine's count of it when given), so what
+    # is left of it is that need less what the ladder freed so far.
+    need = chars_to_free(first.stats.chars_before, opts)
+    if need is None or _left(need, first.stats, first.stats.chars_after) <= 0 or not opts.archive_dir:
+        # An old turn leaves only into the archive: without one the ladder stops at the pass.
+        return first
+    archive_dir = opts.archive_dir
+    preserve = opts.preserve_recent_messages
+    left = _left(need, first.stats, first.stats.chars_after)
+    evicted = evict_turns(messages, first.messages, first.calls, preserve, left, archive_dir)
+    chars_after = first.stats.chars_after - evicted.freed
+    steps: list[CompactResult] = []
+    evictions = [evicted]
+    history = evicted.messages
+    # Rung e: the pin shrinks to the turn in flight's trailing calls (a prompt is never cut, the
+    # user's last one included), and the first message is pinned no more.
+    pin = in_flight_preserve(history, 0)
+    if _left(need, first.stats, chars_after) > 0 and pin < preserve:
+        # The pass again over d's history with that pin, then d again.
+        # The pass measures its own need: of d's history, whose count (when the engine gave one
+        # for the whole context) is that count less what the ladder freed so far.
+        freed = first.stats.chars_before - chars_after
+        context = max(1, round(opts.context_tokens - freed / CHARS_PER_TOKEN)) if opts.context_tokens else 0
+        again = await compact(history, asker, replace(opts, preserve_recent_messages=pin, context_tokens=context), cache)
+        chars_after = again.stats.chars_after
+        evicted = evict_turns(
+            history, again.messages, again.calls, pin, _left(need, first.stats, chars_after), archive_dir, keep_first=False
+        )
+        chars_after -= evicted.freed
+        steps.append(again)
+        evictions.append(evicted)
+        history = evicted.messages
+    elif _left(need, first.stats, chars_after) > 0:
+        # The pin holds the turn in flight already: only the first message's turn is freed, so d
+        # runs once more over the pass's output (oldest first, that turn included).
+        evicted = evict_turns(messages, first.messages, first.calls, preserve, left, archive_dir, keep_first=False)
+        chars_after = first.stats.chars_after - evicted.freed
+        evictions = [evicted]
+        history = evicted.messages
+    if not steps and not evicted.turns:
+        return first
+    return _combined(first, steps, evictions, history, chars_after, started, need)
+
+
+def _left(need: float, stats: CompactStats, chars_after: int) -> float:
+    """What is still to free of ``need`` once the context is ``chars_after`` characters."""
+    return need - (stats.chars_before - chars_after)
+
+
+def _combined(
+    first: CompactResult,
+    steps: list[CompactResult],
+    evictions: list[Eviction],
+    history: list[SessionMessage],
+    chars_after: int,
+    started: float,
+    need: float,
+) -> CompactResult:
+    """One result for the whole ladder: the first pass's calls and ids, each call's latest cut,
+    an evicted turn's calls dropped to its file, the judge's figures summed."""
+    by_id = {decision.tool_use_id: decision for decision in first.decisions}
+    archive = dict(first.archive)
+    media = dict(first.media)
+    for step, evicted in zip([first, *steps], evictions):
+        if step is not first:
+            archive.update(step.archive)
+            media.update(step.media)
+            for decision in step.decisions:
+                earlier = by_id.get(decision.tool_use_id)
+                if earlier is not None and decision.action != KEEP:
+                    by_id[decision.tool_use_id] = replace(decision, id=earlier.id)
+        archive.update(evicted.archive)
+        for turn in evicted.turns:
+            for call in turn.calls:
+                earlier = by_id[call.tool_use_id]
+                by_id[call.tool_use_id] = CallDecision(
+                    earlier.id, call.tool_use_id, call.tool, earlier.keep_call, earlier.keep_result, DROP, OLD_TURN,
+                    call.result_chars + input_chars(call.input), turn.path,
+                )
+    decisions = [by_id[decision.tool_use_id] for decision in first.decisions]
+    stats = replace(
+        first.stats,
+        messages_after=len(history),
+        chars_after=chars_after,
+        kept=sum(d.action == KEEP and d.reason != PINNED for d in decisions),
+        truncated=sum(d.action == TRUNCATE for d in decisions),
+        dropped=sum(d.action == DROP for d in decisions),
+        pinned=sum(d.reason == PINNED for d in decisions),
+        settled_by_rules=sum(d.reason not in _NOT_RULES for d in decisions),
+        evicted_turns=sum(len(evicted.turns) for evicted in evictions),
+        short_chars=max(0, round(_left(need, first.stats, chars_after))),
+        inputs_archived=first.stats.inputs_archived + sum(step.stats.inputs_archived for step in steps),
+        media_archived=first.stats.media_archived + sum(step.stats.media_archived for step in steps),
+        ms=(time.perf_counter() - started) * 1000,
+    )
+    for step in steps:
+        for name in ("requests", "remembered", "estimated_tokens", "retries", "failed_batches", "input_tokens", "output_tokens"):
+            setattr(stats, name, getattr(stats, name) + getattr(step.stats, name))
+        stats.state_tokens = max(stats.state_tokens, step.stats.state_tokens)
+    return CompactResult(history, decisions, first.calls, stats, archive, media)

@@ -1,0 +1,209 @@
+"""Rung d of the eviction ladder: the oldest whole turns move to the archive, one file and one
+index line each, until a window's need is met (``ladder.py`` decides when).
+
+A turn is a user prompt (a user message without tool results) and every message after it up to
+the next prompt: the assistant's replies, its calls and their results, as the pass left them
+(digests and drop markers included). An evicted turn keeps its prompt, the very same object, and
+in place of the rest one assistant message, the index line (``markers.turn_index_line``): the
+calls made, the files touched, and the archive file that holds the turn. Prompt, index line,
+next prompt: roles still alternate, and a call and its result leave together, since a turn is
+evicted only when every call in it has its result in it and every result its call.
+
+Never evicted: the last turn (the one in flight), a turn with a message in the pinned recent
+window, a turn evicted already (its index line alone), a turn whose eviction frees nothing; nor
+the first message's turn while the first message is pinned (until rung e shrinks the pin to the
+turn in flight: ``keep_first``).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import Sequence
+
+from .archive import archive_path
+from .lexicon import EDIT, READ, call_shape
+from .markers import is_turn_index_line, turn_index_line
+from .messages import SessionMessage
+from .pairing import ToolCall, pinned_positions
+from .records import frozen
+from .stats import message_chars
+from .textutil import js_json
+
+
+def is_prompt(message: SessionMessage) -> bool:
+    """A user message that is not tool results: what starts a turn."""
+    return message.role == "user" and not message.toolResults
+
+
+def prompt_positions(messages: Sequence[SessionMessage]) -> list[int]:
+    return [index for index, message in enumerate(messages) if is_prompt(message)]
+
+
+def in_flight_preserve(messages: Sequence[SessionMessage], preserve: int) -> int:
+    """Widen the recent-message window so a trailing tool exchange stays verbatim.
+
+    Auto compaction can fire mid-turn, after a tool_result and before the model has read it.
+    Dropping or truncating that pair would make the model ask for the tool again, so every
+    message from the assistant message holding the trailing calls to the end is pinned.
+    """
+    if not messages:
+        return preserve
+    # Parallel calls come as one message per call and per result: the whole trailing run counts.
+    trailing_ids: set[str] = set()
+    role = messages[-1].role
+    for message in reversed(messages):
+        blocks = message.toolResults if role == "user" else message.toolUses
+        if message.role != role or not blocks:
+            break
+        trailing_ids.update(b.tool_use_id for b in blocks)
+    if not trailing_ids:
+        return preserve
+    first = len(messages) - 1
+    for index in range(len(messages) - 1, -1, -1):
+        if any(u.tool_use_id in trailing_ids for u in messages[index].toolUses):
+            first = min(first, index)
+    return max(preserve, len(messages) - first)
+
+
+@frozen(slots=True)
+class EvictedTurn:
+    """One turn moved to the archive: the calls it held (pairing's, dropped ones included), its
+    file and the characters its eviction freed."""
+
+    calls: tuple[ToolCall, ...]
+    path: str
+    freed: int
+
+
+@frozen
+class Eviction:
+    messages: list[SessionMessage]
+    turns: list[EvictedTurn]
+    # path -> the turn's rendering, one file per evicted turn.
+    archive: dict[str, str]
+
+    @property
+    def freed(self) -> int:
+        return sum(turn.freed for turn in self.turns)
+
+
+def evict_turns(
+    source: Sequence[SessionMessage],
+    rebuilt: Sequence[SessionMessage],
+    calls: Sequence[ToolCall],
+    preserve_recent_messages: int,
+    need: float,
+    archive_dir: str,
+    *,
+    keep_first: bool = True,
+) -> Eviction:
+    """Evict the oldest turns of ``rebuilt`` until ``need`` characters are freed (or none is left).
+
+    ``rebuilt`` is what a pass made of ``source``, ``calls`` its pairing of ``source`` (with
+    ``preserve_recent_messages``, the pin). A pass hands back every prompt as the very same
+    object, in order, so a turn of one is a turn of the other: the pin and the calls (those a
+    drop took out of ``rebuilt`` too) are read on ``source``, the text to move on ``rebuilt``.
+    """
+    source_prompts = prompt_positions(source)
+    prompts = _same_prompts(source, source_prompts, rebuilt)
+    pinned = pinned_positions(len(source), preserve_recent_messages)
+    pin_start = pinned[1] if len(pinned) > 1 else len(source)
+    calls_by_turn: list[list[ToolCall]] = [[] for _ in source_prompts]
+    for call in calls:
+        turn = bisect_right(source_prompts, call.call_index) - 1
+        if turn >= 0:
+            calls_by_turn[turn].append(call)
+
+    turns: list[EvictedTurn] = []
+    archive: dict[str, str] = {}
+    replaced: dict[int, SessionMessage] = {}  # prompt position in ``rebuilt`` -> its index line
+    freed = 0
+    # The last turn is the one in flight; the first message's turn starts at 0.
+    for k in range(len(prompts) - 1):
+        if freed >= need:
+            break
+        if (keep_first and source_prompts[k] == 0) or source_prompts[k + 1] > pin_start:
+            continue
+        body = rebuilt[prompts[k] + 1 : prompts[k + 1]]
+        if not body or not _closed(body) or (len(body) == 1 and is_turn_index_line(body[0].text)):
+            continue
+        text = render_turn(rebuilt[prompts[k]], body)
+        path = archive_path(archive_dir, text)
+        turn_chars = sum(message_chars(message) for message in body)
+        index = SessionMessage(
+            role="assistant", text=turn_index_line(_tools(calls_by_turn[k]), _files(calls_by_turn[k]), turn_chars, path)
+        )
+        gained = turn_chars - message_chars(index)
+        if gained <= 0:
+            continue
+        turns.append(EvictedTurn(tuple(calls_by_turn[k]), path, gained))
+        archive[path] = text
+        replaced[prompts[k]] = index
+        freed += gained
+    if not turns:
+        return Eviction(list(rebuilt), [], {})
+    out: list[SessionMessage] = []
+    skip_to = 0
+    for k, at in enumerate(prompts):
+        out.extend(rebuilt[skip_to:at + 1])
+        line = replaced.get(at)
+        if line is None:
+            skip_to = at + 1
+        else:
+            out.append(line)
+            skip_to = prompts[k + 1]
+    out.extend(rebuilt[skip_to:])
+    return Eviction(out, turns, archive)
+
+
+def _same_prompts(source: Sequence[SessionMessage], source_prompts: list[int], rebuilt: Sequence[SessionMessage]) -> list[int]:
+    """Where ``source``'s prompts are in ``rebuilt``. By identity, not by shape: a result message
+    with text whose results were all dropped comes back as text alone, yet starts no turn."""
+    found: list[int] = []
+    for index, message in enumerate(rebuilt):
+        if len(found) < len(source_prompts) and message is source[source_prompts[len(found)]]:
+            found.append(index)
+    if len(found) != len(source_prompts):
+        raise ValueError("a pass rewrote or removed a user prompt")
+    return found
+
+
+def _closed(body: Sequence[SessionMessage]) -> bool:
+    """Whether every call in ``body`` has its result in it, and every result its call."""
+    uses = {use.tool_use_id for message in body for use in message.toolUses}
+    results = {result.tool_use_id for message in body for result in message.toolResults or ()}
+    return uses == results
+
+
+def _tools(calls: Sequence[ToolCall]) -> list[tuple[str, int]]:
+    """(tool, count) in order of first use."""
+    counts: dict[str, int] = {}
+    for call in calls:
+        counts[call.tool] = counts.get(call.tool, 0) + 1
+    return list(counts.items())
+
+
+def _files(calls: Sequence[ToolCall]) -> list[str]:
+    """The files the calls read or edited, each once, in order of first use."""
+    files: dict[str, None] = {}
+    for call in calls:
+        shape = call_shape(call.tool, call.input)
+        if shape.kind in (READ, EDIT) and shape.file:
+            files.setdefault(shape.file)
+    return list(files)
+
+
+def render_turn(prompt: SessionMessage, body: Sequence[SessionMessage]) -> str:
+    """A turn as the archive holds it, plain text the Read tool shows: the prompt, then each
+    reply, call (tool, id, input as JSON) and output in order, under a heading line each."""
+    names = {use.tool_use_id: use.tool for message in body for use in message.toolUses}
+    parts = [f"## the user's prompt\n{prompt.text}"]
+    for message in body:
+        if message.text:
+            parts.append(f"## {'the assistant' if message.role == 'assistant' else 'a user message'}\n{message.text}")
+        for use in message.toolUses:
+            parts.append(f"## {use.tool} call {use.tool_use_id}\n{js_json(use.input)}")
+        for result in message.toolResults or ():
+            error = " (an error)" if result.isError else ""
+            parts.append(f"## output of {names.get(result.tool_use_id, 'the')} call {result.tool_use_id}{error}\n{result.text}")
+    return "\n\n".join(parts) + "\n"

@@ -16,7 +16,7 @@ from .archive import ARCHIVE_DIR, saved_or_unpointed
 from .config import resolve_hook_config
 from .deadline import Deadline
 from .event import HookEvent
-from .gate import after_pass, before_pass, engine_limit_of, window_of
+from .gate import after_pass, before_pass, engine_limit_of, unmeasured_tokens, window_of
 from .judge import answer_cache, build_asker
 from .log import HookLog
 from .media import with_media
@@ -92,7 +92,9 @@ def run_compaction(
     if not messages:
         return Outcome(skip_answer("nothing to compact", lines), "skipped", "nothing to compact")
 
-    window = window_of(event.context)
+    # A subagent's messages are not what the main conversation's figures measure.
+    unmeasured = 0 if event.agentId else unmeasured_tokens(messages)
+    window = window_of(event.context, unmeasured)
     early = before_pass(window, event.trigger, config.target_percent)
     if early is not None:
         return Outcome(skip_answer(early.reason, lines), "skipped", early.reason)
@@ -129,7 +131,7 @@ def run_compaction(
         result.stats, window, event.trigger, target_percent=config.target_percent,
         min_freed_percent=config.min_freed_percent, min_reduction_ratio=config.min_reduction_ratio,
         # A subagent's transcript is not what the main conversation's figures measure.
-        engine=None if event.agentId else engine_limit_of(event.context),
+        engine=None if event.agentId else engine_limit_of(event.context, unmeasured),
     )
     if gate.verdict == "skip":
         return Outcome(skip_answer(gate.reason, lines), "skipped", f"{gate.reason}: {summary}", result, goal, judge)

@@ -23,7 +23,7 @@ from .media import with_media
 from .meta import read_hung_texts, transcript_file
 from .outcome import Answer, Outcome
 from .tally import Tally
-from .turns import carried_by, regroup, turn_problems
+from .turns import carried_by, regroup, replies, turn_problems
 
 
 def in_flight_preserve(messages: Sequence[SessionMessage], preserve: int) -> int:
@@ -139,7 +139,7 @@ def run_compaction(
         reason = f"{gate.reason}: {summary}"
         return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, gate.category)
 
-    out = regroup(result.messages, carried_by(messages, _hung_texts(event, messages, log)))
+    out = regroup(result.messages, carried_by(messages, _hung_texts(event, messages, log)), replies(messages))
     # The rebuilt history lives on as ``out``; the outcome's record reads the decisions, calls
     # and figures only, so the turns regroup merged are not kept beside it while it is wired.
     result = replace(result, messages=[])

@@ -174,6 +174,26 @@ def test_corpus_tool_uses_carry_their_outcome(corpus_dir: Path, path: Path) -> N
 
 
 @corpus_files
+def test_corpus_results_no_pass_cut_are_written_back_as_they_came(corpus_dir: Path, path: Path) -> None:
+    """Issue 22's round trip: a session file made of the messages as read holds each result's
+    content as the transcript wrote it (tool references and images included), bar a list of
+    text items only, which comes back as its text."""
+    from fast_jev_compaction.session_file import transcript_records
+
+    written = {
+        block["tool_use_id"]: block["content"]
+        for record in transcript_records(_parsed(path).messages)
+        for block in _blocks(record, "tool_result")
+    }
+    for record in _simple_live(_raw_records(path)):
+        for block in _blocks(record, "tool_result"):
+            content = block.get("content")
+            if isinstance(content, list) and all(isinstance(i, dict) and i.get("type") == "text" for i in content):
+                content = "\n".join(i["text"] for i in content)
+            assert written.get(block["tool_use_id"], content) == ("" if content is None else content)
+
+
+@corpus_files
 def test_corpus_load_messages_agrees_with_parse_transcript(corpus_dir: Path, path: Path) -> None:
     parsed = _parsed(path)
     if not parsed.stats.recognised:
@@ -509,7 +529,15 @@ def test_hand_written_transcript() -> None:
             "role": "user",
             "text": "and also this",
             "toolUses": [],
-            "toolResults": [{"tool_use_id": "t3", "text": "[tool: TaskCreate]\n[image: image/png]\n[mystery]", "isError": False}],
+            "toolResults": [{
+                "tool_use_id": "t3", "text": "[tool: TaskCreate]\n[image: image/png]\n[mystery]", "isError": False,
+                # Text cannot give these items back: the content as written rides along.
+                "content": [
+                    {"type": "tool_reference", "tool_name": "TaskCreate"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
+                    {"type": "mystery", "payload": 1},
+                ],
+            }],
             "handle": "r3",
             "extraBlocks": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "BBBB"}}],
         },

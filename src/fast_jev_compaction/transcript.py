@@ -135,6 +135,16 @@ def _result_item_text(item: Any) -> str:
     return f"[{kind}]" if isinstance(kind, str) else "[item]"
 
 
+def _raw_content(content: Any) -> Mapping[str, Any]:
+    """A result's content list as written, when its text cannot give it back (a tool
+    reference, an image, a document): a result no pass cuts is written back as it came."""
+    if isinstance(content, list) and not all(
+        isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str) for item in content
+    ):
+        return {"content": content}
+    return NO_EXTRA
+
+
 def _result_text(content: Any) -> str:
     if content is None:
         return ""
@@ -324,10 +334,12 @@ class _Assembler:
             elif kind == "tool_result" and isinstance(block.get("tool_use_id"), str):
                 given: str = block["tool_use_id"]
                 call = calls.get(given)
+                raw = block.get("content")
                 result = ToolResult(
                     tool_use_id=given if call is None else call.tool_use_id,
-                    text=_result_text(block.get("content")),
+                    text=_result_text(raw),
                     isError=block.get("is_error") is True,
+                    extra=_raw_content(raw),
                 )
                 if call is None:
                     if given in early:

@@ -692,6 +692,13 @@ def test_a_second_result_for_one_call_is_an_error_naming_its_line() -> None:
         "twice.jsonl:8: a second tool_result for toolu_01A; a call has one result: remove the repeated line")
 
 
+def test_an_export_s_out_of_order_result_is_named_by_its_item() -> None:
+    session = _cc_session()
+    session[1]["parentUuid"] = "u-1"
+    with pytest.raises(TranscriptError, match=r"^export\.json: item 2: the tool_result for toolu_01B comes before its call,"):
+        load_messages(json.dumps({"loglines": session}), "export.json")
+
+
 def test_a_result_whose_call_is_not_in_the_file_stays_where_it_was() -> None:
     # After a compact boundary a result can name a call (and a parent) the live part lacks.
     session = _cc_session()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import field, replace
@@ -217,9 +218,10 @@ class _Assembler:
     after its call, and a second result for one call, are errors naming the line.
     """
 
-    def __init__(self, stats: TranscriptStats) -> None:
+    def __init__(self, stats: TranscriptStats, where: Callable[[Any], str] = str) -> None:
         self.messages: list[SessionMessage] = []
         self.stats = stats
+        self._where = where  # a record's place, for errors
         # Each call met so far, by id: its result shares the id string and copies its outcome
         # onto it.
         self._calls: dict[str, ToolUse] = {}
@@ -227,7 +229,7 @@ class _Assembler:
         # records are in order; at the end, only results whose call never came).
         self._early: dict[str, _Early] = {}
         # Result records read before their call, by the parentUuid they wait for.
-        self._held: dict[str, list[_Held]] = {}
+        self.held: dict[str, list[_Held]] = {}
         self._held_count = 0
         # Short input values and whole inputs, one each (messages.shared_input).
         self._inputs: dict[Any, Any] = {}
@@ -236,15 +238,17 @@ class _Assembler:
         self._turns: dict[str, int] = {}
 
     def add(self, role: str, handle: str | None, content: str | list[Any], is_meta: bool = False,
-            message_id: str | None = None, parent: Any = None, where: Callable[[], str] = lambda: "?") -> None:
-        if isinstance(parent, str) and isinstance(content, list) and self._before_its_call(content):
+            message_id: str | None = None, parent: Any = None, place: Any = "?") -> None:
+        """``place`` is the record, named in errors by the ``where`` the assembler was made
+        with, or its place already named (a string)."""
+        if role == "user" and isinstance(content, list) and isinstance(parent, str) and self._before_its_call(content):
             self._held_count += 1
-            held = _Held(role, handle, content, is_meta, len(self.messages), where(), self._held_count)
-            self._held.setdefault(parent, []).append(held)
+            held = _Held(role, handle, content, is_meta, len(self.messages), self._named(place), self._held_count)
+            self.held.setdefault(parent, []).append(held)
             return
         turn = self._turns.get(message_id) if message_id is not None else None
         at = len(self.messages) if turn is None else turn // 2
-        blocks = self._blocks(content, at, where)
+        blocks = self._blocks(content, at, place)
         if turn is not None:
             self._merge(turn, blocks, message_id)  # type: ignore[arg-type]  # not None when turn is not
             return
@@ -261,14 +265,17 @@ class _Assembler:
 
     def _before_its_call(self, content: list[Any]) -> bool:
         calls = self._calls
-        return any(isinstance(block, dict) and block.get("type") == "tool_result"
-                   and isinstance(block.get("tool_use_id"), str) and block["tool_use_id"] not in calls
-                   for block in content)
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                given = block.get("tool_use_id")
+                if isinstance(given, str) and given not in calls:
+                    return True
+        return False
 
     def read(self, uuid: str) -> None:
         """A record with ``uuid`` was read: the results held for it as their parent follow it."""
-        for held in self._held.pop(uuid, ()):
-            self.add(held.role, held.handle, held.content, held.is_meta, where=_fixed(held.where))
+        for held in self.held.pop(uuid, ()):
+            self.add(held.role, held.handle, held.content, held.is_meta, place=held.where)
             if held.handle is not None:
                 self.read(held.handle)
 
@@ -290,7 +297,10 @@ class _Assembler:
                           old.extra.get("isMeta") is True),
         )
 
-    def _blocks(self, content: str | list[Any], at: int, where: Callable[[], str]) -> _Blocks:
+    def _named(self, place: Any) -> str:
+        return place if isinstance(place, str) else self._where(place)
+
+    def _blocks(self, content: str | list[Any], at: int, place: Any) -> _Blocks:
         """The record's blocks; ``at`` is the message they go to."""
         out = _Blocks()
         if isinstance(content, str):
@@ -328,7 +338,7 @@ class _Assembler:
                     waiting = early.pop(tool_use_id, None)
                     if waiting is not None:
                         if waiting.message < at:
-                            raise _out_of_order(waiting.where, tool_use_id, where())
+                            raise _out_of_order(waiting.where, tool_use_id, self._named(place))
                         _set_outcome(use, waiting.result)
                 out.uses = _append(out.uses, use)
             elif kind == "tool_result" and isinstance(block.get("tool_use_id"), str):
@@ -343,12 +353,12 @@ class _Assembler:
                 )
                 if call is None:
                     if given in early:
-                        raise _second_result(where(), given)
-                    early[given] = _Early(result, at, where())
+                        raise _second_result(self._named(place), given)
+                    early[given] = _Early(result, at, self._named(place))
                 elif call.text is None:
                     _set_outcome(call, result)
                 else:
-                    raise _second_result(where(), given)
+                    raise _second_result(self._named(place), given)
                 out.results = _append(out.results, result)
             else:
                 # thinking, redacted_thinking, image, document, server tools, id-less tool
@@ -369,11 +379,11 @@ class _Assembler:
     def _place_unparented(self) -> None:
         """Held records whose parent never came go where they were read (a result whose call
         is not in the file, after a compact boundary say, is left alone as before)."""
-        held = [h for waiting in self._held.values() for h in waiting]
-        self._held.clear()
+        held = [h for waiting in self.held.values() for h in waiting]
+        self.held.clear()
         # Latest first, so that each earlier one's place is still where it was.
         for record in sorted(held, key=lambda h: h.order, reverse=True):
-            self.add(record.role, record.handle, record.content, record.is_meta, where=_fixed(record.where))
+            self.add(record.role, record.handle, record.content, record.is_meta, place=record.where)
             message = self.messages.pop()
             for result in message.toolResults or ():
                 call = self._calls.get(result.tool_use_id)
@@ -383,10 +393,6 @@ class _Assembler:
 
     def _message_of(self, call: ToolUse) -> int:
         return next(i for i, m in enumerate(self.messages) if any(u is call for u in m.toolUses))
-
-
-def _fixed(where: str) -> Callable[[], str]:
-    return lambda: where
 
 
 def _out_of_order(where: str, tool_use_id: str, call_where: str | None) -> TranscriptError:
@@ -513,17 +519,20 @@ def parse_records(records: Iterable[Any], source: str = "<records>") -> Transcri
     """Turn decoded Claude Code records into the live conversation plus stats."""
     stats = TranscriptStats()
     # Each record's line (or item), for errors: the live part is picked from the whole list.
-    numbers: dict[int, int] = {}
-    line = (lambda: records.number) if isinstance(records, _Lines) else (lambda: stats.lines)
+    lines = isinstance(records, _Lines)
+    numbers = array("q")
     typed = []
     for record in _typed(records, stats):
-        numbers[id(record)] = line()
+        numbers.append(records.number if lines else stats.lines)  # type: ignore[attr-defined]
         typed.append(record)
     conversation = [r for r in typed if r["type"] in _CONVERSATION_TYPES]
     stats.subagent = bool(conversation) and all(r.get("isSidechain") is True for r in conversation)
-    place = ":" if isinstance(records, _Lines) else ": item "
-    return _assemble(_live_records(typed, stats.subagent, stats), stats,
-                     lambda record: f"{source}{place}{numbers.get(id(record), '?')}")
+
+    def where(record: Any) -> str:  # asked only for an error or a held result: a walk will do
+        number = next(n for r, n in zip(typed, numbers) if r is record)
+        return f"{source}:{number}" if lines else f"{source}: item {number}"
+
+    return _assemble(_live_records(typed, stats.subagent, stats), stats, where)
 
 
 class _NotStreamable(Exception):
@@ -590,38 +599,31 @@ def _planned_records(records: _Lines, plan: _Plan) -> TranscriptParse:
     return _assemble(live, stats, records.where)
 
 
-def _assemble(live: Iterable[dict[str, Any]], stats: TranscriptStats, where: Callable[[dict[str, Any]], str]) -> TranscriptParse:
+def _assemble(live: Iterable[dict[str, Any]], stats: TranscriptStats, where: Callable[[Any], str]) -> TranscriptParse:
     """The messages of the live records; ``where`` names a record's place in errors."""
-    assembler = _Assembler(stats)
+    assembler = _Assembler(stats, where)
     for record in live:
-        uuid = record.get("uuid")
-        if not isinstance(uuid, str):
-            uuid = None
-        _add(assembler, record, uuid, stats, where)
-        if uuid is not None:  # any record may be the parent a held result waits for
-            assembler.read(uuid)
+        kind = record["type"]
+        if kind not in _CONVERSATION_TYPES:
+            stats.skipped_types[kind] += 1
+        elif record.get("isSidechain") is True and not stats.subagent:
+            stats.sidechain_skipped += 1
+        else:
+            message = record.get("message")
+            content = message.get("content") if isinstance(message, dict) else None
+            if isinstance(content, (str, list)):
+                stats.conversation += 1
+                uuid = record.get("uuid")
+                message_id = message.get("id") if kind == "assistant" else None  # type: ignore[union-attr]
+                assembler.add(kind, uuid if isinstance(uuid, str) else None, content, record.get("isMeta") is True,
+                              message_id if isinstance(message_id, str) else None, record.get("parentUuid"), record)
+            else:
+                stats.malformed_records += 1
+        if assembler.held:  # any record may be the parent a held result waits for
+            uuid = record.get("uuid")
+            if isinstance(uuid, str):
+                assembler.read(uuid)
     return TranscriptParse(assembler.finish(), stats)
-
-
-def _add(assembler: _Assembler, record: dict[str, Any], uuid: str | None, stats: TranscriptStats,
-         where: Callable[[dict[str, Any]], str]) -> None:
-    kind = record["type"]
-    if kind not in _CONVERSATION_TYPES:
-        stats.skipped_types[kind] += 1
-        return
-    if record.get("isSidechain") is True and not stats.subagent:
-        stats.sidechain_skipped += 1
-        return
-    message = record.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, (str, list)):
-        stats.malformed_records += 1
-        return
-    stats.conversation += 1
-    message_id = message.get("id") if kind == "assistant" else None  # type: ignore[union-attr]
-    assembler.add(kind, uuid, content, record.get("isMeta") is True,
-                  message_id if isinstance(message_id, str) else None, record.get("parentUuid"),
-                  lambda: where(record))
 
 
 class _Lines:
@@ -699,7 +701,7 @@ def _parse_blocks_conversation(items: list[dict[str, Any]], source: str) -> list
                 is_error = block.get("is_error", block.get("isError")) is True
                 block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error}
             normalised.append(block)
-        assembler.add(role, None, normalised, where=_fixed(f"{source}: item {number}"))
+        assembler.add(role, None, normalised, place=f"{source}: item {number}")
     return assembler.finish()
 
 

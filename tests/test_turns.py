@@ -240,6 +240,7 @@ def test_every_mix_of_keep_truncate_drop_keeps_the_turn_shape(messages: list[Ses
         expected = 0 if keeps_handle(source) or not survived else 1
         assert sum(m.text.count(text) for m in out) == expected
         assert all(m.role == "user" for m in out if text in m.text)
+    sent = out
     out = [m for m in out if m.toolResults or not m.text.startswith("<meta of ")]
 
     # What the engine will read pairs up: no result away from its call, none twice, none orphaned.
@@ -282,7 +283,7 @@ def test_every_mix_of_keep_truncate_drop_keeps_the_turn_shape(messages: list[Ses
 
     # A run of assistant messages only after a reply left with prose and no calls: every turn is
     # one message, and its replies stay apart.
-    for before, after in zip(out, out[1:]):
+    for before, after in zip(sent, sent[1:]):
         if before.role == after.role == "assistant":
             assert not before.toolUses and re.sub(r"\[fast-jev-compaction: [^\n]*? if needed\]", "", before.text).strip()
 

@@ -15,16 +15,14 @@ instead, and "nothing left to prune" is never a failure. By who asked for the co
   from this plugin, and it would throw away the verbatim history).
 - ``auto`` and ``precompute`` (the engine at its own threshold): judged against what made the
   engine fire, its ``autoCompactThreshold`` in its compaction window (the mod reads both from
-  the usage breakdown). A pass that frees nothing never replaces: it skips while the model's
-  window has room (below), else the summary runs. A pass that brings the context under the
-  threshold replaces. Over it,
-  while the model's window still has the engine's buffer free beyond the context (a
-  compaction window smaller than the model's, as ``--autocompact`` or the settings give), the
-  engine can go on: a pass that frees anything replaces and one that frees nothing skips (the
-  engine then shows "not compacted", carries on with the turn and asks again at its next
-  check). Only with that room gone does a pass need the threshold or ``minFreedPercent``
-  points, else the summary runs: a session that cannot send its next request is worse than a
-  summary. Without the engine's figures (a subagent's transcript: the usage is the main
+  the usage breakdown). While the model's window still has the engine's buffer free beyond the
+  context (a compaction window smaller than the model's, as ``--autocompact`` or the settings
+  give), the engine can go on: a pass that frees anything replaces and one that frees nothing
+  skips, under the threshold or over it (the engine then shows "not compacted", carries on with
+  the turn and asks again at its next check). With that room gone, a pass replaces when it
+  brings the context under the threshold or frees ``minFreedPercent`` points, else the summary
+  runs: a session that cannot send its next request is worse than a summary. A pass that
+  frees nothing never replaces. Without the engine's figures (a subagent's transcript: the usage is the main
   conversation's) a pass that frees anything replaces and one that frees nothing falls back.
 
 ``minReductionRatio`` set above 0 restores the ratio for every trigger: below it the summary

@@ -304,3 +304,14 @@ def test_six_long_replies_with_nothing_to_prune_hand_the_full_window_to_the_summ
     assert "over the engine's 167k threshold and the model's window is full" in answer["reason"]
     [(row, _decisions)] = compactions(data_dir)
     assert (row.outcome, row.fallback_reason) == ("fallback", "below-target")
+
+
+def test_the_plugin_trigger_s_window_holds_the_last_reply(data_dir: Path) -> None:
+    """38 % measured, and a 35,000-character reply after it: 48 %, over the 40 % target."""
+    messages = [
+        {"role": "user", "text": "Describe the ledger.", "toolUses": [], "handle": "u0"},
+        {"role": "assistant", "text": "x" * 35_000, "toolUses": [], "handle": "a0"},
+    ]
+    context = {"tokens": 38_000, "window": 100_000, "percent": 38}
+    answer, _ = run_hook(json.dumps(event(messages, data_dir, trigger="plugin", context=context)).encode(), data_dir)
+    assert (answer["action"], answer["reason"]) == ("skip", "nothing left to prune; context 48% → 48%, over the 40% target")

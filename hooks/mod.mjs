@@ -295,6 +295,21 @@ export const register = (on, options) => {
     return result
   }).catch(($, e, next) => next(e))
 
+  // The usage counts the last request's input, not the reply to it, which the context holds too
+  // (a long reply is tens of points of a window). The turn's own usage names that reply's
+  // output when its input side is the request the usage measured; otherwise the percent stands.
+  function percentWithReply(context, turnUsage) {
+    const percent = context ? context.percent : undefined
+    if (typeof percent !== 'number' || !turnUsage || typeof turnUsage !== 'object') return percent
+    const { tokens, window } = context
+    const sides = [turnUsage.input_tokens, turnUsage.cache_creation_input_tokens, turnUsage.cache_read_input_tokens]
+    const input = sides.reduce((sum, side) => sum + (Number.isFinite(side) ? side : 0), 0)
+    const output = turnUsage.output_tokens
+    if (!Number.isFinite(tokens) || !Number.isFinite(window) || window <= 0 || input !== tokens) return percent
+    if (!Number.isFinite(output) || output <= 0) return percent
+    return Math.round((100 * (tokens + output)) / window)
+  }
+
   // The 60 % trigger fires when usage crosses compactAtPercent upward, once per crossing. While
   // usage stays above (its own pass skipped or could not reach its target), it fires again only
   // after usage grew by REARM_POINTS or another compaction changed the history: never on every turn.
@@ -305,7 +320,7 @@ export const register = (on, options) => {
     compacting = true
     try {
       const usage = await $.session.usage()
-      const percent = usage && usage.context ? usage.context.percent : undefined
+      const percent = percentWithReply(usage ? usage.context : undefined, e.usage)
       if (changedByOthers || (typeof percent === 'number' && percent < compactAtPercent)) firedAt = undefined
       changedByOthers = false
       if (typeof percent === 'number' && percent >= compactAtPercent && (firedAt === undefined || percent >= firedAt + REARM_POINTS)) {

@@ -261,13 +261,14 @@ test('the python option wins over the environment', { options: { python: '/opt/v
 
 const TURN = { answer: 'Done.', durationMs: 10, isAborted: false, turnId: 't-1', reason: 'answer' } as const
 
-function turnWorld(on: any, percent: number | undefined | (number | undefined)[], compactFails = false) {
+function turnWorld(on: any, percent: number | undefined | (number | undefined)[], compactFails = false,
+                   figures: { tokens: number; window: number } = { tokens: 1, window: 100 }) {
   const seen = { usage: 0, compactions: 0, next: 0, logs: [] as string[] }
   const percents = Array.isArray(percent) ? percent : undefined
   on('session.usage', async () => {
     seen.usage += 1
     const now = percents ? percents[Math.min(seen.usage - 1, percents.length - 1)] : percent
-    return { value: { startedAt: 0, context: { tokens: 1, window: 100, percent: now }, rateLimits: [] } }
+    return { value: { startedAt: 0, context: { ...figures, percent: now }, rateLimits: [] } }
   })
   on('session.compact', async () => {
     seen.compactions += 1
@@ -299,6 +300,21 @@ test('turn.complete below the threshold does not compact', async ($, on) => {
   expect(seen.usage).toBe(1)
   expect(seen.compactions).toBe(0)
   expect(seen.next).toBe(1)
+})
+
+test("the trigger counts the turn's last reply, which the usage leaves out", async ($, on) => {
+  // 55,000 of 100,000 measured: the request's input; its reply of 6,000 tokens brings it to 61 %.
+  const seen = turnWorld(on, 55, false, { tokens: 55000, window: 100000 })
+  const reply = { input_tokens: 4, cache_creation_input_tokens: 996, cache_read_input_tokens: 54000, output_tokens: 6000 }
+  await $.turn.complete({ ...TURN, usage: reply })
+  expect(seen.compactions).toBe(1)
+})
+
+test("a turn's usage of another request leaves the measured percent as it is", async ($, on) => {
+  const seen = turnWorld(on, 55, false, { tokens: 55000, window: 100000 })
+  await $.turn.complete({ ...TURN, usage: { input_tokens: 4, cache_read_input_tokens: 40000, output_tokens: 6000 } })
+  await $.turn.complete({ ...TURN, turnId: 't-2' })
+  expect(seen.compactions).toBe(0)
 })
 
 test('turn.complete honours compactAtPercent', { options: { compactAtPercent: 90 } }, async ($, on) => {

@@ -18,8 +18,10 @@ from fast_jev_compaction.hook.gate import (
     after_pass,
     before_pass,
     engine_limit_of,
+    unmeasured_tokens,
     window_of,
 )
+from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
 from fast_jev_compaction.stats import CompactStats
 from test_hook_entry import _bash, compactions, event, run_hook, tool_heavy_conversation
 
@@ -224,12 +226,14 @@ def test_the_engine_s_own_compaction_after_an_earlier_pass_replaces_or_skips_nev
     assert third["action"] == "skip" and third["reason"].startswith("nothing left to prune; context 70% → 70% of the 100k-token")
     full = event(second["messages"], data_dir, trigger="auto", context=engine_context(970_000, **DEFAULT_WINDOW))
     fourth, _ = run_hook(json.dumps(full).encode(), data_dir)
-    assert fourth["action"] == "fallback" and "the model's window is full" in fourth["reason"], fourth
+    assert fourth["action"] == "fallback" and fourth["reason"].startswith(
+        "nothing left to prune; context 97% → 97% of the 1000k-token compaction window, over the engine's 967k "
+        "threshold and the model's window is full")
     rows = [(row.trigger, row.outcome, row.fallback_reason) for row, _ in compactions(data_dir)]
-    assert [row[:2] for row in rows] == [
-        ("manual", "replaced"), ("auto", "fallback"), ("auto", "replaced"), ("auto", "skipped"), ("auto", "fallback"),
+    assert rows == [
+        ("manual", "replaced", None), ("auto", "fallback", "below-ratio"), ("auto", "replaced", None),
+        ("auto", "skipped", None), ("auto", "fallback", "below-target"),
     ]
-    assert rows[1][2] == "below-ratio"
 
 
 def test_the_toast_counts_calls_and_shows_the_window(data_dir: Path) -> None:
@@ -240,3 +244,82 @@ def test_the_toast_counts_calls_and_shows_the_window(data_dir: Path) -> None:
     # flight and its last output is cut too (rung e): 3 of 3, not 2 of 2 unpinned outputs.
     assert answer["toast"].startswith("3 of 3 tool outputs moved to the archive (3 cut to digests), context 61% → ")
     assert answer["toast"].endswith(", no summary")
+
+
+# --- the whole context: the last reply and what came after it -----------------------------------
+
+SONNET_WINDOW = dict(window=200_000, threshold=167_000, model_window=200_000)  # --autocompact 200000
+
+
+def test_a_pass_that_frees_nothing_never_replaces_under_the_engine_s_threshold_either():
+    """The figures as the real ``claude`` handed them (161,622 of 200k, the last reply left
+    out): the pass freed nothing and answered replace, "under the engine's 167k threshold"."""
+    as_handed = limit(161_622, **SONNET_WINDOW)
+    nothing = after_pass(stats(700_000, 700_000), None, "auto", **OPTIONS, engine=as_handed)
+    assert (nothing.verdict, nothing.reason) == (
+        "skip", "nothing left to prune; context 80.8% → 80.8% of the 200k-token compaction window, under the "
+        "engine's 167k threshold with room left in the model's window")
+    whole = limit(189_153, **SONNET_WINDOW)  # where the engine's own compaction fired
+    full = after_pass(stats(700_000, 700_000), None, "auto", **OPTIONS, engine=whole)
+    assert (full.verdict, full.category, full.reason) == (
+        "fallback", "below-target", "nothing left to prune; context 94.6% → 94.6% of the 200k-token compaction "
+        "window, over the engine's 167k threshold and the model's window is full")
+
+
+def _reply(text: str, handle: str) -> SessionMessage:
+    return SessionMessage(role="assistant", text=text, handle=handle)
+
+
+def test_the_unmeasured_tokens_are_the_last_response_and_what_came_after_it():
+    prompt = SessionMessage(role="user", text="p" * 700)
+    call = ToolUse(tool_use_id="t1", tool="Bash", input={"command": "ls"}, text="a b")
+    assert unmeasured_tokens([]) == 0
+    assert unmeasured_tokens([prompt]) == 0  # no response yet: the request held it all
+    assert unmeasured_tokens([prompt, _reply("r" * 3500, "a1")]) == 1000
+    # A response is one message per block; the results and a new prompt after it count too.
+    result = SessionMessage(role="user", toolResults=(ToolResult(tool_use_id="t1", text="x" * 3467),))
+    turn = [prompt, _reply("older" * 700, "a0"), prompt, _reply("r" * 17, "a1"), SessionMessage(role="assistant", toolUses=(call,)), result]
+    assert unmeasured_tokens(turn) == 1000
+    assert unmeasured_tokens([*turn, prompt]) == 1200
+
+
+def test_the_engine_s_context_holds_the_unmeasured_tokens_once():
+    context = {"tokens": 161_622, "window": 200_000, "percent": 80,
+               "compaction": {"tokens": 161_622, "window": 200_000, "threshold": 167_000}}
+    assert window_of(context, 27_502) == Window(189_124, 200_000)
+    assert engine_limit_of(context, 27_502) == limit(189_124, **SONNET_WINDOW)
+    # A breakdown that already counts the reply is not raised by it again.
+    counted = {**context, "compaction": {**context["compaction"], "tokens": 189_153}}
+    assert engine_limit_of(counted, 27_502) == limit(189_153, **SONNET_WINDOW)
+
+
+def test_six_long_replies_are_judged_with_the_last_one_and_move_to_the_archive_as_old_turns(data_dir: Path) -> None:
+    """The real session, spawned with JSON on stdin: six ~110 kB prose replies, the figures of
+    the request before the last reply. The window holds that reply (96 %, over the engine's
+    threshold); no tool output is left to cut, so the ladder moves the oldest turns whole to the
+    archive, prompts staying, and the summary never runs."""
+    paragraph = "The ledger keeps every entry in the order it was posted, with its running balance. "
+    messages: list[dict[str, object]] = []
+    for turn in range(6):
+        messages.append({"role": "user", "text": f"Write part {turn + 1} of the essay.", "toolUses": [], "handle": f"u{turn}"})
+        messages.append({"role": "assistant", "text": paragraph * 1300, "toolUses": [], "handle": f"a{turn}"})
+    context = {"tokens": 161_622, "window": 200_000, "percent": 80,
+               "compaction": {"tokens": 161_622, "window": 200_000, "threshold": 167_000}}
+    answer, _ = run_hook(json.dumps(event(messages, data_dir, trigger="auto", context=context)).encode(), data_dir)
+    assert answer["action"] == "replace", answer
+    assert re.search(r"old turn\(s\) moved whole\), context 9\d\.\d% → [1-3]\d\.\d% of the 200k-token", answer["toast"]), answer["toast"]
+    prompts = [m["text"] for m in answer["messages"] if m["role"] == "user" and m["text"].startswith("Write part")]
+    assert prompts == [f"Write part {n} of the essay." for n in range(1, 7)]
+    [(row, _decisions)] = compactions(data_dir)
+    assert row.outcome == "replaced"
+
+
+def test_the_plugin_trigger_s_window_holds_the_last_reply(data_dir: Path) -> None:
+    """38 % measured, and a 35,000-character reply after it: 48 %, over the 40 % target."""
+    messages = [
+        {"role": "user", "text": "Describe the ledger.", "toolUses": [], "handle": "u0"},
+        {"role": "assistant", "text": "x" * 35_000, "toolUses": [], "handle": "a0"},
+    ]
+    context = {"tokens": 38_000, "window": 100_000, "percent": 38}
+    answer, _ = run_hook(json.dumps(event(messages, data_dir, trigger="plugin", context=context)).encode(), data_dir)
+    assert (answer["action"], answer["reason"]) == ("skip", "nothing left to prune; context 48% → 48%, over the 40% target")

@@ -174,6 +174,26 @@ def test_corpus_tool_uses_carry_their_outcome(corpus_dir: Path, path: Path) -> N
 
 
 @corpus_files
+def test_corpus_results_no_pass_cut_are_written_back_as_they_came(corpus_dir: Path, path: Path) -> None:
+    """Issue 22's round trip: a session file made of the messages as read holds each result's
+    content as the transcript wrote it (tool references and images included), bar a list of
+    text items only, which comes back as its text."""
+    from fast_jev_compaction.session_file import transcript_records
+
+    written = {
+        block["tool_use_id"]: block["content"]
+        for record in transcript_records(_parsed(path).messages)
+        for block in _blocks(record, "tool_result")
+    }
+    for record in _simple_live(_raw_records(path)):
+        for block in _blocks(record, "tool_result"):
+            content = block.get("content")
+            if isinstance(content, list) and all(isinstance(i, dict) and i.get("type") == "text" for i in content):
+                content = "\n".join(i["text"] for i in content)
+            assert written.get(block["tool_use_id"], content) == ("" if content is None else content)
+
+
+@corpus_files
 def test_corpus_load_messages_agrees_with_parse_transcript(corpus_dir: Path, path: Path) -> None:
     parsed = _parsed(path)
     if not parsed.stats.recognised:
@@ -509,7 +529,15 @@ def test_hand_written_transcript() -> None:
             "role": "user",
             "text": "and also this",
             "toolUses": [],
-            "toolResults": [{"tool_use_id": "t3", "text": "[tool: TaskCreate]\n[image: image/png]\n[mystery]", "isError": False}],
+            "toolResults": [{
+                "tool_use_id": "t3", "text": "[tool: TaskCreate]\n[image: image/png]\n[mystery]", "isError": False,
+                # Text cannot give these items back: the content as written rides along.
+                "content": [
+                    {"type": "tool_reference", "tool_name": "TaskCreate"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
+                    {"type": "mystery", "payload": 1},
+                ],
+            }],
             "handle": "r3",
             "extraBlocks": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "BBBB"}}],
         },
@@ -556,20 +584,157 @@ def test_parallel_calls_with_results_between_fragments(interleaved: bool) -> Non
     assert [u.text for u in messages[1].toolUses] == ["one", "two"]
 
 
-def test_a_call_takes_its_first_results_outcome_whatever_the_order() -> None:
-    lines = _jsonl(
-        _user("early", [_result("before", "came first", is_error=True)]),
-        _user("orphan", [_result("never", "no call")]),
-        _assistant("a1", "m1", _call("before"), _call("twice")),
-        _user("r1", [_result("twice", "one")]),
-        _user("r2", [_result("twice", "two", is_error=True), _result("before", "came second")]),
-        _assistant("a2", "m2", _call("none")),
+# --- Claude Code 2.1.121: a result line before its call's records --------------------------------
+#
+# Record shapes as Claude Code 2.1.x writes them (fields of the entire-checkpoints sessions): each
+# response block its own record sharing message.id, each result its own record whose parentUuid
+# and sourceToolAssistantUUID name the record holding its call.
+
+SESSION_ID = "6f0c8e53-2a1d-4c9b-9f4e-0d7b1c2a3e45"
+
+
+def _cc(kind: str, uuid: str, parent: str | None, message: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": "/home/dev/shop",
+        "sessionId": SESSION_ID, "version": "2.1.121", "gitBranch": "main", "type": kind,
+        "message": message, "uuid": uuid, "timestamp": "2026-11-20T10:00:00.000Z", **extra,
+    }
+
+
+def _cc_prompt(uuid: str, parent: str | None, text: str) -> dict[str, Any]:
+    return _cc("user", uuid, parent, {"role": "user", "content": text}, permissionMode="default")
+
+
+def _cc_block(uuid: str, parent: str, message_id: str, block: dict[str, Any]) -> dict[str, Any]:
+    usage = {"input_tokens": 3, "cache_creation_input_tokens": 2100, "cache_read_input_tokens": 18000, "output_tokens": 9}
+    message = {"model": "claude-sonnet-4-6", "id": message_id, "type": "message", "role": "assistant",
+               "content": [block], "stop_reason": None, "stop_sequence": None, "usage": usage}
+    return _cc("assistant", uuid, parent, message, requestId=f"req_{message_id}")
+
+
+def _cc_result(uuid: str, call_record: str, tool_use_id: str, output: str) -> dict[str, Any]:
+    block = {"tool_use_id": tool_use_id, "type": "tool_result", "content": output, "is_error": False}
+    return _cc("user", uuid, call_record, {"role": "user", "content": [block]},
+               toolUseResult={"stdout": output, "stderr": "", "interrupted": False, "isImage": False},
+               sourceToolAssistantUUID=call_record)
+
+
+def _cc_session(big: str = "ok") -> list[dict[str, Any]]:
+    """A prompt, one response with two parallel calls and a closing reply; the second call's
+    result line comes before every record of the response, as 2.1.121 wrote it."""
+    m1, m2 = "msg_01AbCdEfGhJkLmNpQrStUvWx", "msg_01ZyXwVuTsRqPnMlKjHgFeDc"
+    return [
+        _cc_prompt("u-1", None, "Find the slow entries in the access log."),
+        _cc_result("r-b", "a-4", "toolu_01B", big),
+        _cc_block("a-1", "u-1", m1, {"type": "thinking", "thinking": "Log first, then the CSV.", "signature": "EqQB"}),
+        _cc_block("a-2", "a-1", m1, {"type": "text", "text": "Let me find the slow entries."}),
+        _cc_block("a-3", "a-2", m1, {"type": "tool_use", "id": "toolu_01A", "name": "Bash",
+                                     "input": {"command": "sort -k9 -n access.log | tail", "description": "Slowest"},
+                                     "caller": {"type": "direct"}}),
+        _cc_block("a-4", "a-3", m1, {"type": "tool_use", "id": "toolu_01B", "name": "Read",
+                                     "input": {"file_path": "/home/dev/shop/input.csv"}, "caller": {"type": "direct"}}),
+        _cc_result("r-a", "a-3", "toolu_01A", "GET /cart 2.31s\nGET /search 4.02s"),
+        _cc_block("a-5", "r-a", m2, {"type": "text", "text": "/search is the slowest at 4.02 s."}),
+    ]
+
+
+def test_a_result_written_before_its_calls_records_follows_them_by_its_parent_uuid() -> None:
+    from fast_jev_compaction.pairing import pair_tool_calls
+
+    messages = parse_transcript(_jsonl(*_cc_session()))
+    assert [m.handle for m in messages] == ["u-1", "a-1", "r-b", "r-a", "a-5"]
+    assert [(u.tool_use_id, u.text) for u in messages[1].toolUses] == [
+        ("toolu_01A", "GET /cart 2.31s\nGET /search 4.02s"), ("toolu_01B", "ok")]
+    pairing = pair_tool_calls(messages, 0)
+    assert [(c.tool_use_id, c.call_index, c.result_index) for c in pairing.calls] == [
+        ("toolu_01A", 1, 3), ("toolu_01B", 1, 2)]
+    assert pairing.orphan_results == []
+
+
+def test_the_streamed_and_whole_readers_order_a_chained_result_alike(tmp_path: Path) -> None:
+    path = tmp_path / f"{SESSION_ID}.jsonl"
+    path.write_text("\n".join(_jsonl(*_cc_session())) + "\n", encoding="utf-8")
+    streamed = read_messages(path)
+    whole = load_messages(path.read_text(encoding="utf-8"))
+    assert streamed == whole
+    assert [m.handle for m in streamed] == ["u-1", "a-1", "r-b", "r-a", "a-5"]
+
+
+def test_a_result_whose_chain_does_not_reach_its_call_is_an_error_naming_its_line(tmp_path: Path) -> None:
+    session = _cc_session()
+    session[1]["parentUuid"] = "u-1"  # read already: nothing after the call will release it
+    path = tmp_path / "late.jsonl"
+    path.write_text("\n".join(_jsonl(*session)) + "\n", encoding="utf-8")
+    with pytest.raises(TranscriptError) as caught:
+        read_messages(path)
+    assert str(caught.value) == (
+        "late.jsonl:2: the tool_result for toolu_01B comes before its call, and its "
+        "parentUuid does not name a record after the call; the records are out of order: move this "
+        "line below the assistant record holding the call, or remove it"
     )
-    messages = parse_transcript(lines)
-    assert [(u.tool_use_id, u.text, u.isError) for u in messages[2].toolUses] == [
-        ("before", "came first", True), ("twice", "one", None)]
-    assert messages[-1].toolUses[0].text is None and messages[-1].toolUses[0].isError is None
-    assert [r.text for m in messages for r in m.toolResults or ()] == ["came first", "no call", "one", "two", "came second"]
+
+
+def test_a_result_released_before_its_call_is_an_error_too() -> None:
+    session = _cc_session()
+    session[1]["parentUuid"] = "a-2"  # comes in the file, but before the call's response ends
+    del session[5]["message"]["id"]  # the call then opens a message of its own, after the result
+    session[5]["message"]["id"] = "msg_01Other"
+    with pytest.raises(TranscriptError, match=r"^s\.jsonl:2: the tool_result for toolu_01B comes before its call \(at s\.jsonl:6\)"):
+        parse_transcript(_jsonl(*session), "s.jsonl")
+
+
+def test_a_second_result_for_one_call_is_an_error_naming_its_line() -> None:
+    session = _cc_session()
+    session.insert(7, _cc_result("r-a2", "a-3", "toolu_01A", "again"))
+    with pytest.raises(TranscriptError) as caught:
+        parse_transcript(_jsonl(*session), "twice.jsonl")
+    assert str(caught.value) == (
+        "twice.jsonl:8: a second tool_result for toolu_01A; a call has one result: remove the repeated line")
+
+
+def test_an_export_s_out_of_order_result_is_named_by_its_item() -> None:
+    session = _cc_session()
+    session[1]["parentUuid"] = "u-1"
+    with pytest.raises(TranscriptError, match=r"^export\.json: item 2: the tool_result for toolu_01B comes before its call,"):
+        load_messages(json.dumps({"loglines": session}), "export.json")
+
+
+def test_a_result_whose_call_is_not_in_the_file_stays_where_it_was() -> None:
+    # After a compact boundary a result can name a call (and a parent) the live part lacks.
+    session = _cc_session()
+    session.insert(1, _cc_result("r-x", "gone", "toolu_01Gone", "from before"))
+    session.insert(3, _cc_result("r-y", "u-1", "toolu_01Gone2", "also from before"))
+    messages = parse_transcript(_jsonl(*session))
+    assert [m.handle for m in messages] == ["u-1", "r-x", "r-y", "a-1", "r-b", "r-a", "a-5"]
+
+
+def test_a_chained_session_compacts_and_its_transcript_output_reads_back_as_compacted(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    source = tmp_path / "in.jsonl"
+    big = "\n".join(f"{n},sku-{n},{n * 7 % 100}.99" for n in range(900))
+    source.write_text("\n".join(_jsonl(*_cc_session(big))) + "\n", encoding="utf-8")
+    out = tmp_path / f"{SESSION_ID}.jsonl"
+    archive = str(tmp_path / "archive")
+
+    def compact(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "fast_jev_compaction.cli", "compact", str(source),
+                               "--preserve-recent", "1", "--archive", archive, *argv],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+    written = compact("--format", "transcript", "-o", str(out))
+    assert written.returncode == 0, written.stderr
+    plain = compact()
+    assert plain.returncode == 0, plain.stderr
+    expected = parse_messages(json.loads(plain.stdout))
+    assert any(u.text != big for m in expected for u in m.toolUses if u.tool_use_id == "toolu_01B")  # it was cut
+
+    def shape(messages: list[SessionMessage]) -> list[tuple[Any, ...]]:
+        return [(m.role, m.text, [(u.tool_use_id, u.tool, u.input) for u in m.toolUses],
+                 [(r.tool_use_id, r.text, r.isError) for r in m.toolResults or ()]) for m in messages]
+
+    assert shape(read_messages(out)) == shape(expected)
 
 
 def test_subagent_file_keeps_all_sidechain_records() -> None:

@@ -312,7 +312,11 @@ def test_the_hook_moves_old_turns_out_when_its_window_needs_it(data_dir: Path) -
     messages = session()
     chars = sum(message_chars(m) for m in messages)
     window = window_needing(messages, 2.5 * turn_chars(messages, 1))
-    context = {"tokens": int(chars / CHARS_PER_TOKEN), "window": window, "percent": 100 * chars / CHARS_PER_TOKEN / window}
+    # The engine's count is of its last request: the hook adds the last response and what came after.
+    from fast_jev_compaction.hook.gate import unmeasured_tokens
+
+    measured = int(chars / CHARS_PER_TOKEN) - unmeasured_tokens(messages)
+    context = {"tokens": measured, "window": window, "percent": 100 * measured / window}
     answer, _ = run_hook(json.dumps(event([m.to_wire() for m in messages], data_dir, context=context)).encode(), data_dir)
 
     assert answer["action"] == "replace", answer.get("reason")

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from fast_jev_compaction.decisions import Action, CallDecision
 from fast_jev_compaction.digest import DigestShape
 from fast_jev_compaction.hook.answer import wire_messages
-from fast_jev_compaction.hook.turns import carried_by, keeps_handle, regroup, turn_problems
+from fast_jev_compaction.hook.turns import carried_by, keeps_handle, regroup, replies, turn_problems
 from fast_jev_compaction.markers import drop_marker
 from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
 from fast_jev_compaction.pairing import pair_tool_calls
@@ -108,14 +108,36 @@ def test_results_without_a_call_and_pending_calls_stay_where_they_are() -> None:
     assert turn_problems(wire_messages(out), messages) == []
 
 
-def test_a_turn_whose_calls_were_all_dropped_leaves_its_prose_with_the_next_turn() -> None:
+def test_a_turn_whose_calls_were_all_dropped_stays_a_reply_of_its_own() -> None:
     messages = [prompt("go"), prose("Looking."), call("a"), result("a"), prose("Then."), call("b"), result("b")]
     decisions = [CallDecision("t1", "a", "Read", 0.0, 0.0, DROP, "budget", 0, "/archive/a.txt")]
     calls = pair_tool_calls(messages, 0).calls
-    out = regroup(apply_decisions(messages, decisions, calls, SHAPE))
-    # The dropped call's marker stays on its own line, between the turn's prose fragments.
+    rebuilt = apply_decisions(messages, decisions, calls, SHAPE)
+    out = regroup(rebuilt, None, replies(messages))
+    # Two replies, two text blocks; the dropped call's marker on its own line after its reply's prose.
     marker = drop_marker("Read", "/a", len("output of a"), False, "/archive/a.txt")
-    assert shape(out) == [("user", "go", [], []), ("assistant", f"Looking.\n{marker}\nThen.", ["b"], []), ("user", "", [], ["b"])]
+    assert shape(out) == [
+        ("user", "go", [], []),
+        ("assistant", f"Looking.\n{marker}", [], []),
+        ("assistant", "Then.", ["b"], []),
+        ("user", "", [], ["b"]),
+    ]
+    assert turn_problems(wire_messages(out), messages) == []
+    # Without the responses (a list that lost an assistant message) the replies join as before.
+    assert shape(regroup(rebuilt, None, replies(messages)[1:]))[1] == ("assistant", f"Looking.\n{marker}\nThen.", ["b"], [])
+
+
+def test_a_dropped_call_with_no_prose_of_its_own_leads_the_next_reply_on_its_own_line() -> None:
+    messages = [prompt("go"), call("a"), result("a"), prose("Then."), call("b"), result("b")]
+    decisions = [CallDecision("t1", "a", "Read", 0.0, 0.0, DROP, "budget", 0, "/archive/a.txt")]
+    out = regroup(apply_decisions(messages, decisions, pair_tool_calls(messages, 0).calls, SHAPE), None, replies(messages))
+    marker = drop_marker("Read", "/a", len("output of a"), False, "/archive/a.txt")
+    assert shape(out) == [("user", "go", [], []), ("assistant", f"{marker}\nThen.", ["b"], []), ("user", "", [], ["b"])]
+
+
+def test_replies_number_the_responses_of_the_assistant_messages() -> None:
+    messages = [prompt("go"), prose("A."), call("a"), call("b"), result("a"), result("b"), prose("B."), prompt("next"), prose("C.")]
+    assert list(replies(messages)) == [1, 1, 1, 2, 3]
 
 
 # --------------------------------------------------------------------------- turn_problems
@@ -204,7 +226,7 @@ def test_every_mix_of_keep_truncate_drop_keeps_the_turn_shape(messages: list[Ses
     # Engine text (a caveat, a skill's text) hangs on some messages.
     handles = [m.handle for m in messages if m.handle]
     hung = {h: f"<meta of {h}>" for h in data.draw(st.lists(st.sampled_from(handles), unique=True, max_size=4))}
-    out = regroup(apply_decisions(messages, decisions, calls, SHAPE), carried_by(messages, hung))
+    out = regroup(apply_decisions(messages, decisions, calls, SHAPE), carried_by(messages, hung), replies(messages))
     wired = wire_messages(out)
 
     # Hung text comes back once, in a user message, for every message that went back rebuilt.
@@ -218,6 +240,7 @@ def test_every_mix_of_keep_truncate_drop_keeps_the_turn_shape(messages: list[Ses
         expected = 0 if keeps_handle(source) or not survived else 1
         assert sum(m.text.count(text) for m in out) == expected
         assert all(m.role == "user" for m in out if text in m.text)
+    sent = out
     out = [m for m in out if m.toolResults or not m.text.startswith("<meta of ")]
 
     # What the engine will read pairs up: no result away from its call, none twice, none orphaned.
@@ -258,8 +281,11 @@ def test_every_mix_of_keep_truncate_drop_keeps_the_turn_shape(messages: list[Ses
     ]
     assert all(any(o is m for m in messages) for o in out if o.role == "user" and not o.toolResults)
 
-    # No run of assistant messages: every turn is one message, and the next one follows a user message.
-    assert all(not (before.role == after.role == "assistant") for before, after in zip(out, out[1:]))
+    # A run of assistant messages only after a reply left with prose and no calls: every turn is
+    # one message, and its replies stay apart.
+    for before, after in zip(sent, sent[1:]):
+        if before.role == after.role == "assistant":
+            assert not before.toolUses and re.sub(r"\[fast-jev-compaction: [^\n]*? if needed\]", "", before.text).strip()
 
 
 def test_an_answer_that_would_separate_results_from_their_calls_falls_back(monkeypatch, tmp_path) -> None:
@@ -278,7 +304,7 @@ def test_an_answer_that_would_separate_results_from_their_calls_falls_back(monke
 
     assert compaction.run_compaction(event, log).action == "replaced"
     # Without the regrouping the check sees what the engine would repair, and says so.
-    monkeypatch.setattr(compaction, "regroup", lambda messages, carried=None: list(messages))
+    monkeypatch.setattr(compaction, "regroup", lambda messages, carried=None, responses=None: list(messages))
     outcome = compaction.run_compaction(event, log)
     assert outcome.action == "fallback"
     assert outcome.reason.startswith("the pruned history would separate tool results from their calls (tool result t0a ")
@@ -318,3 +344,38 @@ def test_a_turn_whose_result_comes_late_still_goes_out_in_its_place() -> None:
     assert out[0] is messages[0] and out[3] is messages[2] and out[6] is messages[6]
     # A turn or results message that is one message already comes back as it was.
     assert out[1] is messages[1] and out[2] is messages[5] and out[5] is messages[4]
+
+
+def test_a_real_session_s_replies_stay_apart_through_the_hook(corpus_dir, data_dir) -> None:
+    """A 2.1.47 session (entire-checkpoints) whose compaction drops calls between replies: before,
+    5 of the hook's messages each joined two replies' texts. Spawned with JSON on stdin."""
+    import json
+    from pathlib import Path
+
+    from fast_jev_compaction.transcript import read_messages
+    from test_hook_entry import event, run_hook
+
+    path = Path(corpus_dir) / "entire-checkpoints/PackmindHub__context-evaluator/a79e8577-088e-4020-be7a-d941574b478c.jsonl"
+    messages = read_messages(path)
+    answer, _ = run_hook(json.dumps(event([m.to_wire() for m in messages], data_dir)).encode(), data_dir)
+    assert answer["action"] == "replace", answer.get("reason")
+
+    # Each reply's texts in order, by the response they belong to.
+    numbers = iter(replies(messages))
+    texts = [(next(numbers), m.text) for m in messages if m.role == "assistant"]
+    queue = [(reply, text.strip()) for reply, text in texts if text.strip()]
+    by_handle = {m.handle: m for m in messages}
+    answered = [by_handle[m["handle"]].to_wire() if set(m) == {"handle"} else m for m in answer["messages"]]
+    joined = 0
+    for message in answered:
+        if message["role"] != "assistant":
+            continue
+        rest = re.sub(r"\[fast-jev-compaction: [^\n]*? if needed\]", "", message["text"]).strip()
+        seen = set()
+        while queue and rest and rest.startswith(queue[0][1]):
+            reply, text = queue.pop(0)
+            seen.add(reply)
+            rest = rest[len(text):].strip()
+        assert rest == "", rest[:200]
+        joined += len(seen) > 1
+    assert queue == [] and joined == 0

@@ -36,8 +36,10 @@ def _assistant_content(message: SessionMessage) -> list[dict[str, Any]]:
 
 def _user_content(message: SessionMessage) -> str | list[dict[str, Any]]:
     extras = [b for b in message.extra.get("extraBlocks") or [] if isinstance(b, dict)]
+    # A result the reader kept whole carries its content as written (a cut one is a new result).
     results = [
-        {"type": "tool_result", "tool_use_id": r.tool_use_id, "content": r.text, "is_error": bool(r.isError)}
+        {"type": "tool_result", "tool_use_id": r.tool_use_id, "content": r.extra.get("content", r.text),
+         "is_error": bool(r.isError)}
         for r in message.toolResults or ()
     ]
     if not results and not extras:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import sys
+from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,16 @@ def _result_item_text(item: Any) -> str:
     return f"[{kind}]" if isinstance(kind, str) else "[item]"
 
 
+def _raw_content(content: Any) -> Mapping[str, Any]:
+    """A result's content list as written, when its text cannot give it back (a tool
+    reference, an image, a document): a result no pass cuts is written back as it came."""
+    if isinstance(content, list) and not all(
+        isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str) for item in content
+    ):
+        return {"content": content}
+    return NO_EXTRA
+
+
 def _result_text(content: Any) -> str:
     if content is None:
         return ""
@@ -171,25 +182,55 @@ def _append(items: list[Any] | None, item: Any) -> list[Any]:
     return items
 
 
+@records.record(slots=True)
+class _Held:
+    """A result record read before its call, waiting for the record its ``parentUuid`` names."""
+
+    role: str
+    handle: str | None
+    content: list[Any]
+    is_meta: bool
+    at: int  # how many messages there were when it was read: its place if its parent never comes
+    where: str
+    order: int  # its rank among held records, in file order
+
+
+@records.record(slots=True)
+class _Early:
+    """A result whose call has not come yet, and where it sits."""
+
+    result: ToolResult
+    message: int
+    where: str
+
+
 class _Assembler:
     """Makes the messages as their records come, so that no builder of every message is alive
     beside the messages themselves (a long session's reading would otherwise leave their memory
-    behind, unusable by the rest); a call gets the outcome of the first result read for it, when
-    both have come: a result that came before its call waits for it.
+    behind, unusable by the rest); a call gets the outcome of its result when both have come.
 
     A later fragment of a model turn (same ``message.id``) replaces the turn's message by one
     holding both, at the turn's first position, which precedes every result of its calls.
+
+    Claude Code 2.1.121 can write a tool_result line before the records of the response that
+    made its call, while the ``parentUuid`` chain orders them: such a record is held until the
+    record it names as parent is read, and placed after it. A result the chain does not place
+    after its call, and a second result for one call, are errors naming the line.
     """
 
-    def __init__(self, stats: TranscriptStats) -> None:
+    def __init__(self, stats: TranscriptStats, where: Callable[[Any], str] = str) -> None:
         self.messages: list[SessionMessage] = []
         self.stats = stats
+        self._where = where  # a record's place, for errors
         # Each call met so far, by id: its result shares the id string and copies its outcome
         # onto it.
         self._calls: dict[str, ToolUse] = {}
-        # The first result of each call not met yet, by id, until its call comes (none when the
+        # The result of each call not met yet, by id, until its call comes (none when the
         # records are in order; at the end, only results whose call never came).
-        self._early: dict[str, ToolResult] = {}
+        self._early: dict[str, _Early] = {}
+        # Result records read before their call, by the parentUuid they wait for.
+        self.held: dict[str, list[_Held]] = {}
+        self._held_count = 0
         # Short input values and whole inputs, one each (messages.shared_input).
         self._inputs: dict[Any, Any] = {}
         # message.id -> the turn's position, times two, plus one once a text block has come for
@@ -197,14 +238,22 @@ class _Assembler:
         self._turns: dict[str, int] = {}
 
     def add(self, role: str, handle: str | None, content: str | list[Any], is_meta: bool = False,
-            message_id: str | None = None) -> None:
-        blocks = self._blocks(content)
+            message_id: str | None = None, parent: Any = None, place: Any = "?") -> None:
+        """``place`` is the record, named in errors by the ``where`` the assembler was made
+        with, or its place already named (a string)."""
+        if role == "user" and isinstance(content, list) and isinstance(parent, str) and self._before_its_call(content):
+            self._held_count += 1
+            held = _Held(role, handle, content, is_meta, len(self.messages), self._named(place), self._held_count)
+            self.held.setdefault(parent, []).append(held)
+            return
         turn = self._turns.get(message_id) if message_id is not None else None
+        at = len(self.messages) if turn is None else turn // 2
+        blocks = self._blocks(content, at, place)
         if turn is not None:
             self._merge(turn, blocks, message_id)  # type: ignore[arg-type]  # not None when turn is not
             return
         if message_id is not None:
-            self._turns[message_id] = 2 * len(self.messages) + (blocks.texts is not None)
+            self._turns[message_id] = 2 * at + (blocks.texts is not None)
         self.messages.append(SessionMessage(
             role=role,  # type: ignore[arg-type]  # only user/assistant records come here
             text="\n\n".join(blocks.texts or ()),
@@ -213,6 +262,22 @@ class _Assembler:
             handle=handle,
             extra=_extras(blocks.extras, is_meta),
         ))
+
+    def _before_its_call(self, content: list[Any]) -> bool:
+        calls = self._calls
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                given = block.get("tool_use_id")
+                if isinstance(given, str) and given not in calls:
+                    return True
+        return False
+
+    def read(self, uuid: str) -> None:
+        """A record with ``uuid`` was read: the results held for it as their parent follow it."""
+        for held in self.held.pop(uuid, ()):
+            self.add(held.role, held.handle, held.content, held.is_meta, place=held.where)
+            if held.handle is not None:
+                self.read(held.handle)
 
     def _merge(self, turn: int, blocks: _Blocks, message_id: str) -> None:
         at, has_text = divmod(turn, 2)
@@ -232,7 +297,11 @@ class _Assembler:
                           old.extra.get("isMeta") is True),
         )
 
-    def _blocks(self, content: str | list[Any]) -> _Blocks:
+    def _named(self, place: Any) -> str:
+        return place if isinstance(place, str) else self._where(place)
+
+    def _blocks(self, content: str | list[Any], at: int, place: Any) -> _Blocks:
+        """The record's blocks; ``at`` is the message they go to."""
         out = _Blocks()
         if isinstance(content, str):
             out.texts = [content]
@@ -268,20 +337,28 @@ class _Assembler:
                 if early:
                     waiting = early.pop(tool_use_id, None)
                     if waiting is not None:
-                        _set_outcome(use, waiting)
+                        if waiting.message < at:
+                            raise _out_of_order(waiting.where, tool_use_id, self._named(place))
+                        _set_outcome(use, waiting.result)
                 out.uses = _append(out.uses, use)
             elif kind == "tool_result" and isinstance(block.get("tool_use_id"), str):
                 given: str = block["tool_use_id"]
                 call = calls.get(given)
+                raw = block.get("content")
                 result = ToolResult(
                     tool_use_id=given if call is None else call.tool_use_id,
-                    text=_result_text(block.get("content")),
+                    text=_result_text(raw),
                     isError=block.get("is_error") is True,
+                    extra=_raw_content(raw),
                 )
                 if call is None:
-                    early.setdefault(given, result)
-                elif call.text is None:  # a later result for a call keeps the first one's outcome
+                    if given in early:
+                        raise _second_result(self._named(place), given)
+                    early[given] = _Early(result, at, self._named(place))
+                elif call.text is None:
                     _set_outcome(call, result)
+                else:
+                    raise _second_result(self._named(place), given)
                 out.results = _append(out.results, result)
             else:
                 # thinking, redacted_thinking, image, document, server tools, id-less tool
@@ -290,12 +367,47 @@ class _Assembler:
         return out
 
     def finish(self) -> list[SessionMessage]:
-        """The messages, each call carrying its first result's outcome."""
+        """The messages, each call carrying its result's outcome."""
+        self._place_unparented()
         self._turns.clear()
         self._calls.clear()
         self._inputs.clear()
         self._early.clear()
         return self.messages
+
+
+    def _place_unparented(self) -> None:
+        """Held records whose parent never came go where they were read (a result whose call
+        is not in the file, after a compact boundary say, is left alone as before)."""
+        held = [h for waiting in self.held.values() for h in waiting]
+        self.held.clear()
+        # Latest first, so that each earlier one's place is still where it was.
+        for record in sorted(held, key=lambda h: h.order, reverse=True):
+            self.add(record.role, record.handle, record.content, record.is_meta, place=record.where)
+            message = self.messages.pop()
+            for result in message.toolResults or ():
+                call = self._calls.get(result.tool_use_id)
+                if call is not None and self._message_of(call) >= record.at:
+                    raise _out_of_order(record.where, result.tool_use_id, None)
+            self.messages.insert(record.at, message)
+
+    def _message_of(self, call: ToolUse) -> int:
+        return next(i for i, m in enumerate(self.messages) if any(u is call for u in m.toolUses))
+
+
+def _out_of_order(where: str, tool_use_id: str, call_where: str | None) -> TranscriptError:
+    call = f"its call (at {call_where})" if call_where else "its call"
+    return TranscriptError(
+        f"{where}: the tool_result for {tool_use_id} comes before {call}, and its parentUuid does not "
+        "name a record after the call; the records are out of order: move this line below the "
+        "assistant record holding the call, or remove it"
+    )
+
+
+def _second_result(where: str, tool_use_id: str) -> TranscriptError:
+    return TranscriptError(
+        f"{where}: a second tool_result for {tool_use_id}; a call has one result: remove the repeated line"
+    )
 
 
 def _extras(blocks: list[Any] | None, is_meta: bool) -> Mapping[str, Any]:
@@ -403,20 +515,31 @@ def _typed(records: Iterable[Any], stats: TranscriptStats) -> Iterator[dict[str,
         yield record
 
 
-def parse_records(records: Iterable[Any]) -> TranscriptParse:
+def parse_records(records: Iterable[Any], source: str = "<records>") -> TranscriptParse:
     """Turn decoded Claude Code records into the live conversation plus stats."""
     stats = TranscriptStats()
-    typed = list(_typed(records, stats))
+    # Each record's line (or item), for errors: the live part is picked from the whole list.
+    lines = isinstance(records, _Lines)
+    numbers = array("q")
+    typed = []
+    for record in _typed(records, stats):
+        numbers.append(records.number if lines else stats.lines)  # type: ignore[attr-defined]
+        typed.append(record)
     conversation = [r for r in typed if r["type"] in _CONVERSATION_TYPES]
     stats.subagent = bool(conversation) and all(r.get("isSidechain") is True for r in conversation)
-    return _assemble(_live_records(typed, stats.subagent, stats), stats)
+
+    def where(record: Any) -> str:  # asked only for an error or a held result: a walk will do
+        number = next(n for r, n in zip(typed, numbers) if r is record)
+        return f"{source}:{number}" if lines else f"{source}: item {number}"
+
+    return _assemble(_live_records(typed, stats.subagent, stats), stats, where)
 
 
 class _NotStreamable(Exception):
     """A record that needs the whole transcript at once (a compact boundary, a sidechain)."""
 
 
-def _streamed_records(records: Iterable[Any]) -> TranscriptParse | None:
+def _streamed_records(records: _Lines) -> TranscriptParse | None:
     """:func:`parse_records` one record at a time, none kept; ``None`` when a compact boundary
     or a sidechain record needs the whole list (the caller then reads it that way)."""
     stats = TranscriptStats()
@@ -428,7 +551,7 @@ def _streamed_records(records: Iterable[Any]) -> TranscriptParse | None:
             yield record
 
     try:
-        return _assemble(live(), stats)
+        return _assemble(live(), stats, records.where)
     except _NotStreamable:
         return None
 
@@ -467,54 +590,71 @@ def _keeps_preserved(boundary: Mapping[str, Any]) -> bool:
     return isinstance(meta, Mapping) and any(isinstance(meta.get(key), Mapping) for key in ("preservedMessages", "preservedSegment"))
 
 
-def _planned_records(records: Iterable[Any], plan: _Plan) -> TranscriptParse:
+def _planned_records(records: _Lines, plan: _Plan) -> TranscriptParse:
     """:func:`parse_records` one record at a time, the live part found by :func:`_plan`."""
     stats = TranscriptStats(subagent=plan.subagent, compact_boundaries=plan.boundaries)
     if plan.last_boundary >= 0:
         stats.records_before_boundary = plan.last_boundary
     live = (record for index, record in enumerate(_typed(records, stats)) if index > plan.last_boundary)
-    return _assemble(live, stats)
+    return _assemble(live, stats, records.where)
 
 
-def _assemble(live: Iterable[dict[str, Any]], stats: TranscriptStats) -> TranscriptParse:
-    assembler = _Assembler(stats)
+def _assemble(live: Iterable[dict[str, Any]], stats: TranscriptStats, where: Callable[[Any], str]) -> TranscriptParse:
+    """The messages of the live records; ``where`` names a record's place in errors."""
+    assembler = _Assembler(stats, where)
     for record in live:
         kind = record["type"]
         if kind not in _CONVERSATION_TYPES:
             stats.skipped_types[kind] += 1
-            continue
-        if record.get("isSidechain") is True and not stats.subagent:
+        elif record.get("isSidechain") is True and not stats.subagent:
             stats.sidechain_skipped += 1
-            continue
-        message = record.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(content, (str, list)):
-            stats.malformed_records += 1
-            continue
-        stats.conversation += 1
-        uuid = record.get("uuid")
-        message_id = message.get("id") if kind == "assistant" else None  # type: ignore[union-attr]
-        assembler.add(kind, uuid if isinstance(uuid, str) else None, content, record.get("isMeta") is True,
-                      message_id if isinstance(message_id, str) else None)
+        else:
+            message = record.get("message")
+            content = message.get("content") if isinstance(message, dict) else None
+            if isinstance(content, (str, list)):
+                stats.conversation += 1
+                uuid = record.get("uuid")
+                message_id = message.get("id") if kind == "assistant" else None  # type: ignore[union-attr]
+                assembler.add(kind, uuid if isinstance(uuid, str) else None, content, record.get("isMeta") is True,
+                              message_id if isinstance(message_id, str) else None, record.get("parentUuid"), record)
+            else:
+                stats.malformed_records += 1
+        if assembler.held:  # any record may be the parent a held result waits for
+            uuid = record.get("uuid")
+            if isinstance(uuid, str):
+                assembler.read(uuid)
     return TranscriptParse(assembler.finish(), stats)
 
 
-def _json_lines(lines: Iterable[str], source: str) -> Iterator[Any]:
-    for number, line in enumerate(lines, start=1):
-        stripped = line.strip()
-        if number == 1:
-            stripped = stripped.lstrip("\ufeff")
-        if not stripped:
-            continue
-        try:
-            yield json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise TranscriptError(f"{source}:{number}: invalid JSON ({exc.msg})") from None
+class _Lines:
+    """The records of JSONL lines, in order; ``number`` is the line of the latest one read."""
+
+    def __init__(self, lines: Iterable[str], source: str) -> None:
+        self.lines = lines
+        self.source = source
+        self.number = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        for number, line in enumerate(self.lines, start=1):
+            stripped = line.strip()
+            if number == 1:
+                stripped = stripped.lstrip("\ufeff")
+            if not stripped:
+                continue
+            self.number = number
+            try:
+                yield json.loads(stripped)
+            except json.JSONDecodeError as exc:
+                raise TranscriptError(f"{self.source}:{number}: invalid JSON ({exc.msg})") from None
+
+    def where(self, record: Any) -> str:
+        """The line being read (the streamed readers ask while it is the current one)."""
+        return f"{self.source}:{self.number}"
 
 
 def parse_transcript_with_stats(lines: Iterable[str], source: str = "<stdin>") -> TranscriptParse:
     """Like ``parse_transcript``, also returning what was skipped."""
-    return parse_records(_json_lines(lines, source))
+    return parse_records(_Lines(lines, source), source)
 
 
 def parse_transcript(lines: Iterable[str], source: str = "<stdin>") -> list[SessionMessage]:
@@ -561,7 +701,7 @@ def _parse_blocks_conversation(items: list[dict[str, Any]], source: str) -> list
                 is_error = block.get("is_error", block.get("isError")) is True
                 block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error}
             normalised.append(block)
-        assembler.add(role, None, normalised)
+        assembler.add(role, None, normalised, place=f"{source}: item {number}")
     return assembler.finish()
 
 
@@ -602,7 +742,7 @@ def _load_list(doc: list[Any], source: str) -> list[SessionMessage]:
             raise TranscriptError(f"{source}: invalid SessionMessage at {exc.location}: {exc.what}") from None
     if all(isinstance(i, dict) and i.get("type") in _KNOWN_RECORD_TYPES for i in doc):
         # A bare array of Claude Code records: the loglines export without its wrapper.
-        return parse_records(doc).messages
+        return parse_records(doc, source).messages
     raise _unrecognised(source, _describe(doc))
 
 
@@ -628,7 +768,7 @@ def load_messages(text: str, source: str = "<stdin>") -> list[SessionMessage]:
     if isinstance(doc, dict):
         loglines = doc.get("loglines")
         if isinstance(loglines, list):
-            return parse_records(loglines).messages
+            return parse_records(loglines, source).messages
         if doc.get("type") in _KNOWN_RECORD_TYPES:
             return _load_jsonl(lines, source)  # a one-record transcript
         raise _unrecognised(source, _describe(doc))
@@ -680,15 +820,15 @@ def _read_streamed(file: Path, name: str | None = None) -> list[SessionMessage] 
                 return None
             handle.seek(0)
             source = file.name if name is None else name
-            parsed = _streamed_records(_json_lines(handle, source))
+            parsed = _streamed_records(_Lines(handle, source))
             if parsed is None:
                 # Boundaries or sidechains: a first pass finds the live part, a second reads it.
                 handle.seek(0)
-                plan = _plan(_json_lines(handle, source))
+                plan = _plan(_Lines(handle, source))
                 if plan is None:
                     return None
                 handle.seek(0)
-                parsed = _planned_records(_json_lines(handle, source), plan)
+                parsed = _planned_records(_Lines(handle, source), plan)
     except (OSError, UnicodeDecodeError, TranscriptError):
         return None  # the whole-file reader reports it, in its own words
     if parsed is None or not parsed.stats.recognised:

@@ -112,9 +112,18 @@ def _runs_of(body: dict[str, Any]) -> list[tuple[str, str, str]]:
     ]
 
 
+def _reply_of_its_own(message: dict[str, Any]) -> bool:
+    """An assistant message of text only, with prose beside any marker line: a reply whose calls
+    were all dropped, which stays apart from the next reply (hook/turns.py)."""
+    blocks = _blocks(message)
+    return (message["role"] == "assistant" and all(b.get("type") == "text" for b in blocks)
+            and any(MARKER_LINE.sub("", b.get("text", "")).strip() for b in blocks))
+
+
 def same_role_runs(body: dict[str, Any]) -> int:
-    roles = [m["role"] for m in conversation(body)]
-    return sum(1 for a, b in zip(roles, roles[1:]) if a == b)
+    """Two messages of one role in a row, but for a reply of its own before the next reply."""
+    messages = conversation(body)
+    return sum(1 for a, b in zip(messages, messages[1:]) if a["role"] == b["role"] and not _reply_of_its_own(a))
 
 
 def is_subsequence(needles: list[str], haystack: list[str]) -> bool:
@@ -298,3 +307,21 @@ def test_auto_compaction_between_parallel_turns_keeps_the_turns_in_process(claud
     # Every call ran once: nothing the compaction kept or cut was asked for again.
     final = [json.dumps(b["input"], sort_keys=True) for m in conversation(requests[-1]) for b in _blocks(m) if b.get("type") == "tool_use"]
     assert len(final) == len(set(final))
+
+
+def test_a_reply_whose_call_was_dropped_stays_apart_from_the_next_reply(claude: Claude, judge_url: str) -> None:
+    """"Listing numbers first." and its seq call (dropped by the scripted judge) were one reply,
+    the filler call the next: the reply goes back as its own text, never joined to the next one."""
+    settings = claude.settings(judge="jev", apiKey="test", baseUrl=judge_url, preserveRecentMessages=2, policy="threshold")
+    first = claude.run("do the thing", settings=settings)
+    assert first.returncode == 0 and first.result["result"] == FINAL_TEXT
+    compacted = claude.run("/compact", resume=first.session_id, settings=settings)
+    assert compacted.returncode == 0 and compacted.toasts()[0].endswith(", no summary"), compacted.toasts()
+    asked = len(claude.api.message_requests())
+    follow = claude.run("what now?", resume=first.session_id, settings=settings)
+    assert follow.returncode == 0 and follow.result["is_error"] is False
+    messages = conversation(claude.api.message_requests()[asked])
+    at = next(i for i, m in enumerate(messages) if m["role"] == "assistant")
+    [reply] = _blocks(messages[at])
+    assert reply["type"] == "text" and reply["text"].startswith("Listing numbers first.\n[fast-jev-compaction: the Bash call (seq 1 3000) ran here;")
+    assert [b["type"] for b in _blocks(messages[at + 1])] == ["tool_use"] and messages[at + 1]["role"] == "assistant"

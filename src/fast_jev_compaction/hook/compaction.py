@@ -17,14 +17,14 @@ from .archive import ARCHIVE_DIR, saved_or_unpointed
 from .config import resolve_hook_config
 from .deadline import Deadline
 from .event import HookEvent
-from .gate import ENGINE_TRIGGERS, after_pass, before_pass, engine_limit_of, window_of
+from .gate import ENGINE_TRIGGERS, after_pass, before_pass, engine_limit_of, unmeasured_tokens, window_of
 from .judge import answer_cache, build_asker
 from .log import HookLog
 from .media import with_media
 from .meta import read_hung_texts, transcript_file
 from .outcome import Answer, Outcome
 from .tally import Tally
-from .turns import carried_by, regroup, turn_problems
+from .turns import carried_by, regroup, replies, turn_problems
 
 
 async def _compact(
@@ -68,7 +68,9 @@ def run_compaction(
     if not messages:
         return Outcome(skip_answer("nothing to compact", lines), "skipped", "nothing to compact")
 
-    window = window_of(event.context)
+    # A subagent's messages are not what the main conversation's figures measure.
+    unmeasured = 0 if event.agentId else unmeasured_tokens(messages)
+    window = window_of(event.context, unmeasured)
     early = before_pass(window, event.trigger, config.target_percent)
     if early is not None:
         return Outcome(skip_answer(early.reason, lines), "skipped", early.reason)
@@ -77,7 +79,7 @@ def run_compaction(
     # The pass frees what the window needs (policy.chars_to_free): for the engine's own
     # compaction, the window it fires in (its compaction window, with the output that made it
     # fire), not the model's, which may be many times larger.
-    engine = None if event.agentId else engine_limit_of(event.context)
+    engine = None if event.agentId else engine_limit_of(event.context, unmeasured)
     aimed = engine.window if engine is not None and event.trigger in ENGINE_TRIGGERS else window
     # A `/compact` typed under the target asks for a compaction the window does not need: it
     # gets the budget without a window (targetReduction), as before the window-aware budget.
@@ -121,7 +123,7 @@ def run_compaction(
         reason = f"{gate.reason}: {summary}"
         return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, gate.category)
 
-    out = regroup(result.messages, carried_by(messages, _hung_texts(event, messages, log)))
+    out = regroup(result.messages, carried_by(messages, _hung_texts(event, messages, log)), replies(messages))
     # The rebuilt history lives on as ``out``; the outcome's record reads the decisions, calls
     # and figures only, so the turns regroup merged are not kept beside it while it is wired.
     result = replace(result, messages=[])

@@ -15,27 +15,33 @@ instead, and "nothing left to prune" is never a failure. By who asked for the co
   from this plugin, and it would throw away the verbatim history).
 - ``auto`` and ``precompute`` (the engine at its own threshold): judged against what made the
   engine fire, its ``autoCompactThreshold`` in its compaction window (the mod reads both from
-  the usage breakdown). A pass that brings the context under the threshold replaces. Over it,
-  while the model's window still has the engine's buffer free beyond the context (a
-  compaction window smaller than the model's, as ``--autocompact`` or the settings give), the
-  engine can go on: a pass that frees anything replaces and one that frees nothing skips (the
-  engine then shows "not compacted", carries on with the turn and asks again at its next
-  check). Only with that room gone does a pass need the threshold or ``minFreedPercent``
-  points, else the summary runs: a session that cannot send its next request is worse than a
-  summary. Without the engine's figures (a subagent's transcript: the usage is the main
+  the usage breakdown). While the model's window still has the engine's buffer free beyond the
+  context (a compaction window smaller than the model's, as ``--autocompact`` or the settings
+  give), the engine can go on: a pass that frees anything replaces and one that frees nothing
+  skips, under the threshold or over it (the engine then shows "not compacted", carries on with
+  the turn and asks again at its next check). With that room gone, a pass replaces when it
+  brings the context under the threshold or frees ``minFreedPercent`` points, else the summary
+  runs: a session that cannot send its next request is worse than a summary. A pass that
+  frees nothing never replaces. Without the engine's figures (a subagent's transcript: the usage is the main
   conversation's) a pass that frees anything replaces and one that frees nothing falls back.
 
 ``minReductionRatio`` set above 0 restores the ratio for every trigger: below it the summary
 runs, as before the window gate (the plugin trigger's two skips stay).
+
+The engine's figures are its last request's input: the response to that request, and whatever
+came after it, are not in them (measured in the real ``claude``: a 27.5k-token reply left out of
+a context the engine itself counted at 189k). :func:`unmeasured_tokens` estimates them from the
+messages, and the window a pass is judged in holds them.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping, TypeGuard
+from typing import Any, Literal, Mapping, Sequence, TypeGuard
 
+from ..messages import SessionMessage
 from ..policy import CHARS_PER_TOKEN
 from ..records import frozen
-from ..stats import CompactStats, percent
+from ..stats import CompactStats, message_chars, percent
 
 
 @frozen
@@ -58,8 +64,8 @@ class Window:
 
 @frozen
 class EngineLimit:
-    """Where the engine's own compaction fires: its estimate of the context (the output that
-    made it fire included) in its compaction window, its threshold there, and the model's window."""
+    """Where the engine's own compaction fires: the context in its compaction window, its
+    threshold there, and the model's window."""
 
     window: Window
     threshold: int
@@ -75,18 +81,36 @@ def _positive_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
-def window_of(context: Any) -> Window | None:
-    """The engine's ``$.session.usage().context`` (``{tokens, window, percent}``), when usable."""
+def unmeasured_tokens(messages: Sequence[SessionMessage]) -> int:
+    """Tokens of the messages the engine's figures leave out, at ``CHARS_PER_TOKEN``: the last
+    response (its text and calls, one assistant message per block) and every message after it
+    (results, a new prompt). Thinking is not in a message's text, so it is not counted."""
+    start = len(messages)
+    while start > 0 and messages[start - 1].role != "assistant":
+        start -= 1
+    while start > 0 and messages[start - 1].role == "assistant":
+        start -= 1
+    if start == 0 and (not messages or messages[0].role != "assistant"):
+        return 0  # no response yet: the figures hold every message
+    return round(sum(message_chars(m) for m in messages[start:]) / CHARS_PER_TOKEN)
+
+
+def window_of(context: Any, unmeasured: int = 0) -> Window | None:
+    """The engine's ``$.session.usage().context`` (``{tokens, window, percent}``), when usable,
+    holding the ``unmeasured`` tokens too."""
     if not isinstance(context, Mapping):
         return None
     tokens, size = context.get("tokens"), context.get("window")
-    return Window(int(tokens), int(size)) if _positive_number(tokens) and _positive_number(size) else None
+    return Window(int(tokens) + unmeasured, int(size)) if _positive_number(tokens) and _positive_number(size) else None
 
 
-def engine_limit_of(context: Any) -> EngineLimit | None:
+def engine_limit_of(context: Any, unmeasured: int = 0) -> EngineLimit | None:
     """``context.compaction`` as the mod reads it from the usage breakdown (``{tokens, window,
     threshold}``: ``totalTokens``, ``rawMaxTokens``, ``autoCompactThreshold``), beside the model's
-    ``window``; None when any figure is missing (auto-compaction off, an older engine)."""
+    ``window``; None when any figure is missing (auto-compaction off, an older engine). The
+    context is the larger of the breakdown's count and the plain ``tokens`` with the
+    ``unmeasured`` ones: the breakdown's count was the last request's input in the real
+    ``claude``, and holding the reply already, it is not counted twice."""
     if not isinstance(context, Mapping) or not isinstance(figures := context.get("compaction"), Mapping):
         return None
     tokens, size, threshold, model = (figures.get("tokens"), figures.get("window"), figures.get("threshold"), context.get("window"))
@@ -94,7 +118,9 @@ def engine_limit_of(context: Any) -> EngineLimit | None:
         return None
     if threshold > size:
         return None
-    return EngineLimit(Window(int(tokens), int(size)), int(threshold), int(model))
+    measured = context.get("tokens")
+    whole = int(measured) + unmeasured if _positive_number(measured) else 0
+    return EngineLimit(Window(max(int(tokens), whole), int(size)), int(threshold), int(model))
 
 
 Verdict = Literal["replace", "skip", "fallback"]
@@ -198,11 +224,16 @@ def _engine_gate(stats: CompactStats, freed: int, engine: EngineLimit | None, mi
     before, after = window.percent, window.percent_after(freed)
     moved = f"context {points(before)} → {points(after)} of the {tokens_text(window.size)}-token compaction window"
     threshold = f"the engine's {tokens_text(engine.threshold)} threshold"
-    if window.tokens_after(freed) < engine.threshold:
+    side = "under" if window.tokens_after(freed) < engine.threshold else "over"
+    if freed == 0:  # the engine fired: its history as it is answers nothing
+        if engine.has_room(0):
+            return GateResult("skip", f"{NOTHING_LEFT}; {moved}, {side} {threshold} with room left in the model's window")
+        return GateResult(
+            "fallback", f"{NOTHING_LEFT}; {moved}, {side} {threshold} and the model's window is full", "below-target"
+        )
+    if side == "under":
         return GateResult("replace", f"{moved}, under {threshold}")
     if engine.has_room(freed):
-        if freed == 0:
-            return GateResult("skip", f"{NOTHING_LEFT}; {moved}, over {threshold} with room left in the model's window")
         return GateResult("replace", f"{moved}, over {threshold} with room left in the model's window")
     if before - after >= min_freed_percent:
         return GateResult("replace", moved)

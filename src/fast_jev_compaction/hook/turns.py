@@ -18,6 +18,7 @@ the answer must not be sent.
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -125,7 +126,8 @@ def carried_by(original: Sequence[SessionMessage], hung: Mapping[str, str]) -> C
     return carried
 
 
-def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessage], str] | None = None) -> list[SessionMessage]:
+def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessage], str] | None = None,
+            responses: Sequence[int] | None = None) -> list[SessionMessage]:
     """Merge each turn's fragments and gather its results right after it.
 
     A turn is a run of assistant messages with no user message between them. The engine rebuilds
@@ -136,8 +138,15 @@ def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessag
     results whose call is not in the list, stay where they are. ``carried`` names engine text a
     message loses by going back without its handle (:mod:`.meta`); a turn's goes after it, in
     its results message. Messages that need no merging come back as the very same objects.
+
+    ``responses`` are :func:`replies` of the messages before the rebuild, which leaves every
+    assistant message in its place: fragments of two responses that a dropped call's results
+    no longer separate stay two turns (ignored when the counts differ).
     """
     carry = carried or (lambda message: "")
+    if responses is not None and len(responses) != sum(m.role == "assistant" for m in messages):
+        responses = None
+    assistants = 0
     # A turn goes out as soon as it is closed and every call of it has its result, with what
     # came before it: a long session's turns are not all alive at once.
     slots: deque[_Turn | SessionMessage] = deque()
@@ -146,6 +155,10 @@ def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessag
     out: list[SessionMessage] = []
     for message in messages:
         if message.role == "assistant":
+            if responses is not None:
+                assistants += 1
+                if assistants > 1 and responses[assistants - 1] != responses[assistants - 2]:
+                    open_turn = None
             if open_turn is None:
                 open_turn = _Turn([message])
                 slots.append(open_turn)
@@ -185,14 +198,35 @@ def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessag
 def _emit(out: list[SessionMessage], slot: _Turn | SessionMessage) -> None:
     for message in slot.messages() if isinstance(slot, _Turn) else [slot]:
         previous = out[-1] if out else None
-        if previous is not None and previous.role == message.role == "assistant" and not previous.toolUses:
-            # A turn left with text only (every call of it dropped, its results gone) runs
-            # into the next turn: the engine would not merge two assistant messages, so its
-            # text (a marker line, prose) leads the next turn's text.
+        if (previous is not None and previous.role == message.role == "assistant" and not previous.toolUses
+                and _marks_only(previous.text)):
+            # A turn left with marker lines only (every call of it dropped, its results gone)
+            # runs into the next turn, its lines leading the next turn's text. A turn with
+            # prose stays its own message: two replies are never one text.
             merged = _merged("assistant", [previous, message], message.toolUses, ())
             out[-1] = merged if merged is not None else message
             continue
         out.append(message)
+
+
+def _marks_only(text: str) -> bool:
+    return all(line.startswith(PREFIX) for line in text.split("\n") if line.strip())
+
+
+def replies(messages: Sequence[SessionMessage]) -> array[int]:
+    """The model response each assistant message is part of (1, 2, ...), in order: a user
+    message between two assistant messages starts a new one."""
+    out = array("q")
+    reply = 0
+    after_user = True
+    for message in messages:
+        if message.role != "assistant":
+            after_user = True
+            continue
+        reply += after_user
+        after_user = False
+        out.append(reply)
+    return out
 
 
 def _added(items: list[Any] | None, item: Any) -> list[Any]:

@@ -158,14 +158,26 @@ def evict_turns(
 
 def _same_prompts(source: Sequence[SessionMessage], source_prompts: list[int], rebuilt: Sequence[SessionMessage]) -> list[int]:
     """Where ``source``'s prompts are in ``rebuilt``. By identity, not by shape: a result message
-    with text whose results were all dropped comes back as text alone, yet starts no turn."""
+    with text whose results were all dropped comes back as text alone, yet starts no turn. A
+    prompt the pass rebuilt (an attached image moved by rung c) is a new object with the same
+    text: it is the same prompt."""
     found: list[int] = []
     for index, message in enumerate(rebuilt):
-        if len(found) < len(source_prompts) and message is source[source_prompts[len(found)]]:
+        if len(found) < len(source_prompts) and _same_prompt(source[source_prompts[len(found)]], message):
             found.append(index)
     if len(found) != len(source_prompts):
         raise ValueError("a pass rewrote or removed a user prompt")
     return found
+
+
+def _same_prompt(prompt: SessionMessage, message: SessionMessage) -> bool:
+    if message is prompt:
+        return True
+    # The rebuild may give a changed message no handle (its record ids name the original).
+    return (
+        message.role == prompt.role and message.text == prompt.text and message.handle in (prompt.handle, None)
+        and not message.toolUses and not message.toolResults
+    )
 
 
 def _closed(body: Sequence[SessionMessage]) -> bool:

@@ -7,6 +7,7 @@ a compaction or the answer; the per-user temp log folder refuses what it cannot 
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import sqlite3
@@ -94,6 +95,53 @@ def test_planted_secrets_reach_neither_jev_nor_the_decision_log_nor_hook_log(tmp
     db_bytes = b"".join(p.read_bytes() for p in data.glob("decisions.sqlite*"))
     assert leaked(db_bytes.decode("utf-8", errors="replace")) == []
     assert len(rows(data)) == 1
+
+
+# Passwords an output prints, each where the redactor knows it by what stands before it (a name,
+# a flag, userinfo), and each shaped like a digest term (a digit inside), so a term list cut out
+# of its context would carry it.
+OUTPUT_PASSWORDS: dict[str, tuple[str, str]] = {
+    "url userinfo": ("cloning https://deploy:Tr0ub4dor3x@git.example.com/app.git", "Tr0ub4dor3x"),
+    "env assignment": ("DB_PASSWORD=Zq7mPassw0rd", "Zq7mPassw0rd"),
+    "export quoted": ('export API_TOKEN="Qu0tedT0ken9"', "Qu0tedT0ken9"),
+    "flag value": ("mysqldump --password Fl4gValue77 app", "Fl4gValue77"),
+    "flag equals": ("deploy --secret=Eq5ecretVal", "Eq5ecretVal"),
+    "yaml": ("  password: Yam1Passw0rd", "Yam1Passw0rd"),
+    "json": ('{"client_secret": "Js0nSecret42"}', "Js0nSecret42"),
+}
+
+
+# The last lines of a private key whose BEGIN line lies far before a digest's closing characters.
+KEY_BODY = "\n".join(base64.b64encode(bytes(range(n, n + 48))).decode() for n in range(0, 200, 20))
+
+
+def password_output(index: int) -> str:
+    """An output the budget policy cuts: the passwords repeated at its opening (the digest's terms
+    are its most repeated names), plain words after, and at its very end either a password whose
+    name lies just outside the closing characters a digest keeps, or a private key's last lines."""
+    opening = "\n".join(line for line, _ in OUTPUT_PASSWORDS.values()) + "\n"
+    if index % 2:
+        last = f"-----BEGIN RSA PRIVATE KEY-----\n{KEY_BODY}\n-----END RSA PRIVATE KEY-----"
+    else:
+        last = f"DB_PASSWORD=Ta1lPassw0rd{index} " + "z" * 103
+    return opening * 4 + "output line\n" * 600 + last
+
+
+def test_passwords_in_outputs_reach_no_digest_the_judge_is_sent(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    messages: list[dict[str, Any]] = [{"role": "user", "text": "check the deploy", "toolUses": [], "handle": "h-0"}]
+    for index in range(6):  # the first three are not pinned: the judge is asked about them
+        messages += _bash(index, f"cat logs/app-{index}.log", password_output(index))
+    messages.append({"role": "assistant", "text": "Done.", "toolUses": [], "handle": "h-end"})
+    with FaultServer(judge_drops_everything) as server:
+        options = {"apiKey": "sk-test-key-that-is-long-enough", "baseUrl": server.url}
+        run_hook(event(messages, data, options=options), data)
+        sent = "".join(seen.body.decode("utf-8") for seen in server.requests)
+    assert "[terms: " in sent  # the digests were sent
+    passwords = [secret for _, secret in OUTPUT_PASSWORDS.values()] + ["Ta1lPassw0rd0", "Ta1lPassw0rd2"]
+    assert [p for p in passwords if p in sent] == []
+    key_pieces = [line[i : i + 8] for line in KEY_BODY.splitlines() for i in range(0, 64, 8)]
+    assert [piece for piece in key_pieces if piece in sent] == []
 
 
 def test_a_secret_echoed_by_a_failing_jev_stays_out_of_the_reason_log_and_row(tmp_path: Path) -> None:

@@ -62,6 +62,21 @@ def test_every_kind_of_secret_is_masked(text: str, secret: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("key:\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nQyNTUxOQAAACB", "key:\n"),
+        ("b3BlbnNzaC1rZXktdjEAAAAA\nQyNTUxOQAAACB\n-----END OPENSSH PRIVATE KEY-----\ndone", "\ndone"),
+    ],
+    ids=["no END line", "no BEGIN line"],
+)
+def test_redact_text_masks_a_private_key_block_cut_at_either_end(text: str, kept: str) -> None:
+    out = redact_text(text)
+    assert "b3BlbnNzaC1rZXktdjEAAAAA" not in out and "QyNTUxOQAAACB" not in out
+    assert kept in out and "[private key redacted]" in out
+    assert redact_text(out) == out
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "git log --oneline -n 5 && pytest --mode=fast",

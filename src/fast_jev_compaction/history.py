@@ -8,6 +8,7 @@ from typing import Any, Iterator, Sequence
 
 from .messages import SessionMessage
 from .pairing import Pairing, PendingCall, ToolCall
+from .redaction import redact_text
 from .textutil import collapse_spaces, js_json, plain_json, truncate
 from .tokens import json_tally, tally
 
@@ -74,10 +75,15 @@ _FLAT_ENDS = max(DIGEST_CHARS.values())
 
 
 def output_digest(text: str, budget: int, memo: RenderMemo | None = None) -> str:
-    """A one-line glimpse of an output: its opening and closing, and its most repeated terms."""
+    """A one-line glimpse of an output: its opening and closing, and its most repeated terms.
+
+    Every piece is redacted (``redaction.redact_text``) before it is cut: a term, or an end cut
+    mid-line, no longer holds the name, flag or ``user:`` that marks a password as one, so the
+    state's own redaction would let it through.
+    """
     flat, exact, terms = memo.parts(text) if memo is not None else _parts(text)
     if not exact and budget > _FLAT_ENDS:
-        flat = _flat(text.splitlines())
+        flat = _flat(redact_text(text).splitlines())
     if len(flat) > budget:
         head = max(0, budget * 3 // 5)
         flat = f"{flat[:head]} … {flat[len(flat) - (budget - head):]}"
@@ -100,7 +106,7 @@ def read_digest(digest: str) -> tuple[list[str], list[str]]:
 def _parts(text: str) -> tuple[str, bool, str]:
     """The flattened lines (exact, or of a long output only both ends), and the term list."""
     flat, exact = _flattened(text)
-    return flat, exact, _top_terms(_term_counts(text[:TERM_SCAN_CHARS]))
+    return flat, exact, _top_terms(_term_counts(redact_text(text[:TERM_SCAN_CHARS])))
 
 
 def _term_counts(text: str) -> dict[bytes, int]:
@@ -178,7 +184,13 @@ def _flattened(text: str) -> tuple[str, bool]:
         ends = _flat_ends(text)
         if ends is not None:
             return ends, False
-    return _flat(text.splitlines()), True
+    return _flat(redact_text(text).splitlines()), True
+
+
+def _masked_flat(raw: str, flat: str) -> str:
+    """``flat``, the flattened lines of ``raw``, from ``raw`` redacted (as a whole, in context)."""
+    masked = redact_text(raw)
+    return flat if masked == raw else _flat(masked.splitlines())
 
 
 def _flat_ends(text: str) -> str | None:
@@ -206,7 +218,8 @@ def _flat_ends(text: str) -> str | None:
         if start < 0:
             return None
         tail = _flat([*text[start + 1 : stop].splitlines(), tail])
-    return head[:_FLAT_ENDS] + tail[-_FLAT_ENDS:]
+    # Each end redacted from its whole lines, before the cut to length.
+    return _masked_flat(text[:end], head)[:_FLAT_ENDS] + _masked_flat(text[start + 1 :], tail)[-_FLAT_ENDS:]
 
 
 def _is_term(word: str) -> bool:

@@ -7,7 +7,8 @@ here. Archives keep the user's own bytes and never do.
 
 What is masked: AWS access keys and secret keys, GitHub tokens (``ghp_``, ``gho_``, ``ghs_``,
 ``ghu_``, ``ghr_``, ``github_pat_``), Slack tokens (``xox?-``), OpenAI/Anthropic-style keys
-(``sk-…``), JWTs, bearer/basic credentials, PEM private-key blocks, ``KEY=value`` /
+(``sk-…``), JWTs, bearer/basic credentials, PEM private-key blocks (one cut before its END or
+after its BEGIN loses everything on its cut side), ``KEY=value`` /
 ``key: value`` / ``--key value`` where the name says secret, and URL userinfo passwords.
 
 Linear time by construction (the old patterns were quadratic on long identifier runs because
@@ -114,6 +115,14 @@ def _mask_pem(text: str) -> str:
         return text
     out: list[str] = []
     pos = 0
+    # A block cut before its BEGIN (the closing lines of an output, a digest's end): everything
+    # before its END may be key material.
+    first_end = _PEM_END.search(text)
+    if first_end is not None:
+        first_begin = _PEM_BEGIN.search(text, 0, first_end.start())
+        if first_begin is None:
+            out.append(PEM_MASK)
+            pos = first_end.end()
     while (begin := _PEM_BEGIN.search(text, pos)) is not None:
         out.append(text[pos : begin.start()])
         end = _PEM_END.search(text, begin.end())

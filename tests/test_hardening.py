@@ -144,6 +144,24 @@ def test_passwords_in_outputs_reach_no_digest_the_judge_is_sent(tmp_path: Path) 
     assert [piece for piece in key_pieces if piece in sent] == []
 
 
+def test_planted_secrets_in_tool_inputs_reach_neither_log_nor_log_json_nor_the_html_report(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    answer = run_hook(event(secret_conversation(), data), data)
+    assert answer["action"] == "replace"
+    page = tmp_path / "report.html"
+    shown = ""
+    for argv in (["log", "-n", "0"], ["log", "-n", "0", "--json"], ["report", "all", "--html", str(page)]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "fast_jev_compaction.cli", *argv, "--db", str(data / "decisions.sqlite")],
+            capture_output=True, text=True, timeout=SAFETY_TIMEOUT,
+        )
+        assert (proc.returncode, proc.stderr) == (0, "")
+        shown += proc.stdout
+    shown += page.read_text(encoding="utf-8")
+    assert "run " in shown  # the inputs are shown, only their secrets went
+    assert leaked(shown) == []
+
+
 def test_a_secret_echoed_by_a_failing_jev_stays_out_of_the_reason_log_and_row(tmp_path: Path) -> None:
     data = tmp_path / "data"
     aws = SECRETS["aws access key"][1]

@@ -50,6 +50,23 @@ SECRETS: dict[str, tuple[str, str]] = {
     "url userinfo": ("git clone https://bob:s3cr3t-pw@github.com/x/y", "s3cr3t-pw"),
     "db url": ("postgres://admin:pa55word@db.internal:5432/app", "pa55word"),
     "random under any name": ("SIGNING=q8Zr4TbX2mWn7KpL9vYc3HsJ", "q8Zr4TbX2mWn7KpL9vYc3HsJ"),
+    "curl user": ("curl -u admin:Adm1nPass99 https://api.example.com", "Adm1nPass99"),
+    "curl user quoted": ("curl --user 'admin:two words99' https://x", "two words99"),
+    "mysql attached": ("mysql -uroot -pS3cretDbPw app < dump.sql", "S3cretDbPw"),
+    "sshpass": ("sshpass -p 'Ss4Shpass' ssh deploy@host", "Ss4Shpass"),
+    "docker login": ("docker login -u bob -p D0ckerPw registry.example.com", "D0ckerPw"),
+    "flag pass": ("tool --pass hunter77 --verbose", "hunter77"),
+    "flag pass equals": ("tool --pass=hunter78", "hunter78"),
+    "env pass": ("SMTP_PASS=mailpw123", "mailpw123"),
+    "stripe restricted": ("key rk_live_51H8q9AbCdEfGh", "rk_live_51H8q9AbCdEfGh"),
+    "stripe secret": ("sk_test_4eC39HqLyjWDarjtT1zdp7dc", "sk_test_4eC39HqLyjWDarjtT1zdp7dc"),
+    "google api": ("maps AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"),
+    "gitlab": ("GITLAB glpat-AbCd1234EfGh5678IjKl", "glpat-AbCd1234EfGh5678IjKl"),
+    "hugging face": ("hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345 used", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345"),
+    "sendgrid": (
+        "mail 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",
+        "TwL2iGABf9DHoTf-09kqeF8tAmbihYzrnopKc-1s5cr",
+    ),
 }
 
 
@@ -86,6 +103,9 @@ def test_redact_text_masks_a_private_key_block_cut_at_either_end(text: str, kept
         "https://example.com/path?query=1#frag",
         "src/fast_jev_compaction/hook/entry.py:42: def main()",
         "ssh -i ~/.ssh/id_ed25519 host",
+        "gcc -pthread -O2 x.c && mkdir -p out && git push -u origin main",
+        "Pass: 12 Fail: 0",
+        "mysql -u root -p",
     ],
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:
@@ -122,6 +142,7 @@ FRAGMENTS = [
     "a", "Z", "0", "9", "_", "-", ".", "=", ":", "/", "+", "@", " ", "\t", "\n", '"', "'", "*",
     "sk-", "ghp_", "xoxb-", "eyJ", "AKIA", "--", "://", "Bearer ", "basic ", "key", "password", "token",
     "-----BEGIN ", "PRIVATE KEY-----", "sort_key", "KEY=", "pass:", "=\"", "':", "--token ",
+    "mysql", "login", " -p", "-u ", "--user=", "rk_live_", "AIza", "glpat-", "hf_", "SG.",
 ]
 UNIT = st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=12).map("".join)
 SIZE = 64 * 1024
@@ -182,6 +203,7 @@ def _every_pattern(text: str) -> str:
     text = redaction._mask_pem(text)
     for _, pattern, replacement in redaction._SUBSTITUTIONS:
         text = pattern.sub(replacement, text)
+    text = redaction._mask_p_flags(text)
     text = redaction._mask_named(text, redaction._ASSIGN_NAME, 1, redaction._ASSIGN_VALUE)
     text = redaction._mask_named(text, redaction._COLON_NAME, 2, redaction._COLON_VALUE, redaction._colon_secret)
     return redaction._mask_named(text, redaction._FLAG_NAME, 1, redaction._FLAG_VALUE)

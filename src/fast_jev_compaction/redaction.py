@@ -7,9 +7,12 @@ here. Archives keep the user's own bytes and never do.
 
 What is masked: AWS access keys and secret keys, GitHub tokens (``ghp_``, ``gho_``, ``ghs_``,
 ``ghu_``, ``ghr_``, ``github_pat_``), Slack tokens (``xox?-``), OpenAI/Anthropic-style keys
-(``sk-…``), JWTs, bearer/basic credentials, PEM private-key blocks (one cut before its END or
+(``sk-…``), Stripe (``sk_live_``, ``rk_live_``, ``…_test_``), Google (``AIza…``), GitLab
+(``glpat-``), Hugging Face (``hf_``) and SendGrid (``SG.``) keys, JWTs, bearer/basic credentials, PEM private-key blocks (one cut before its END or
 after its BEGIN loses everything on its cut side), ``KEY=value`` /
-``key: value`` / ``--key value`` where the name says secret, and URL userinfo passwords.
+``key: value`` / ``--key value`` where the name says secret (``--pass`` too), URL userinfo
+passwords, ``-u user:password`` (curl), and the ``-p`` value of ``mysql``, ``mariadb``,
+``sshpass`` and any ``login`` command (``docker login -p``).
 
 Linear time by construction (the old patterns were quadratic on long identifier runs because
 every position of the run started a fresh scan to its end):
@@ -40,6 +43,7 @@ PEM_MASK = "[private key redacted]"
 _SECRET_SEGMENTS = frozenset(
     {
         "password",
+        "pass",
         "passwd",
         "passphrase",
         "pwd",
@@ -144,6 +148,18 @@ _AWS_SECRET_KEY = lazy_pattern(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0
 _GITHUB_TOKEN = lazy_pattern(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{20}|github_pat_[A-Za-z0-9_]{20})[A-Za-z0-9_]*+")
 _SLACK_TOKEN = lazy_pattern(r"(?<![A-Za-z0-9_\-])xox[abposr]-[A-Za-z0-9\-]{10}[A-Za-z0-9\-]*+")
 _SK_KEY = lazy_pattern(r"(?<![A-Za-z0-9_\-])sk-[A-Za-z0-9_\-]{16}[A-Za-z0-9_\-]*+")
+# Vendor keys known by their prefix alone.
+_VENDOR_PREFIXES = ("sk_live_", "sk_test_", "rk_live_", "rk_test_", "AIza", "glpat-", "hf_", "SG.")
+_VENDOR_KEY = lazy_pattern(
+    r"(?<![A-Za-z0-9_\-.])(?:[sr]k_(?:live|test)_[A-Za-z0-9]{8}|AIza[A-Za-z0-9_\-]{30}|glpat-[A-Za-z0-9_\-]{16}"
+    r"|hf_[A-Za-z0-9]{24}|SG\.[A-Za-z0-9_\-]{16,}+\.[A-Za-z0-9_\-]{16})[A-Za-z0-9_\-.]*+"
+)
+# curl's -u/--user (and -U/--proxy-user) user:password, quoted (to the quote) or not (to a space);
+# the user stays.
+_USER_PASSWORD = lazy_pattern(
+    r"(?<![A-Za-z0-9_\-])((?:-[uU]|--user|--proxy-user)(?:[ \t]++|=)?+)"
+    r"(?:(\\?[\"'])([^\s:\"'\\]++:)[^\"'\\\n]*+|([^\s:\"'\\]++:)[^\s\"'\\]++)"
+)
 _JWT = lazy_pattern(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]++\.eyJ[A-Za-z0-9_\-]++\.[A-Za-z0-9_\-]*+")
 
 
@@ -191,8 +207,40 @@ _FLAG_VALUE = lazy_pattern(r"\"[^\"\n]*+\"?|'[^'\n]*+'?|[^\s\-*][^\s]*+")
 
 
 def _colon_secret(name: str) -> bool:
-    # "key: value" is as often prose ("no Jev key: set one") as a credential; "api_key:" is not.
-    return name.lower() != "key" and is_secret_key(name)
+    # "key: value" and "pass: 12" are as often prose ("no Jev key: set one", a test tally) as a
+    # credential; "api_key:" is not.
+    return name.lower() not in ("key", "pass") and is_secret_key(name)
+
+
+# Commands whose -p flag takes a password: mysql -pSECRET, sshpass -p SECRET, docker login -p SECRET.
+_P_COMMAND = lazy_pattern(r"(?<![A-Za-z0-9_\-])(?:mysql[a-z]*+|mariadb[a-z\-]*+|sshpass|login)(?![A-Za-z0-9_\-])")
+# The command's arguments before its -p, within one command; possessive, so the scan can resume
+# at its end when no -p follows.
+_P_ARGUMENTS = lazy_pattern(r"(?:[ \t]++(?!-p)[^\s|;&]++)*+")
+_P_FLAG = lazy_pattern(r"[ \t]++-p[ \t]*+")
+
+
+def _mask_p_flags(text: str) -> str:
+    """Mask the value of ``-p`` after a command that takes a password there."""
+    out: list[str] = []
+    pos = 0
+    while (command := _P_COMMAND.search(text, pos)) is not None:
+        arguments = _P_ARGUMENTS.match(text, command.end())
+        flag = _P_FLAG.match(text, arguments.end()) if arguments is not None else None
+        value = _ASSIGN_VALUE.match(text, flag.end()) if flag is not None else None
+        if flag is None or value is None:
+            # No later command in the same arguments can reach a -p this one did not.
+            end = arguments.end() if arguments is not None else command.end()
+            out.append(text[pos:end])
+            pos = end
+            continue
+        out.append(text[pos : flag.end()])
+        out.append(_quoted_mask(value.group(0)))
+        pos = value.end()
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _mask_named(
@@ -219,6 +267,11 @@ def _mask_named(
         return text
     out.append(text[pos:])
     return "".join(out)
+
+
+def _mask_user_password(match: re.Match[str]) -> str:
+    flag, quote, quoted_user, user = match.groups()
+    return f"{flag}{quote}{quoted_user}{MASK}" if quote else f"{flag}{user}{MASK}"
 
 
 def _mask_assigned_random(match: re.Match[str]) -> str:
@@ -253,6 +306,8 @@ _SUBSTITUTIONS: tuple[tuple[Callable[[str], bool], re.Pattern[str], str | Callab
     (_holds("gh", "github_pat_"), _GITHUB_TOKEN, MASK),
     (_holds("xox"), _SLACK_TOKEN, MASK),
     (_holds("sk-"), _SK_KEY, f"sk-{MASK}"),
+    (_holds(*_VENDOR_PREFIXES), _VENDOR_KEY, MASK),
+    (_holds("-u", "-U"), _USER_PASSWORD, _mask_user_password),
     (_holds("eyJ"), _JWT, MASK),
     (_holds("="), _ASSIGNED_RANDOM, _mask_assigned_random),
 )
@@ -264,6 +319,8 @@ def redact_text(text: str) -> str:
     for may_match, pattern, replacement in _SUBSTITUTIONS:
         if may_match(text):
             text = pattern.sub(replacement, text)
+    if "-p" in text:
+        text = _mask_p_flags(text)
     if not _hinted(text):
         return text
     text = _mask_named(text, _ASSIGN_NAME, 1, _ASSIGN_VALUE)

@@ -312,6 +312,28 @@ def test_an_empty_log_says_where_it_looked_and_how_to_fill_it(home: Path) -> Non
     assert not (home / ".claude").exists()
 
 
+SLASH_COMMANDS = ("fast-jev-log", "fast-jev-stats")
+
+
+def slash_command(command: str) -> tuple[dict[str, str], str]:
+    """A slash command's frontmatter and the shell block it runs."""
+    source = (REPO / "commands" / f"{command}.md").read_text(encoding="utf-8")
+    _, front, body = source.split("---\n", 2)
+    fields = dict(line.split(": ", 1) for line in front.splitlines())
+    return fields, body.split("```!\n", 1)[1].split("\n```", 1)[0]
+
+
+def run_slash_command(command: str, arguments: str, home: Path, data: Path) -> subprocess.CompletedProcess[str]:
+    """The shell block as Claude Code runs it: the plugin's folders and the user's arguments
+    pasted into its text, then the whole run by bash."""
+    _, block = slash_command(command)
+    text = block.replace("${CLAUDE_PLUGIN_ROOT}", str(REPO)).replace("${CLAUDE_PLUGIN_DATA}", str(data))
+    return subprocess.run(
+        ["bash", "-c", text.replace("$ARGUMENTS", arguments)], capture_output=True, text=True, timeout=GUARD_S,
+        cwd=home, env=clean_env(home, FAST_JEV_PYTHON=sys.executable),
+    )
+
+
 @pytest.mark.parametrize(("command", "arguments"), [("fast-jev-log", "-n 0"), ("fast-jev-stats", "")])
 def test_the_slash_commands_are_bounded_whatever_the_arguments(home: Path, command: str, arguments: str) -> None:
     data = home / "data"
@@ -319,16 +341,50 @@ def test_the_slash_commands_are_bounded_whatever_the_arguments(home: Path, comma
     env = clean_env(home, FAST_JEV_DB=str(data / "decisions.sqlite"))
     for _ in range(12):
         fast_jev(home, "compact", str(EXAMPLE), "-o", str(home / "o.json"), "--log", env=env)
-    source = (REPO / "commands" / f"{command}.md").read_text(encoding="utf-8")
-    line = source.split("!`", 1)[1].split("`\n", 1)[0].replace("$ARGUMENTS", arguments)
-    proc = subprocess.run(
-        ["bash", "-c", line], capture_output=True, text=True, timeout=GUARD_S, cwd=home,
-        env=clean_env(home, CLAUDE_PLUGIN_DATA=str(data), FAST_JEV_PYTHON=sys.executable),
-    )
-    lines = proc.stdout.splitlines()
+    lines = run_slash_command(command, arguments, home, data).stdout.splitlines()
     assert 1 < len(lines) <= 151
     if command == "fast-jev-log":
         assert lines[-1].startswith("… ") and lines[-1].endswith("more lines; run `fast-jev log` in a shell to see them")
+    # Options of the user's that lift the bound lose to the command's own.
+    lines = run_slash_command(command, f"{arguments} --max-lines 0", home, data).stdout.splitlines()
+    assert 1 < len(lines) <= 151 if command == "fast-jev-log" else lines[0].startswith("fast-jev: ")
+
+
+HOSTILE_ARGUMENTS = [
+    "$(touch pwned)",
+    "`touch pwned`",
+    "-n 1; touch pwned",
+    "-n 1 && touch pwned",
+    "| touch pwned",
+    "' ; touch pwned ; '",
+    '" ; touch pwned ; "',
+    "-n 1\ntouch pwned",
+    "--session $(touch pwned)",
+]
+
+
+@pytest.mark.parametrize("command", SLASH_COMMANDS)
+@pytest.mark.parametrize("arguments", HOSTILE_ARGUMENTS)
+def test_the_slash_commands_run_nothing_their_arguments_hold(home: Path, command: str, arguments: str) -> None:
+    data = home / "data"
+    data.mkdir()
+    proc = run_slash_command(command, arguments, home, data)
+    assert not (home / "pwned").exists()
+    # Either the arguments were read as fast-jev's own options (an empty log), or refused as such.
+    assert proc.stdout.startswith(("No compactions recorded yet", "fast-jev: ", "fast-jev log: ", "───")), proc.stdout
+
+
+@pytest.mark.parametrize("command", SLASH_COMMANDS)
+def test_the_slash_commands_allow_only_their_runner_and_only_the_user_runs_them(command: str) -> None:
+    fields, block = slash_command(command)
+    assert fields["disable-model-invocation"] == "true"
+    allowed = fields["allowed-tools"]
+    assert re.fullmatch(r"Bash\(([^*]+):\*\)", allowed)
+    # The one command the block runs starts with what the rule allows; its arguments go in a
+    # quoted here-document, which no shell expands.
+    assert block.startswith(allowed[len("Bash(") : -len(":*)")] + " ")
+    assert block.splitlines()[1:] == ["$ARGUMENTS", "FAST_JEV_ARGUMENTS"]
+    assert block.splitlines()[0].endswith(" <<'FAST_JEV_ARGUMENTS'")
 
 
 # --------------------------------------------------------------------------- progress

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import shlex
 import sys
 from typing import NoReturn
 
@@ -60,12 +61,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _with_stdin_arguments(parser: argparse.ArgumentParser, argv: list[str], command: str) -> list[str]:
+    """``argv`` with the shell words read from stdin right after the sub-command's name, so the
+    options ``argv`` itself gives after it (a slash command's bounds) come last and win."""
+    try:
+        words = shlex.split(sys.stdin.read())
+    except ValueError as exc:  # an unclosed quote
+        parser.error(f"the {command} arguments on stdin are not shell words ({exc})")
+    at = argv.index(command) + 1
+    return [*argv[:at], *words, *argv[at:]]
+
+
 def main(argv: list[str] | None = None) -> int:
     command = "fast-jev"
     try:
         parser = build_parser()
+        argv = sys.argv[1:] if argv is None else argv
         try:
             args = parser.parse_args(argv)
+            if getattr(args, "arguments_on_stdin", False):
+                args = parser.parse_args(_with_stdin_arguments(parser, argv, args.command))
         except SystemExit as done:  # --help, --version, or a usage error already printed
             return int(done.code or 0) if not isinstance(done.code, str) else EXIT_BAD_INPUT
         command = f"fast-jev {args.command}"

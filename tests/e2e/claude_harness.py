@@ -140,8 +140,11 @@ class Claude:
         path.write_text(json.dumps({"pluginConfigs": {f"{PLUGIN_NAME}@inline": {"options": options}}}))
         return path
 
-    def argv(self, prompt: str, *extra: str, resume: str | None = None, settings: Path | None = None) -> list[str]:
-        argv = [str(self.bin), "-p", prompt, "--plugin-dir", str(self.plugin), "--permission-mode", "bypassPermissions"]
+    def argv(
+        self, prompt: str, *extra: str, resume: str | None = None, settings: Path | None = None,
+        permission_mode: str = "bypassPermissions",
+    ) -> list[str]:
+        argv = [str(self.bin), "-p", prompt, "--plugin-dir", str(self.plugin), "--permission-mode", permission_mode]
         argv += ["--output-format", "stream-json", "--verbose"]
         if resume:
             argv += ["--resume", resume]
@@ -149,9 +152,12 @@ class Claude:
             argv += ["--settings", str(settings)]
         return argv + list(extra)
 
-    def run(self, prompt: str, *extra: str, resume: str | None = None, settings: Path | None = None) -> ClaudeRun:
+    def run(
+        self, prompt: str, *extra: str, resume: str | None = None, settings: Path | None = None,
+        permission_mode: str = "bypassPermissions",
+    ) -> ClaudeRun:
         proc = subprocess.run(
-            self.argv(prompt, *extra, resume=resume, settings=settings),
+            self.argv(prompt, *extra, resume=resume, settings=settings, permission_mode=permission_mode),
             cwd=self.project,
             env=self.env(),
             capture_output=True,

@@ -171,6 +171,21 @@ def test_manual_compact_replaces_the_history_with_the_pruned_verbatim_one(claude
     assert "compactions: 1 (1 replaced, 0 fallback, 0 skipped)" in json.dumps(claude.api.message_requests()[-1])
 
 
+def test_the_slash_commands_run_only_their_runner_whatever_the_arguments(claude: Claude) -> None:
+    """Outside bypass mode the commands' allowed-tools rule lets their runner through; the user's
+    arguments reach fast-jev as data, so what a shell would run in them never runs."""
+    pwned = claude.root / "pwned"
+    hostile = f"-n 1 $(touch {pwned}) `touch {pwned}`; touch {pwned}"
+    for command in ("fast-jev-log", "fast-jev-stats"):
+        run = claude.run(f"/fast-jev-compaction:{command} {hostile}", permission_mode="default")
+        assert run.returncode == 0 and not pwned.exists()
+        # fast-jev read them as its own options and refused them as such, in a one-line usage
+        # error: Claude Code shows it (the log's failed run) or hands it to the model (the stats').
+        shown = run.result["result"] + json.dumps(claude.api.message_requests()[-1:])
+        assert "invalid choice: '$(touch'" in shown or "unrecognized arguments: -n 1 $(touch" in shown, shown[-2000:]
+        assert "permission" not in run.result["result"]
+
+
 @pytest.mark.parametrize("tokens", [1000, 600_000], ids=["under-the-target", "over-the-target"])
 def test_compact_with_nothing_to_prune_skips_without_a_summary(claude: Claude, tokens: int) -> None:
     """The seed system ran the lossy summary whenever a pass freed little. /compact asks this

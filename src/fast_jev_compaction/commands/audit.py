@@ -28,6 +28,11 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     add_db_option(parser)
     parser.add_argument("--session", metavar="ID", help="only this Claude Code session (a unique prefix of its id will do)")
     parser.add_argument("--json", action="store_true", help="print a JSON document")
+    parser.add_argument(
+        "--arguments-on-stdin", action="store_true",
+        help="read more options from stdin, written as shell words (the slash commands pass the "
+        "user's arguments this way, so no shell reads them); options on the command line win",
+    )
 
 
 DEFAULT_COUNT = 3

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -191,3 +193,23 @@ def test_a_window_brings_a_long_session_under_its_target_and_every_cut_reads_bac
     assert moved and {saved_path(s) for s in moved} <= saved
     for path in saved:
         assert Path(path).read_bytes().decode("utf-8") in originals, path
+
+
+def test_compact_out_log_and_archive_are_private_under_a_permissive_umask(tmp_path: Path) -> None:
+    out = tmp_path / "compacted.json"
+    log = tmp_path / "logs" / "nested" / "decisions.sqlite"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fast_jev_compaction.cli", "compact", str(REPO / "examples" / "session.jsonl"),
+         "--out", str(out), "--log", str(log)],
+        capture_output=True, text=True, preexec_fn=lambda: os.umask(0),
+    )
+    assert proc.returncode == 0, proc.stderr
+    archive = tmp_path / "compacted.json.archive"
+    made = [out, log, *log.parent.glob("decisions.sqlite-*"), *archive.iterdir()]
+    assert len(made) > 2 and {path.name: mode(path) for path in made} == {path.name: 0o600 for path in made}
+    folders = [archive, log.parent, log.parent.parent]
+    assert {str(path): mode(path) for path in folders} == {str(path): 0o700 for path in folders}
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)

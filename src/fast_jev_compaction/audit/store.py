@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..private_files import FILE_MODE, make_private_dirs
 from ..records import frozen, record
 from ..redaction import redact_text
 from . import spill
@@ -239,7 +240,13 @@ class DecisionLog:
         if self.path.is_dir():
             raise DecisionLogError(f"{self.path} is a directory, not a decision log file")
         if create:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            make_private_dirs(self.path.parent)
+            # SQLite creates a database 0644 and its WAL and shared-memory files with the
+            # database's mode: created here first, 0600, all three are private whatever the umask.
+            try:
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE))
+            except FileExistsError:
+                pass
         # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE) so none is left open by
         # the driver holding a lock between calls.
         self._conn = sqlite3.connect(

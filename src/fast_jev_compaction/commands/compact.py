@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 from ..errors import EXIT_BAD_INPUT, EXIT_OK, exit_code, explain
 from ..options import DEFAULT_LOG, OPTIONS, Option, OptionValueError
+from ..private_files import FILE_MODE
 
 DESCRIPTION = """\
 Read a Claude Code transcript (JSONL) or a JSON list of SessionMessages, decide for every tool
@@ -240,7 +241,10 @@ def run(args: argparse.Namespace) -> int:
     payload = _payload(result, args.format, args.out)
     if args.out:
         try:
-            with open(args.out, "w", encoding="utf-8") as handle:
+            # The compacted session holds the user's prompts and outputs: created 0600, as the
+            # archive beside it (an existing file keeps the mode its owner gave it).
+            fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+            with open(fd, "w", encoding="utf-8") as handle:
                 handle.writelines(payload)
         except OSError as exc:
             return _fail(f"cannot write {args.out}: {exc}", EXIT_BAD_INPUT)

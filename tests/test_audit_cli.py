@@ -322,3 +322,30 @@ def test_bad_input_exits_2_with_a_message(
 def test_bad_count_is_a_one_line_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, why: str) -> None:
     assert cli.main(["log", "--db", str(tmp_path / "d.sqlite"), "-n", value]) == 2
     assert capsys.readouterr().err == f"fast-jev log: argument -n/--last: {why} (see fast-jev log --help)\n"
+
+
+# -- terminal control bytes ---------------------------------------------------------------------
+
+# ESC (a CSI that clears the screen, an OSC that retitles the window), BEL, the 8-bit CSI, DEL.
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def test_log_report_and_stats_escape_terminal_control_bytes_from_the_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = "s\x1b[2Jclear"
+    db = make_db(
+        tmp_path / "d.sqlite",
+        (CompactionRow(session_id=session, agent_id="agent\x9b31m", trigger="manual\x07", outcome="replaced",
+                       chars_before=100, chars_after=40, freed_chars=60),
+         [DecisionRow(tool_use_id="toolu_1\x1b[1m", call_id="t1", tool="Bash\x1b]0;owned\x07", action="keep",
+                      reason="pinned\x7f")]),
+    )
+    shown = ""
+    for argv in (["log"], ["log", "--json"], ["log", "--why", "t1"], ["report"], ["report", "last", "--html", "-"],
+                 ["stats", "--session", "s"], ["stats", "--session", "s", "--json"]):
+        code, out, err = run(capsys, *argv, "--db", str(db))
+        assert (code, err) == (0, ""), argv
+        shown += out
+    assert CONTROL.findall(shown) == []
+    assert "s\\u001b[2Jclear" in shown and "agent\\u009b31m" in shown and "Bash\\u001b]0;owned\\u0007" in shown

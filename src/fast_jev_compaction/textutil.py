@@ -20,6 +20,8 @@ ELLIPSIS = "\u2026"
 JSON_SHORT_ESCAPES = b'"\\\b\f\n\r\t'
 _LONE_SURROGATE = lazy_pattern("[\ud800-\udfff]")
 _UNWRITABLE = lazy_pattern("[\ud800-\udfff\x00]")
+# C0 controls but line feed and tab, DEL, and C1 controls (the 8-bit CSI among them).
+_TERMINAL_CONTROL = lazy_pattern("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # One encoder each, built once: json.dumps with options builds a new one per call, which costs
 # more than encoding a short value, and so does JSONEncoder.encode (a closure, a C encoder and a
 # dict of the containers it is in, per value). Values here come from parsed JSON or are built by
@@ -125,6 +127,15 @@ def escape_unwritable(text: str) -> str:
     if (text.isascii() and "\x00" not in text) or not _UNWRITABLE.search(text):
         return text
     return _UNWRITABLE.sub(lambda m: "\\x00" if m.group() == "\x00" else f"\\u{ord(m.group()):04x}", text)
+
+
+def terminal_safe(text: str) -> str:
+    r"""Control characters as ``\u00XX`` text, so a printed value (a session id, a tool name read
+    from a decision log anyone's session wrote) cannot move the cursor, clear or retitle the
+    terminal. The escape is also a valid JSON escape, so a JSON document stays valid."""
+    if text.isprintable() or not _TERMINAL_CONTROL.search(text):
+        return text
+    return _TERMINAL_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def truncate(text: str, limit: int) -> str:

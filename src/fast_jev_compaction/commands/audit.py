@@ -21,6 +21,7 @@ from ..audit.store import DecisionLog, DecisionLogBusy, DecisionLogError, Totals
 from ..errors import EXIT_BAD_INPUT as EXIT_USAGE
 from ..errors import EXIT_FAILED as EXIT_BUSY
 from ..errors import EXIT_OK
+from ..textutil import terminal_safe
 from .arguments import add_db_option, whole_number
 
 
@@ -166,13 +167,13 @@ def run_log(args: argparse.Namespace) -> int:
             why = [(c, d) for c, d in why if c.session_id == args.session]
         if last is not None:
             why = why[:last]  # newest first, so these are the newest N
-        sys.stdout.write(_bounded(report.format_why(why, tool_use_id, json=args.json), args.max_lines))
+        sys.stdout.write(terminal_safe(_bounded(report.format_why(why, tool_use_id, json=args.json), args.max_lines)))
         return EXIT_OK
     if not compactions and not args.json:
-        sys.stdout.write(_empty(path, args.session))
+        sys.stdout.write(terminal_safe(_empty(path, args.session)))
         return EXIT_OK
     text = report.format_log(compactions, decisions, json=args.json)
-    sys.stdout.write(_bounded(text, args.max_lines))
+    sys.stdout.write(terminal_safe(_bounded(text, args.max_lines)))
     return EXIT_OK
 
 
@@ -197,9 +198,9 @@ def run_stats(args: argparse.Namespace) -> int:
     if args.json:
         doc = report.stats_document(totals, args.session, lifetime, db=str(path))
         doc["archive"] = archive
-        print(json.dumps(doc, ensure_ascii=False, indent=2))
+        print(terminal_safe(json.dumps(doc, ensure_ascii=False, indent=2)))
     else:
-        sys.stdout.write(report.format_stats(totals, args.session, lifetime))
+        sys.stdout.write(terminal_safe(report.format_stats(totals, args.session, lifetime)))
         if archive["files"]:
             print(
                 f"archive: {archive['files']} saved outputs, {archive['bytes'] / 2**20:.1f} MiB in {archive['path']} "

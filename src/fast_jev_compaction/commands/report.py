@@ -20,6 +20,7 @@ from ..errors import EXIT_BAD_INPUT as EXIT_USAGE
 from ..errors import EXIT_FAILED as EXIT_BUSY
 from ..errors import EXIT_OK
 from ..private_files import write_private
+from ..textutil import terminal_safe
 from .arguments import add_db_option
 
 LAST = "last"
@@ -101,11 +102,11 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"no compaction recorded for session {args.session!r} (decision log {path} is empty or missing)")
     source = str(path) if path.exists() else f"{path}, not created yet"
     if args.html is None:
-        sys.stdout.write(summary_text(sessions, f"decision log {source}"))
+        sys.stdout.write(terminal_safe(summary_text(sessions, f"decision log {source}")))
         return EXIT_OK
     page = render_page(sessions, source)
     if args.html == "-":
-        sys.stdout.write(page)
+        sys.stdout.write(terminal_safe(page))
         return EXIT_OK
     target = Path(args.html).expanduser()
     if target.is_dir():
@@ -123,5 +124,5 @@ def run(args: argparse.Namespace) -> int:
         what = f"{compactions:,} compaction(s) of session {sessions[0].session_id}"
     else:
         what = f"{compactions:,} compaction(s) in {len(sessions):,} sessions"
-    print(f"wrote {target} ({what})")
+    print(terminal_safe(f"wrote {target} ({what})"))
     return EXIT_OK

@@ -52,7 +52,8 @@ def test_bench_reports_peak_memory_and_the_hooks_start() -> None:
     start = report["hook_start"]
     assert start["messages"] == 30
     # Under the plugin-like venv, and under the bench's own interpreter beside it.
-    assert start["bench_python"] == sys.executable and "plugin's" in start["python"]
+    # Resolved: the same interpreter may be named through a symlink or a "..".
+    assert Path(start["bench_python"]).resolve() == Path(sys.executable).resolve() and "plugin's" in start["python"]
     for row in (start, start["bench_interpreter"]):
         # A hook that lacked an import would answer a (quick) fallback instead.
         assert row["runs"] == 5 and row["failed"] == 0 and row["action"] == "replace"

@@ -218,11 +218,14 @@ def test_output_onto_the_input_is_refused_and_the_input_is_untouched(home: Path)
 
 
 def test_ctrl_c_exits_130_with_one_line(home: Path) -> None:
-    # A judge that never answers keeps the compaction waiting until SIGINT arrives.
+    # A judge that never answers keeps the compaction waiting until SIGINT arrives. One request
+    # at a time: once the server holds it, the process has nothing else to do but wait for it,
+    # so the signal always finds it in that same place (with four, it could land while the
+    # others were still being built or sent).
     with FaultServer([Reply(delay_s=GUARD_S)]) as server:
         proc = subprocess.Popen(
             [sys.executable, "-m", "fast_jev_compaction.cli", "compact", str(EXAMPLE),
-             "--jev-url", f"{server.url}/v1/systemone", "--timeout", "300"],
+             "--jev-url", f"{server.url}/v1/systemone", "--timeout", "300", "--max-concurrent-requests", "1"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(home), cwd=home,
         )
         deadline = time.monotonic() + GUARD_S
@@ -480,19 +483,21 @@ def test_ctrl_c_during_bench_exits_130_with_one_line(home: Path) -> None:
         shown += os.read(primary, 4096)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=GUARD_S) == 130
-    rest = b""
+    # Everything the process wrote is in the terminal's buffer now: read it to the end.
     try:
-        while select.select([primary], [], [], 1)[0]:
+        while select.select([primary], [], [], GUARD_S)[0]:
             chunk = os.read(primary, 4096)
             if not chunk:
                 break
-            rest += chunk
-    except OSError:
+            shown += chunk
+    except OSError:  # the terminal is closed once it is drained
         pass
     os.close(primary)
-    # the progress line is cleared, then one line says what happened
-    text = rest.decode().replace("\x1b[2K", "").replace("\r", "\n")
-    assert [line for line in text.split("\n") if line.strip()] == ["fast-jev bench: interrupted"]
+    # However many times the line was redrawn before the signal (each redraw opens with a clear),
+    # the last clear is the one that ends it, and one line after it says what happened.
+    drawn, _, after = shown.decode().rpartition("\r\x1b[2K")
+    assert "bench: 1/1" in drawn
+    assert [line for line in after.replace("\r", "\n").split("\n") if line.strip()] == ["fast-jev bench: interrupted"]
 
 
 def test_a_bug_is_one_line_unless_debugging(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,6 +8,7 @@ a compaction or the answer; the per-user temp log folder refuses what it cannot 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import sqlite3
@@ -270,16 +271,32 @@ def test_a_slow_judge_over_many_batches_falls_back_before_the_timeout_with_a_row
 
 def test_a_compaction_that_never_yields_is_answered_by_the_last_resort(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    # A 15 MB session: reading and validating it alone outlasts a 3 s budget, with no await
-    # where the compaction deadline could stop it.
-    doc = event(many_calls(5000), data, options={"timeoutSeconds": 3})
-    # The watchdog answers at timeoutSeconds less its margin (here at 2 s); a single C call that
-    # holds the GIL (decoding the 15 MB document) can delay it past the margin on a loaded
-    # machine, so the process is killed later here than the mod would: what is checked is that
-    # the last resort answers, and says why, not the machine's speed (the network deadline's
-    # own test checks the time).
-    answer = run_hook(doc, data, timeout=10)
+    # The host writes all of a 3 MB event but its last characters and then nothing, keeping the
+    # pipe open: reading it blocks, with no await where the compaction deadline could stop it,
+    # for as long as the test holds the pipe, whatever the machine's speed. (The options arrive
+    # in the reader's first window, over a megabyte: the event's own timeoutSeconds counts.)
+    text = json.dumps(event(many_calls(1000), data, options={"timeoutSeconds": 3}))
+    proc = subprocess.Popen(
+        [sys.executable, "-I", str(HOOK)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=hook_env(data, FAST_JEV_STDIN_IDLE_SECONDS=str(SAFETY_TIMEOUT)),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        # On a slow machine the answer may come while the rest is still being written.
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.write(text[:-100].encode())
+            proc.stdin.flush()
+        # The watchdog answers at timeoutSeconds less its margin; the stalled writer never ends
+        # the read before the test closes the pipe.
+        line = proc.stdout.readline()
+    finally:
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.close()
+        proc.wait(timeout=SAFETY_TIMEOUT)
+    assert (proc.returncode, proc.stderr.read() if proc.stderr else b"") == (0, b"")
+    answer = json.loads(line)
     assert answer["action"] == "fallback" and answer["reason"].startswith("out of time after ")
+    assert "(timeoutSeconds 3)" in answer["reason"]
     [row] = rows(data)
     assert row["outcome"] == "fallback" and row["reason"].startswith("out of time after ")
     assert "the compaction was still running" in (data / "hook.log").read_text()

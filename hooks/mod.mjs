@@ -53,16 +53,23 @@ async function hookEnvOf($) {
   }
 }
 
+// A relative path would be resolved against whatever folder the host runs in (the session's
+// project, where anyone's files may sit): only an absolute path or a command name on PATH runs.
+function interpreter(source, value) {
+  if (value.startsWith('/') || !value.includes('/')) return value
+  throw new Error(`${source} is a relative path (${value}); give an absolute path or a command name on PATH`)
+}
+
 // The interpreter: the python option, then FAST_JEV_PYTHON, then the environment bootstrap.py
 // made under the plugin data folder once its ready marker exists; undefined while it is not.
 async function pythonFor($, options, pluginData) {
   const fromOption = stringOption(options.python)
-  if (fromOption) return fromOption
+  if (fromOption) return interpreter('the python option', fromOption)
   let fromEnv
   try {
     fromEnv = stringOption(await $.env.get('FAST_JEV_PYTHON'))
   } catch {}
-  if (fromEnv) return fromEnv
+  if (fromEnv) return interpreter('FAST_JEV_PYTHON', fromEnv)
   if (!pluginData) return undefined
   try {
     if (await $.fs.exists(`${pluginData}/${READY_MARKER}`)) return `${pluginData}/venv/bin/python`
@@ -193,12 +200,18 @@ async function askPython($, e, options, quiet) {
   const startedAt = Date.now()
   const env = await hookEnvOf($)
   const pluginData = env.CLAUDE_PLUGIN_DATA
-  const python = await pythonFor($, options, pluginData)
   let sessionId
   let cwd
   try {
     sessionId = await $.session.id()
   } catch {}
+  let python
+  try {
+    python = await pythonFor($, options, pluginData)
+  } catch (error) {
+    await spillRow($, pluginData, 'broken-interpreter', reasonOf(error), e, sessionId, startedAt)
+    throw error
+  }
   if (!python) {
     notify($, PREPARING, quiet)
     await startBootstrap($, env)

@@ -23,9 +23,13 @@ const SUMMARY = { messages: [{ role: 'user', text: 'CORE SUMMARY', toolUses: [] 
 type Run = { argv: readonly string[]; init: { stdin?: string; timeoutMs?: number; env?: Record<string, string> } }
 
 // The world beneath the plugin: a python answer (or a failure), a recorded UI, a core summary.
-function world(on: any, answer: unknown, opts: { exitCode?: number; reject?: string; ready?: boolean; throwingUi?: boolean } = {}) {
+function world(
+  on: any,
+  answer: unknown,
+  opts: { exitCode?: number; reject?: string; ready?: boolean; throwingUi?: boolean; python?: string } = {},
+) {
   const seen = { runs: [] as Run[], toasts: [] as string[], logs: [] as string[], core: 0, spills: [] as { path: string; text: string }[] }
-  mock.env(on, opts.ready === false ? {} : { FAST_JEV_PYTHON: '/usr/bin/python3' })
+  mock.env(on, opts.ready === false ? {} : { FAST_JEV_PYTHON: opts.python ?? '/usr/bin/python3' })
   on('process.hookEnv', async () => ({ value: { CLAUDE_PLUGIN_DATA: '/plugin-data', CLAUDE_PLUGIN_ROOT: '/root' } }))
   on('fs.exists', async () => ({ value: false }))
   on('fs.write', async (_: unknown, e: { path: string; text: string }) => {
@@ -255,6 +259,32 @@ test('the python option wins over the environment', { options: { python: '/opt/v
   await $.session.compact({ trigger: 'manual', messages: MESSAGES })
   expect(seen.runs[0].argv[0]).toBe('/opt/venv/bin/python')
   expect(seen.runs[0].init.timeoutMs).toBe(5000)
+})
+
+test('pythonFor refuses a relative FAST_JEV_PYTHON: the built-in summary runs and says why', async ($, on) => {
+  const seen = world(on, REPLACE, { python: 'venv/bin/python' })
+  const result = await $.session.compact({ trigger: 'manual', messages: MESSAGES })
+  expect(result).toEqual(SUMMARY)
+  expect(seen.runs).toEqual([])
+  const why = 'FAST_JEV_PYTHON is a relative path (venv/bin/python); give an absolute path or a command name on PATH'
+  expect(seen.toasts).toEqual([`fallback to built-in summary (${why})`])
+  const row = spilled(seen)
+  expect(row.fallback_reason).toBe('broken-interpreter')
+  expect(row.reason).toBe(why)
+})
+
+test('pythonFor refuses a relative python option too', { options: { python: './bin/python' } }, async ($, on) => {
+  const seen = world(on, REPLACE)
+  const result = await $.session.compact({ trigger: 'manual', messages: MESSAGES })
+  expect(result).toEqual(SUMMARY)
+  expect(seen.runs).toEqual([])
+  expect(spilled(seen).reason).toBe('the python option is a relative path (./bin/python); give an absolute path or a command name on PATH')
+})
+
+test('pythonFor takes a command name on PATH as it is', async ($, on) => {
+  const seen = world(on, REPLACE, { python: 'python3' })
+  await $.session.compact({ trigger: 'manual', messages: MESSAGES })
+  expect(seen.runs[0].argv[0]).toBe('python3')
 })
 
 // turn.complete -------------------------------------------------------------------------------

@@ -5,6 +5,13 @@
 # them as shell words and parses them as its own options, which runs nothing.
 data="$1"
 py="${FAST_JEV_PYTHON:-$data/venv/bin/python}"
+# A relative path would be found from the session's folder, where anyone's files may sit.
+case "$py" in
+    /*) ;;
+    */*)
+        echo "FAST_JEV_PYTHON is a relative path ($py); give an absolute path or a command name on PATH"
+        exit 0 ;;
+esac
 if ! { [ -x "$py" ] || command -v "$py" >/dev/null 2>&1; }; then
     echo "fast-jev-compaction is still preparing its Python environment; progress is in $data/bootstrap.log"
     exit 0

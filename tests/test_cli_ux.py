@@ -326,14 +326,16 @@ def slash_command(command: str) -> tuple[dict[str, str], str]:
     return fields, body.split("```!\n", 1)[1].split("\n```", 1)[0]
 
 
-def run_slash_command(command: str, arguments: str, home: Path, data: Path) -> subprocess.CompletedProcess[str]:
+def run_slash_command(
+    command: str, arguments: str, home: Path, data: Path, python: str = sys.executable
+) -> subprocess.CompletedProcess[str]:
     """The shell block as Claude Code runs it: the plugin's folders and the user's arguments
     pasted into its text, then the whole run by bash."""
     _, block = slash_command(command)
     text = block.replace("${CLAUDE_PLUGIN_ROOT}", str(REPO)).replace("${CLAUDE_PLUGIN_DATA}", str(data))
     return subprocess.run(
         ["bash", "-c", text.replace("$ARGUMENTS", arguments)], capture_output=True, text=True, timeout=GUARD_S,
-        cwd=home, env=clean_env(home, FAST_JEV_PYTHON=sys.executable),
+        cwd=home, env=clean_env(home, FAST_JEV_PYTHON=python),
     )
 
 
@@ -375,6 +377,23 @@ def test_the_slash_commands_run_nothing_their_arguments_hold(home: Path, command
     assert not (home / "pwned").exists()
     # Either the arguments were read as fast-jev's own options (an empty log), or refused as such.
     assert proc.stdout.startswith(("No compactions recorded yet", "fast-jev: ", "fast-jev log: ", "───")), proc.stdout
+
+
+@pytest.mark.parametrize("command", SLASH_COMMANDS)
+def test_slash_command_sh_refuses_a_relative_fast_jev_python(home: Path, command: str) -> None:
+    data = home / "data"
+    data.mkdir()
+    planted = home / "venv" / "bin" / "python"  # in the session's folder: anyone's file
+    planted.parent.mkdir(parents=True)
+    planted.write_text(f"#!/bin/sh\ntouch {home / 'pwned'}\n")
+    planted.chmod(0o755)
+    proc = run_slash_command(command, "", home, data, python="venv/bin/python")
+    assert not (home / "pwned").exists()
+    assert proc.stdout == (
+        "FAST_JEV_PYTHON is a relative path (venv/bin/python); give an absolute path or a command name on PATH\n"
+    )
+    # A command name is looked up on PATH, never in the session's folder.
+    assert "relative path" not in run_slash_command(command, "", home, data, python="python3").stdout
 
 
 @pytest.mark.parametrize("command", SLASH_COMMANDS)

@@ -302,6 +302,27 @@ def test_a_compaction_that_never_yields_is_answered_by_the_last_resort(tmp_path:
     assert "the compaction was still running" in (data / "hook.log").read_text()
 
 
+@pytest.mark.parametrize("where", ["options", "a tool input", "the whole event"])
+def test_parse_event_reports_a_100000_deep_event_as_bad_input(tmp_path: Path, where: str) -> None:
+    data = tmp_path / "data"
+    deep = "[" * 100_000 + "]" * 100_000
+    text = json.dumps(event(tool_heavy_conversation(), data))
+    if where == "options":
+        text = text.replace('"options": {}', f'"options": {{"x": {deep}}}')
+    elif where == "a tool input":
+        text = text.replace('"input": {"command": "seq 1 3000"', f'"input": {{"deep": {deep}, "command": "seq 1 3000"')
+    else:
+        text = deep
+    assert deep in text
+    answer = run_hook(text.encode(), data)
+    assert answer["action"] == "fallback"
+    assert answer["reason"].startswith("the hook input is not a session.compact event (") and "nests" in answer["reason"]
+    assert "internal error" not in answer["reason"] and "RecursionError" not in answer["reason"]
+    if where != "the whole event":  # else the data folder is never named
+        [row] = rows(data)
+        assert row["fallback_reason"] == "bad-input"
+
+
 # --------------------------------------------------------------------------- unicode
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import field
 from json.decoder import JSONDecodeError
 from typing import Any, Callable, Mapping, Protocol
@@ -94,6 +95,17 @@ def read_event(document: Any) -> HookEvent:
 
 
 def parse_event(source: str | TextSource, on_header: Callable[[dict[str, Any]], None] | None = None) -> HookEvent:
+    """:func:`_parse_event`; JSON nested past the decoder's recursion limit is bad input, as a
+    :class:`MessageError`, not a failure of the hook's own."""
+    try:
+        return _parse_event(source, on_header)
+    except RecursionError:
+        raise MessageError(
+            ("event",), f"its JSON nests deeper than the {sys.getrecursionlimit():,} levels a decoder reads"
+        ) from None
+
+
+def _parse_event(source: str | TextSource, on_header: Callable[[dict[str, Any]], None] | None = None) -> HookEvent:
     """Decode and check the event's text as one pass; ``on_header`` gets the members before ``messages``.
 
     ``source`` is the whole text or a :class:`TextSource` read as the walk goes. ``on_header``

@@ -123,3 +123,23 @@ def test_written_messages_are_one_json_array_of_their_size(tmp_path: Path) -> No
     assert path.stat().st_size == size and json.loads(path.read_bytes()) == messages
     empty, size = write_messages(tmp_path, iter(()))
     assert empty.read_bytes() == b"[]" and size == 2 and empty != path
+
+
+def test_write_messages_refuses_a_symlinked_answers_folder(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (tmp_path / ANSWERS_DIR).symlink_to(elsewhere)
+    with pytest.raises(OSError):
+        write_messages(tmp_path, iter([{"role": "user"}]))
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_remove_stale_never_follows_a_symlinked_answers_folder(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    old = elsewhere / "answer-1-2-abcd.json"
+    old.write_text("[]")
+    os.utime(old, (0, 0))
+    (tmp_path / ANSWERS_DIR).symlink_to(elsewhere)
+    remove_stale(tmp_path / ANSWERS_DIR)
+    assert old.exists()

@@ -11,13 +11,15 @@ I/O edge that the hook and the CLI call after a compaction.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import stat
 import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from .private_files import make_private_dirs, write_private
+from .private_files import check_own_folder, make_private_dirs, write_private
 from .records import record
 
 # The interpreter's own SHA-256 (``_sha256`` up to 3.11, ``_sha2`` from 3.12), the same digest as
@@ -44,6 +46,10 @@ EXTENSIONS: Mapping[str, str] = {
 NAME_HEX = 32
 # What this module names: a hash and an extension. Only such files are ever pruned.
 _ARCHIVED = re.compile(rf"[0-9a-f]{{{NAME_HEX}}}\.[a-z0-9]{{1,5}}")
+# The temporary file a write of one makes (private_files.write_private); a kill mid-write leaves it.
+_WRITING = re.compile(rf"\.[0-9a-f]{{{NAME_HEX}}}\.[a-z0-9]{{1,5}}\.\d+\.tmp")
+# A write takes milliseconds: a temporary file this old was left by a process that died.
+STALE_WRITE_S = 3600.0
 
 
 def encoded(text: str) -> bytes:
@@ -94,13 +100,23 @@ def write_archive(files: Mapping[str, str | bytes], *, max_bytes: int | None = N
     folders: set[Path] = set()
     for path, text in files.items():
         target = Path(path)
-        folders.add(target.parent)
-        make_private_dirs(target.parent)
-        if target.exists():
+        if target.parent not in folders:
+            make_private_dirs(target.parent)
+            # A marker will name this folder's files: one that others can write to could hold a
+            # file planted under an output's name.
+            check_own_folder(target.parent)
+            folders.add(target.parent)
+        try:
+            info = target.lstat()
+        except FileNotFoundError:
+            info = None
+        if info is not None and stat.S_ISREG(info.st_mode):
             # Same name, same content: refresh its age so pruning keeps what is still pointed at.
-            os.utime(target)
+            os.utime(target, follow_symlinks=False)
             report.reused += 1
             continue
+        if info is not None:  # a symlink or another non-file under an output's name: never ours
+            target.unlink()
         write_private(target, text if isinstance(text, bytes) else encoded(text), replace=False)
         report.written += 1
     if max_bytes is not None or max_age_days is not None:
@@ -110,18 +126,25 @@ def write_archive(files: Mapping[str, str | bytes], *, max_bytes: int | None = N
 
 
 def prune(folder: Path, *, max_bytes: int | None, max_age_days: float | None, keep: set[str] = frozenset()) -> int:  # type: ignore[assignment]
-    """Remove archived files past an age, then the oldest ones past a total size; never ``keep``."""
+    """Remove archived files past an age, then the oldest ones past a total size, never ``keep``;
+    and what killed writes left behind."""
+    now = time.time()
+    removed = 0
     try:
         entries = []
         for entry in os.scandir(folder):
-            if entry.is_file(follow_symlinks=False) and _ARCHIVED.fullmatch(entry.name):
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            if _ARCHIVED.fullmatch(entry.name):
                 info = entry.stat(follow_symlinks=False)
                 entries.append((info.st_mtime, info.st_size, entry.path))
+            elif _WRITING.fullmatch(entry.name) and now - entry.stat(follow_symlinks=False).st_mtime > STALE_WRITE_S:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                    removed += 1
     except OSError:
-        return 0
+        return removed
     entries.sort()
-    removed = 0
-    now = time.time()
     total = sum(size for _, size, _ in entries)
     for mtime, size, path in entries:
         too_old = max_age_days is not None and now - mtime > max_age_days * 86400

@@ -58,14 +58,21 @@ def user_temp_dir() -> Path:
         folder.mkdir(mode=FOLDER_MODE)
     except FileExistsError:
         pass
+    check_own_folder(folder, 0o077)
+    return folder
+
+
+def check_own_folder(folder: Path, open_bits: int = 0o022) -> None:
+    """Raise ``UnsafeFolderError`` unless ``folder`` is a plain folder (not a symlink) of this
+    user's that grants none of ``open_bits`` (by default: no one else may add or replace a file
+    in it, so nothing found there was planted)."""
     info = folder.lstat()
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
         raise UnsafeFolderError(f"{folder} is not a plain folder")
     if info.st_uid != os.getuid():
         raise UnsafeFolderError(f"{folder} belongs to another user")
-    if info.st_mode & 0o077:
+    if info.st_mode & open_bits:
         raise UnsafeFolderError(f"{folder} is open to other users ({stat.filemode(info.st_mode)})")
-    return folder
 
 
 def write_private(path: Path, data: bytes, *, replace: bool = True) -> None:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..private_files import FILE_MODE, make_private_dirs
+from ..private_files import FILE_MODE, check_own_folder, make_private_dirs
 from ..textutil import js_json
 
 ANSWERS_DIR = "answers"
@@ -62,6 +62,7 @@ def write_messages(folder: Path, messages: Iterable[dict[str, Any]]) -> tuple[Pa
 
     directory = folder / ANSWERS_DIR
     make_private_dirs(directory)
+    check_own_folder(directory)  # a symlink planted in its place would take the answer elsewhere
     path = directory / f"{PREFIX}{time.time_ns() // 1_000_000}-{os.getpid()}-{secrets.token_hex(4)}{SUFFIX}"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
     size = 0
@@ -86,8 +87,9 @@ def remove_stale(directory: Path, now: float | None = None) -> None:
     """Remove answer files last written more than ``STALE_AFTER_S`` ago; quietly, file by file."""
     cutoff = (time.time() if now is None else now) - STALE_AFTER_S
     try:
+        check_own_folder(directory)  # a symlink in its place: another folder's files are not ours
         entries = list(os.scandir(directory))
-    except OSError:  # no answers folder yet: nothing to remove
+    except OSError:  # no answers folder yet (or not ours): nothing to remove
         return
     for entry in entries:
         if not (entry.name.startswith(PREFIX) and entry.name.endswith(SUFFIX)):

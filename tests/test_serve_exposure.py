@@ -226,3 +226,96 @@ def test_full_workers_and_queue_answer_503_at_once_and_recover() -> None:
         for sock in body_stalled:
             sock.close()
         served.stop()
+
+
+def test_a_100000_deep_body_is_a_400_not_a_500(served: Served) -> None:
+    deep = '{"state": ' + "[" * 100_000 + "]" * 100_000 + ', "questions": {}}'
+    answer = httpx.post(f"{served.url}/v1/systemone", content=deep, headers={"Content-Type": "application/json"},
+                        timeout=SAFETY_S)
+    assert answer.status_code == 400 and "nests" in answer.json()["error"]["message"]
+    assert served.stop() == ""  # nothing for the operator: the client's error, not the server's
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example", "https://127.0.0.1.nip.io:8443", "null"])
+def test_a_post_from_a_foreign_origin_is_refused(served: Served, origin: str) -> None:
+    # A page elsewhere may send a "simple" text/plain POST here without asking first; its Origin
+    # says where it comes from.
+    answer = httpx.post(f"{served.url}/v1/systemone", content=json.dumps(BODY),
+                        headers={"Content-Type": "text/plain", "Origin": origin}, timeout=SAFETY_S)
+    assert answer.status_code == 403 and "Origin" in answer.json()["error"]["message"]
+
+
+def test_a_post_from_a_loopback_origin_is_answered(served: Served) -> None:
+    answer = httpx.post(f"{served.url}/v1/systemone", json=BODY, headers={"Origin": "http://localhost:3000"},
+                        timeout=SAFETY_S)
+    assert answer.status_code == 200
+
+
+def test_the_url_serve_prints_is_a_jev_url_as_it_is(served: Served, tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[1] / "examples" / "session.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fast_jev_compaction.cli", "compact", str(example), "--jev-url", served.url,
+         "--out", str(tmp_path / "o.json")],
+        capture_output=True, text=True, timeout=SAFETY_S,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert httpx.post(served.url, json=BODY, timeout=SAFETY_S).status_code == 200
+
+
+def test_the_listen_backlog_takes_a_burst(served: Served) -> None:
+    listing = subprocess.run(["ss", "-ltnH", f"sport = :{served.port}"], capture_output=True, text=True)
+    if listing.returncode != 0 or not listing.stdout.strip():
+        pytest.skip("ss cannot show the listening socket here")
+    backlog = int(listing.stdout.split()[2])  # Send-Q of a listening socket is its backlog
+    assert backlog >= 128
+
+
+def test_kept_alive_clients_dripping_their_next_request_hold_no_worker() -> None:
+    # A timeout past the client's own guard: were the drippers holding both workers, the real
+    # request would get no answer before the guard ends the test.
+    served = spawn("--workers", "2", "--timeout", str(3 * SAFETY_S))
+    request = json.dumps(BODY).encode()
+    head = f"POST /v1/systemone HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(request)}\r\n\r\n".encode()
+    dripping: list[socket.socket] = []
+    try:
+        for _ in range(4):
+            sock = socket.create_connection(("127.0.0.1", served.port), timeout=SAFETY_S)
+            sock.sendall(head + request)
+            reply = b""
+            while b"\r\n\r\n" not in reply or not reply.rstrip().endswith(b"}"):
+                reply += sock.recv(65536)
+            assert reply.startswith(b"HTTP/1.1 200 ")
+            sock.sendall(head[:20])  # the next request begins, and stops
+            dripping.append(sock)
+        answer = httpx.post(f"{served.url}/v1/systemone", json=BODY, timeout=SAFETY_S)
+        assert answer.status_code == 200
+        assert all(still_open(s) for s in dripping)  # answered while every one of them still dripped
+    finally:
+        for sock in dripping:
+            sock.close()
+        served.stop()
+
+
+def test_a_kept_alive_connection_still_carries_request_after_request(served: Served) -> None:
+    with httpx.Client(timeout=SAFETY_S) as client:
+        for _ in range(3):
+            assert client.post(f"{served.url}/v1/systemone", json=BODY).status_code == 200
+        assert client.get(f"{served.url}/healthz").status_code == 200
+    # Two requests in one write (pipelined): both are answered, in order.
+    body = json.dumps(BODY).encode()
+    one = f"POST /v1/systemone HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
+    with socket.create_connection(("127.0.0.1", served.port), timeout=SAFETY_S) as sock:
+        sock.sendall(one + b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    assert reply.count(b"HTTP/1.1 200 ") == 2 and reply.rstrip().endswith(b'{"ok":true}')
+
+
+def test_a_second_host_header_is_refused(served: Served) -> None:
+    with socket.create_connection(("127.0.0.1", served.port), timeout=SAFETY_S) as sock:
+        sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    assert reply.startswith(b"HTTP/1.1 403 ")

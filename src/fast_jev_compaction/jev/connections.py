@@ -4,16 +4,17 @@ A plain threading server gives every connection a thread the moment it is accept
 that connect and send nothing (or half a request line) pile up threads without bound. Here one
 gate thread waits, with a selector, for each connection's request head to arrive in full; only
 then does the connection go to a bounded pool of workers, with the bytes already read handed
-over. A connection whose head does not arrive within the timeout is closed, and so is the oldest
-one once too many are waiting; once the workers and their queue are full, a whole request is
-answered 503 at once. In a worker every socket read has the same timeout.
+over. A worker answers that one request; a connection kept alive goes back to the gate with
+whatever it sent beyond it, and waits there for its next head like a new one. A connection whose
+head does not arrive within the timeout is closed, and so is the oldest one once too many are
+waiting; once the workers and their queue are full, a whole request is answered 503 at once. In
+a worker every socket read has the same timeout.
 
 Standard library only.
 """
 
 from __future__ import annotations
 
-import io
 import queue
 import selectors
 import socket
@@ -65,7 +66,8 @@ class GatedHTTPServer(HTTPServer):
         self._in_pool = 0  # submitted and not finished; changed under _count_lock
         self._count_lock = threading.Lock()
         self._heads: dict[socket.socket, bytes] = {}
-        self._arrivals: queue.SimpleQueue[tuple[socket.socket, Any]] = queue.SimpleQueue()
+        self._kept: dict[socket.socket, bytes] = {}  # kept alive by their handler, with what is unread
+        self._arrivals: queue.SimpleQueue[tuple[socket.socket, Any, bytes]] = queue.SimpleQueue()
         self._waiting: dict[socket.socket, _Waiting] = {}
         self._wake_read, self._wake_write = socket.socketpair()
         self._wake_read.setblocking(False)
@@ -78,12 +80,17 @@ class GatedHTTPServer(HTTPServer):
 
     # Called on the accepting thread (serve_forever) for each new connection.
     def process_request(self, request: Any, client_address: Any) -> None:
-        self._arrivals.put((request, client_address))
+        self._arrivals.put((request, client_address, b""))
         self._wake()
 
     def take_head(self, connection: socket.socket) -> bytes:
         """The bytes the gate read from ``connection`` (called once, by its handler)."""
         return self._heads.pop(connection, b"")
+
+    def keep_alive(self, connection: socket.socket, unread: bytes) -> None:
+        """Called by a handler whose connection stays open: once the handler is done, it goes
+        back to the gate with ``unread``, the bytes it received beyond its request."""
+        self._kept[connection] = unread
 
     def server_close(self) -> None:
         super().server_close()
@@ -122,17 +129,19 @@ class GatedHTTPServer(HTTPServer):
             pass
         while True:
             try:
-                connection, address = self._arrivals.get_nowait()
+                connection, address, unread = self._arrivals.get_nowait()
             except queue.Empty:
                 return
             if self._closing.is_set():
                 self.shutdown_request(connection)
                 continue
             connection.setblocking(False)
-            self._waiting[connection] = _Waiting(address)
+            self._waiting[connection] = _Waiting(address, head=bytearray(unread))
             self._selector.register(connection, selectors.EVENT_READ)
             while len(self._waiting) > self.max_waiting:  # the oldest waiter makes room
                 self._drop(next(iter(self._waiting)))
+            if unread and connection in self._waiting:  # a pipelined request may be whole already
+                self._take_if_whole(connection, self._waiting[connection])
 
     def _read_head(self, connection: socket.socket) -> None:
         waiting = self._waiting.get(connection)
@@ -149,6 +158,10 @@ class GatedHTTPServer(HTTPServer):
             self._drop(connection)
             return
         waiting.head += chunk
+        self._take_if_whole(connection, waiting)
+
+    def _take_if_whole(self, connection: socket.socket, waiting: _Waiting) -> None:
+        """Hand ``connection`` to a worker once its head is whole (refuse it when too large)."""
         if any(end in waiting.head for end in _HEAD_END):
             self._selector.unregister(connection)
             del self._waiting[connection]
@@ -180,9 +193,14 @@ class GatedHTTPServer(HTTPServer):
             self.handle_error(connection, address)
         finally:
             self._heads.pop(connection, None)
-            self.shutdown_request(connection)
+            unread = self._kept.pop(connection, None)
             with self._count_lock:
                 self._in_pool -= 1
+            if unread is None:
+                self.shutdown_request(connection)
+            else:
+                self._arrivals.put((connection, address, unread))
+                self._wake()
 
     def _drop_overdue(self) -> None:
         cutoff = time.monotonic() - self.timeout_s
@@ -199,24 +217,47 @@ class GatedHTTPServer(HTTPServer):
         self.shutdown_request(connection)
 
 
-class HeadFirstReader(io.RawIOBase):
-    """A connection's byte stream: the head the gate already read, then the socket."""
+class ConnectionReader:
+    """A connection's bytes for one request, as the handler reads them (``readline``, ``read``,
+    ``read1``): the head the gate already read, then the socket. What is left when the request
+    is done (a pipelined next one) is :meth:`unread`, for the gate. Unbuffered beyond that: no
+    byte of the next request is kept anywhere else."""
 
-    def __init__(self, head: bytes, rest: io.BufferedIOBase) -> None:
-        self._head = memoryview(head)
-        self._rest = rest
+    def __init__(self, head: bytes, connection: socket.socket) -> None:
+        self._buffer = bytearray(head)
+        self._connection = connection
+        self.closed = False
 
-    def readable(self) -> bool:
-        return True
+    def _fill(self) -> bool:
+        chunk = self._connection.recv(1 << 16)  # the connection's timeout applies
+        self._buffer += chunk
+        return bool(chunk)
 
-    def readinto(self, buffer: Any) -> int:
-        if self._head.nbytes:
-            n = min(len(buffer), self._head.nbytes)
-            buffer[:n] = self._head[:n]
-            self._head = self._head[n:]
-            return n
-        return self._rest.readinto1(buffer)
+    def _take(self, count: int) -> bytes:
+        taken = bytes(self._buffer[:count])
+        del self._buffer[:count]
+        return taken
+
+    def readline(self, limit: int = -1) -> bytes:
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0 and (limit < 0 or end < limit):
+                return self._take(end + 1)
+            if 0 <= limit <= len(self._buffer) or not self._fill():
+                return self._take(len(self._buffer) if limit < 0 else limit)
+
+    def read(self, size: int = -1) -> bytes:
+        while (size < 0 or len(self._buffer) < size) and self._fill():
+            pass
+        return self._take(len(self._buffer) if size < 0 else size)
+
+    def read1(self, size: int = -1) -> bytes:
+        if not self._buffer:
+            self._fill()
+        return self._take(len(self._buffer) if size < 0 else size)
+
+    def unread(self) -> bytes:
+        return self._take(len(self._buffer))
 
     def close(self) -> None:
-        self._rest.close()
-        super().close()
+        self.closed = True  # the socket is the server's to close or keep

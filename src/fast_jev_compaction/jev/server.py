@@ -17,7 +17,6 @@ rebinding from a browser; an optional bearer token guards everything but ``/heal
 from __future__ import annotations
 
 import hmac
-import io
 import json
 import re
 import socket
@@ -28,18 +27,20 @@ from collections.abc import Iterable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Mapping, Protocol
+from urllib.parse import urlsplit
 
 from ..asker import Usage
 from ..options import JEV_DEFAULT_MODEL
 from ..textutil import js_json
-from .connections import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS, GatedHTTPServer, HeadFirstReader
+from .connections import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS, ConnectionReader, GatedHTTPServer
 
 __all__ = ["DEFAULT_MODEL", "LOOPBACK_HOSTS", "MAX_BODY_BYTES", "JevServer", "is_loopback", "start_server"]
 
 DEFAULT_MODEL = JEV_DEFAULT_MODEL
 MAX_BODY_BYTES = 8 * 1024 * 1024
 
-_SYSTEM_ONE_PATHS = frozenset({"/v1/systemone", "/systemone", "/api/alpha/decisions", "/v1/decisions"})
+# "/" too: the base URL serve prints is a Jev URL as it is.
+_SYSTEM_ONE_PATHS = frozenset({"/", "/v1/systemone", "/systemone", "/api/alpha/decisions", "/v1/decisions"})
 _CF_CATALOG = re.compile(r"^/client/v4/accounts/[^/]+/ai/run/?$")
 _CF_CLASSIC = re.compile(r"^/client/v4/accounts/[^/]+/ai/run/(.+)$")
 _CF_PREFIX = "/client/v4/"
@@ -69,6 +70,9 @@ def _host_name(header: str) -> str:
     return value.rstrip(".")
 
 
+_TOO_DEEP = "body nests too deeply to be a Jev request"
+
+
 class _HttpError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -89,6 +93,8 @@ class JevServer(GatedHTTPServer):
     """The HTTP server; carries the judge, the optional bearer key and the allowed hosts."""
 
     allow_reuse_address = True
+    # socketserver's default of 5 dropped bursts of connections (their SYNs retried a second later).
+    request_queue_size = socket.SOMAXCONN
 
     def __init__(self, address: tuple[str, int], judge: StateJudge, api_key: str | None = None,
                  access_log: bool = False, *, allow_hosts: Iterable[str] = (), workers: int = DEFAULT_WORKERS,
@@ -121,9 +127,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        head = self.server.take_head(self.connection)
-        if head:
-            self.rfile = io.BufferedReader(HeadFirstReader(head, self.rfile))
+        self.rfile.close()  # read through the gate's bytes instead, so none is left in a buffer
+        self.rfile = ConnectionReader(self.server.take_head(self.connection), self.connection)  # type: ignore[assignment]
+
+    def handle(self) -> None:
+        # One request per turn: a connection kept alive goes back to the gate, which hands it to
+        # a worker again only once its next head has arrived whole, so a client dripping its next
+        # request holds no worker.
+        self.close_connection = True
+        self.handle_one_request()
+        if not self.close_connection:
+            self.server.keep_alive(self.connection, self.rfile.unread())  # type: ignore[attr-defined]
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         if self.server.access_log:
@@ -150,10 +164,24 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(status, payload, close=close)
 
     def _host_allowed(self) -> bool:
-        header = self.headers.get("Host")
-        if header is None or ANY_HOST in self.server.allowed_hosts:
+        headers = self.headers.get_all("Host") or []
+        if len(headers) > 1:
+            return False  # which one a proxy or the client meant is anyone's guess
+        if not headers or ANY_HOST in self.server.allowed_hosts:
             return True  # no browser omits Host, so a request without one is no rebinding attack
-        return _host_name(header) in self.server.allowed_hosts
+        return _host_name(headers[0]) in self.server.allowed_hosts
+
+    def _origin_allowed(self) -> bool:
+        """A browser names the page a request comes from; a page elsewhere may POST here without
+        asking first (a text/plain "simple" request), so only a loopback or allowed one is answered."""
+        origin = self.headers.get("Origin")
+        if origin is None or ANY_HOST in self.server.allowed_hosts:
+            return True
+        try:
+            host = urlsplit(origin.strip()).hostname
+        except ValueError:
+            return False
+        return host is not None and _host_name(host) in self.server.allowed_hosts
 
     def _refuse_host(self) -> str:
         shown = (self.headers.get("Host") or "")[:100]
@@ -205,6 +233,8 @@ class _Handler(BaseHTTPRequestHandler):
             return json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             raise _HttpError(HTTPStatus.BAD_REQUEST, "body is not valid JSON") from None
+        except RecursionError:
+            raise _HttpError(HTTPStatus.BAD_REQUEST, _TOO_DEEP) from None
 
     def _declared_length(self) -> int | None:
         try:
@@ -228,7 +258,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.connection.settimeout(2.0)
             while remaining > 0:
-                chunk = self.rfile.read1(min(remaining, 1 << 16)) if hasattr(self.rfile, "read1") else b""
+                chunk = self.rfile.read1(min(remaining, 1 << 16))
                 if not chunk:
                     break
                 remaining -= len(chunk)
@@ -265,6 +295,11 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if not self._host_allowed():
                 self._send_error_json(HTTPStatus.FORBIDDEN, self._refuse_host(), close=True)
+                return
+            if not self._origin_allowed():
+                shown = (self.headers.get("Origin") or "")[:100]
+                self._send_error_json(HTTPStatus.FORBIDDEN, f"Origin {shown!r} is not allowed; requests come from this "
+                                      "machine's pages or the hosts --allow-host names", close=True)
                 return
             if not self._authorized():
                 self._send_error_json(HTTPStatus.UNAUTHORIZED, "missing or invalid bearer token",
@@ -306,6 +341,8 @@ class _Handler(BaseHTTPRequestHandler):
             answers, usage = self.server.judge.answer_with_usage(state, questions)
         except ValueError as exc:  # the judge's word for "not the Jev protocol's shape"
             raise _HttpError(HTTPStatus.BAD_REQUEST, str(exc)) from None
+        except RecursionError:  # decoded, but nested past what walking it takes
+            raise _HttpError(HTTPStatus.BAD_REQUEST, _TOO_DEEP) from None
         return {"answers": answers, "usage": {"input_tokens": usage.input_tokens,
                                               "output_tokens": usage.output_tokens}}
 

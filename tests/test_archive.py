@@ -97,3 +97,36 @@ def test_prune_removes_temporary_files_a_killed_write_left(tmp_path: Path) -> No
     os.utime(other, (old, old))
     assert prune(folder, max_bytes=None, max_age_days=30) == 1
     assert sorted(p.name for p in folder.iterdir()) == sorted([fresh.name, other.name])
+
+
+def archived(folder: Path, *ages_and_sizes: tuple[float, int]) -> list[Path]:
+    """Archive files of these ages (hours) and sizes (bytes), oldest first as given."""
+    paths = []
+    now = time.time()
+    for number, (hours, size) in enumerate(ages_and_sizes):
+        path = Path(archive_path(str(folder), f"output {number}"))
+        write_archive({str(path): "x" * size})
+        os.utime(path, (now - hours * HOUR, now - hours * HOUR))
+        paths.append(path)
+    return paths
+
+
+def test_prune_removes_the_oldest_first_and_stops_once_under_the_limit(tmp_path: Path) -> None:
+    folder = tmp_path / "archive"
+    oldest, older, newer, newest = archived(folder, (4, 100), (3, 100), (2, 100), (1, 100))
+    assert prune(folder, max_bytes=250, max_age_days=None) == 2
+    assert (oldest.exists(), older.exists(), newer.exists(), newest.exists()) == (False, False, True, True)
+
+
+def test_prune_never_removes_a_kept_path_even_the_oldest(tmp_path: Path) -> None:
+    folder = tmp_path / "archive"
+    oldest, older, newest = archived(folder, (50 * 24, 100), (40 * 24, 100), (1, 100))
+    assert prune(folder, max_bytes=150, max_age_days=30, keep={str(oldest)}) == 2
+    assert (oldest.exists(), older.exists(), newest.exists()) == (True, False, False)
+
+
+def test_prune_removes_what_is_past_its_age_whatever_the_size(tmp_path: Path) -> None:
+    folder = tmp_path / "archive"
+    old, recent = archived(folder, (31 * 24, 10), (29 * 24, 10))
+    assert prune(folder, max_bytes=None, max_age_days=30) == 1
+    assert (old.exists(), recent.exists()) == (False, True)

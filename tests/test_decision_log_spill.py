@@ -142,3 +142,21 @@ def test_pending_lists_this_logs_entries_oldest_first_whatever_the_folder_is_cal
     assert [p.name for p in spill.pending(db)] == [
         "decisions.sqlite.spill-30-1-c.json", "decisions.sqlite.spill-200-1-a.json", "decisions.sqlite.spill-1000-1-b.json",
     ]
+
+
+def test_spill_pending_and_load_never_read_a_fifo_or_a_link_to_an_endless_file(tmp_path: Path) -> None:
+    db = tmp_path / "decisions.sqlite"
+    os.mkfifo(tmp_path / f"{db.name}.spill-1-fifo.json")  # opened for reading, it would wait forever
+    (tmp_path / f"{db.name}.spill-2-zero.json").symlink_to("/dev/zero")  # read whole, it never ends
+    real = spill.write(db, {"session_id": "s", "trigger": "auto", "outcome": "fallback", "reason": "r",
+                            "fallback_reason": "internal"}, [])
+    assert spill.pending(db) == [real]
+    assert spill.load(tmp_path / f"{db.name}.spill-1-fifo.json") is None
+    assert spill.load(tmp_path / f"{db.name}.spill-2-zero.json") is None
+    # The guard only ends a hang: `fast-jev stats` reads the log at once, the real entry replayed.
+    proc = subprocess.run(
+        [sys.executable, "-m", "fast_jev_compaction.cli", "stats", "--db", str(db), "--json"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["lifetime"]["fallback"] == 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from typing import Any
 from ..private_files import write_private
 
 SUFFIX = ".json"
+# Far beyond any real entry (a compaction's decisions are a few hundred bytes each).
+MAX_ENTRY_BYTES = 64 * 1024 * 1024
 # An entry the mod is still writing may not parse yet; past this age an unreadable one is set aside.
 UNREADABLE_GRACE_S = 60.0
 
@@ -36,7 +39,12 @@ def pending(db: Path) -> list[Path]:
     # the pattern it compiles cost more than the scan.
     try:
         with os.scandir(db.parent) as entries:
-            names = [entry.name for entry in entries if entry.name.startswith(prefix) and entry.name.endswith(SUFFIX)]
+            # Regular files only: a FIFO or a link (to /dev/zero, say) under such a name would
+            # hang whatever read it.
+            names = [
+                entry.name for entry in entries
+                if entry.name.startswith(prefix) and entry.name.endswith(SUFFIX) and entry.is_file(follow_symlinks=False)
+            ]
     except OSError:  # no folder yet, or not readable: nothing to replay
         return []
     return sorted((db.parent / name for name in names), key=lambda p: (len(p.name), p.name))
@@ -61,10 +69,16 @@ def write(db: Path, compaction: dict[str, Any], decisions: list[dict[str, Any]])
 
 
 def load(path: Path) -> dict[str, Any] | None:
-    """The entry, or None when it cannot be read (yet)."""
+    """The entry, or None when it cannot be read (yet), or is no regular file of a sane size."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        # Not following a link, and not waiting for a FIFO's writer; then read only a regular file.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+                return None
+            data = json.loads(handle.read(MAX_ENTRY_BYTES + 1).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("compaction"), dict):
         return None

@@ -8,6 +8,7 @@ shows 99.9% (never rounded up to 100).
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import subprocess
@@ -349,3 +350,18 @@ def test_log_report_and_stats_escape_terminal_control_bytes_from_the_log(
         shown += out
     assert CONTROL.findall(shown) == []
     assert "s\\u001b[2Jclear" in shown and "agent\\u009b31m" in shown and "Bash\\u001b]0;owned\\u0007" in shown
+
+
+@pytest.mark.parametrize("argv", [["log"], ["report"], ["stats"], ["log", "--json"]])
+def test_cli_main_prints_what_a_latin_1_terminal_cannot_show_as_escapes(tmp_path: Path, argv: list[str]) -> None:
+    db = make_db(
+        tmp_path / "d.sqlite",
+        (replaced("sessión-→-1"), [DecisionRow(tool_use_id="toolu_1", call_id="t1", tool="Read✓", action="keep", reason="pinned")]),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "fast_jev_compaction.cli", *argv, "--db", str(db)],
+        capture_output=True, timeout=60, env={**os.environ, "PYTHONIOENCODING": "latin-1"},
+    )
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    # What Latin-1 has is written in it; what it lacks ("→", the stats' rules) as an escape.
+    assert b"sessi\xf3n-\\u2192-1" in proc.stdout or b"\\u2500" in proc.stdout or b"sessi\\u00f3n" in proc.stdout

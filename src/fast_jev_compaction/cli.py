@@ -7,6 +7,7 @@ Every failure the user can cause ends in one line on stderr and a documented exi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import shlex
@@ -72,8 +73,19 @@ def _with_stdin_arguments(parser: argparse.ArgumentParser, argv: list[str], comm
     return [*argv[:at], *words, *argv[at:]]
 
 
+def _tolerant_output() -> None:
+    """A character the terminal's encoding lacks (a Latin-1 locale and a "→") is printed as an
+    escape instead of ending the command in a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
     command = "fast-jev"
+    _tolerant_output()
     try:
         parser = build_parser()
         argv = sys.argv[1:] if argv is None else argv

@@ -365,3 +365,26 @@ def test_cli_main_prints_what_a_latin_1_terminal_cannot_show_as_escapes(tmp_path
     assert (proc.returncode, proc.stderr) == (0, b"")
     # What Latin-1 has is written in it; what it lacks ("→", the stats' rules) as an escape.
     assert b"sessi\xf3n-\\u2192-1" in proc.stdout or b"\\u2500" in proc.stdout or b"sessi\\u00f3n" in proc.stdout
+
+
+# -- a tampered log -----------------------------------------------------------------------------
+
+
+def test_rows_read_back_with_their_fields_types_whatever_a_tampered_log_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = make_db(
+        tmp_path / "d.sqlite",
+        (replaced("s1"), [DecisionRow(tool_use_id="toolu_1", call_id="t1", tool="Read", action="keep", reason="kept",
+                                      keep_call=0.9, keep_result=0.8, result_chars=10)]),
+    )
+    with sqlite3.connect(db) as conn:  # SQLite keeps whatever type it is given
+        conn.execute("UPDATE compactions SET chars_before = 'many', freed_chars = x'00ff', session_id = 42, "
+                     "trigger = x'41', duration_ms = 1.5, agent_id = 7, created_at = 3.25")
+        conn.execute("UPDATE decisions SET keep_call = 'high', keep_result = x'01', chars_freed = 'lots', "
+                     "tool = 9, result_chars = 'ten', input_preview = 5, call_id = 1.0")
+    for argv in (["log"], ["log", "--json"], ["log", "--why", "toolu_1"], ["report"], ["report", "all", "--html", "-"],
+                 ["stats"], ["stats", "--json"]):
+        code, out, err = run(capsys, *argv, "--db", str(db))
+        assert (code, err) == (0, ""), (argv, err)
+        assert out

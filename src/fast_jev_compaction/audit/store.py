@@ -16,6 +16,7 @@ Stdlib only (sqlite3): the hook imports this on its hot path.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sqlite3
 import time
@@ -505,7 +506,7 @@ class DecisionLog:
         if last is not None:
             sql += " LIMIT ?"
             params.append(last)
-        return [CompactionRow(**row) for row in reversed(self._rows(sql, params))]
+        return [_read(CompactionRow, row) for row in reversed(self._rows(sql, params))]
 
     def decisions_for(self, compaction_id: int) -> list[DecisionRow]:
         """The decisions of one compaction, in the order they were recorded."""
@@ -513,7 +514,7 @@ class DecisionLog:
             f"SELECT compaction_id, {', '.join(_DECISION_FIELDS)} FROM decisions "
             "WHERE compaction_id = ? ORDER BY id"
         )
-        return [DecisionRow(**row) for row in self._rows(sql, [compaction_id])]
+        return [_read(DecisionRow, row) for row in self._rows(sql, [compaction_id])]
 
     def why(self, tool_use_id: str) -> list[tuple[CompactionRow, DecisionRow]]:
         """Every decision ever taken about one tool call, newest first, with its compaction."""
@@ -524,7 +525,7 @@ class DecisionLog:
             "WHERE d.tool_use_id = ? ORDER BY c.id DESC, d.id DESC"
         )
         return [
-            (CompactionRow(**_prefixed(row, "c_")), DecisionRow(**_prefixed(row, "d_")))
+            (_read(CompactionRow, _prefixed(row, "c_")), _read(DecisionRow, _prefixed(row, "d_")))
             for row in self._rows(sql, [tool_use_id])
         ]
 
@@ -691,6 +692,38 @@ def _known(cls: Any, data: dict[str, Any], drop: tuple[str, ...]) -> Any:
     """A row from a spill entry: unknown keys are ignored, missing ones take their defaults."""
     names = {f.name for f in fields(cls)} - set(drop)
     return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def _read(cls: type[T], row: dict[str, Any]) -> T:
+    """A row read back, each value of its field's type whatever the file holds: SQLite keeps any
+    type in any column, and a log edited by hand (or by anyone who can write it) must still show."""
+    return cls(**{name: _typed(_FIELD_TYPES[cls][name], value) for name, value in row.items()})
+
+
+def _typed(kind: str, value: Any) -> Any:
+    if value is None and kind.endswith("| None"):
+        return None
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if kind.startswith("str"):
+        return "" if value is None else str(value)
+    number: float | None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        number = None
+    if number is not None and not math.isfinite(number):
+        number = None
+    if kind.startswith("float"):
+        return number
+    if number is None:  # a whole number that is not one
+        return None if kind.endswith("| None") else 0
+    return int(number)
+
+
+_FIELD_TYPES: dict[type, dict[str, str]] = {
+    cls: {f.name: str(f.type) for f in fields(cls)} for cls in (CompactionRow, DecisionRow)
+}
 
 
 def _prefixed(row: dict[str, Any], prefix: str) -> dict[str, Any]:

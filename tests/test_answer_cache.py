@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -157,3 +158,24 @@ def test_the_scope_names_the_endpoint_and_model_through_a_wrapper():
     assert judge_scope(other) != judge_scope(one)
     assert judge_scope(JevClient(base_url="http://127.0.0.1:1/v1/systemone", model="jev-b")) != judge_scope(one)
     assert judge_scope(ScriptedAsker()) == "scripted_asker.ScriptedAsker"
+
+
+def test_sqlite_answer_cache_get_returns_every_answer_however_many_are_asked(tmp_path):
+    cache = SqliteAnswerCache(tmp_path / "answers.sqlite")
+    answers = {f"toolu_{n}:k": (n / 3000, 1 - n / 3000) for n in range(2500)}  # past one statement's 900
+    cache.put(answers)
+    assert cache.get([*answers, "toolu_unknown:k"]) == answers
+    cache.close()
+
+
+def test_sqlite_answer_cache_get_forgets_values_no_judge_gives(tmp_path):
+    path = tmp_path / "answers.sqlite"
+    cache = SqliteAnswerCache(path)
+    cache.put({"good:k": (0.25, 0.75), "text:k": (0.1, 0.1), "big:k": (0.1, 0.1), "blob:k": (0.1, 0.1)})
+    with sqlite3.connect(path) as db:  # SQLite keeps whatever type it is given
+        db.execute("UPDATE answers SET keep_call = 'high' WHERE key = 'text:k'")
+        db.execute("UPDATE answers SET keep_result = 7.5 WHERE key = 'big:k'")
+        db.execute("UPDATE answers SET keep_call = x'00' WHERE key = 'blob:k'")
+    # A tampered answer is asked again, not handed to the policy (where it would fail the pass).
+    assert cache.get(["good:k", "text:k", "big:k", "blob:k"]) == {"good:k": (0.25, 0.75)}
+    cache.close()

@@ -116,7 +116,9 @@ class SqliteAnswerCache:
                 chunk = wanted[start : start + 900]
                 marks = ",".join("?" * len(chunk))
                 rows = self._db.execute(f"SELECT key, keep_call, keep_result FROM answers WHERE key IN ({marks})", chunk)
-                found.update((key, (call, result)) for key, call, result in rows)
+                # SQLite keeps any type in any column: a value no judge gives (a tampered file) is
+                # asked again rather than handed to the policy.
+                found.update((key, (call, result)) for key, call, result in rows if _score(call) and _score(result))
         except sqlite3.Error as exc:
             self.last_error = str(exc)
         return found
@@ -144,6 +146,10 @@ class SqliteAnswerCache:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _score(value: object) -> bool:
+    return type(value) is float and 0.0 <= value <= 1.0 or type(value) is int and value in (0, 1)
 
 
 def open_answer_cache(folder: str | Path) -> SqliteAnswerCache:

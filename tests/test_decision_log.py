@@ -623,3 +623,28 @@ def test_preview_is_bounded_and_never_shows_a_secret_named_value(
     out = preview(tool_input, limit=limit)
     assert len(out) <= limit
     assert secret not in preview(tool_input, limit=10_000) or secret in str(extra)
+
+
+def test_prune_keeps_the_newest_compactions_whose_decisions_fit_the_bound(tmp_path: Path) -> None:
+    path = tmp_path / "d.sqlite"
+    with DecisionLog(path) as log:
+        for n in range(5):  # 4 decisions each: a long session's compactions, each of many calls
+            log.record(compaction(session_id=f"s{n}"), [decision(f"t{n}.{k}") for k in range(4)])
+        assert log.prune(keep_decisions=10) == 3  # the newest two hold 8; a third would make 12
+        assert sorted(row.session_id for row in log.compactions()) == ["s3", "s4"]
+    assert _decision_count(path) == 8
+
+
+def test_prune_gives_the_freed_pages_back_to_the_file_system(tmp_path: Path) -> None:
+    path = tmp_path / "d.sqlite"
+    with DecisionLog(path) as log:
+        for n in range(40):
+            log.record(compaction(session_id=f"s{n}"), [decision(f"t{n}.{k}") for k in range(200)])
+        full = _pages(path)
+        assert log.prune(keep_compactions=2) == 38
+    assert _pages(path) < full / 4
+
+
+def _pages(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute("PRAGMA page_count").fetchone()[0])

@@ -38,11 +38,14 @@ DEFAULT_RETRY_DELAYS_S: tuple[float, ...] = (0.05, 0.2, 0.8)
 # Busy waits + sleeps of one write never exceed this, far below the hook's ~60 s timeout.
 DEFAULT_BUDGET_S = 4.5
 
-# The log is bounded like the archive: compactions older than KEEP_DAYS, and any beyond the newest
-# KEEP_COMPACTIONS, go with their decisions. Checked on every PRUNE_EVERY-th write, so a hook run
-# rarely pays for the delete.
+# The log is bounded like the archive: compactions older than KEEP_DAYS, any beyond the newest
+# KEEP_COMPACTIONS, and the oldest of those whose decisions pass the newest KEEP_DECISIONS (the
+# size: a long session's compaction holds thousands, some 300 bytes each) go with their
+# decisions, and the file gives back the pages they took. Checked on every PRUNE_EVERY-th write,
+# so a hook run rarely pays for the delete.
 KEEP_DAYS = 90
 KEEP_COMPACTIONS = 20_000
+KEEP_DECISIONS = 1_000_000
 PRUNE_EVERY = 64
 
 OUTCOMES = ("replaced", "fallback", "skipped")
@@ -240,12 +243,14 @@ class DecisionLog:
             raise FileNotFoundError(f"no decision log at {self.path}")
         if self.path.is_dir():
             raise DecisionLogError(f"{self.path} is a directory, not a decision log file")
+        fresh = False
         if create:
             make_private_dirs(self.path.parent)
             # SQLite creates a database 0644 and its WAL and shared-memory files with the
             # database's mode: created here first, 0600, all three are private whatever the umask.
             try:
                 os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE))
+                fresh = True
             except FileExistsError:
                 pass
         # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE) so none is left open by
@@ -257,7 +262,7 @@ class DecisionLog:
         try:
             self._set_busy_timeout(self.busy_timeout_ms)
             self._refuse_if_foreign(create)
-            self._configure()
+            self._configure(fresh)
             self._migrate(create)
         except sqlite3.DatabaseError as exc:
             self._conn.close()
@@ -287,9 +292,11 @@ class DecisionLog:
         if problem:
             raise DecisionLogError(f"{self.path} {problem}; left unchanged")
 
-    def _configure(self) -> None:
+    def _configure(self, fresh: bool) -> None:
         # busy_timeout is set explicitly as well as through connect(timeout=): the value must
         # read back (a driver that dropped it once left busy_timeout at 0 upstream, #642).
+        if fresh:  # before the first table, which only a new log lacks: a prune gives pages back
+            self._conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
         self._retry(lambda: self._conn.execute("PRAGMA journal_mode = WAL").fetchone())
         self._conn.execute("PRAGMA synchronous = NORMAL")
         self._conn.execute("PRAGMA foreign_keys = ON")
@@ -371,11 +378,14 @@ class DecisionLog:
         entries = self._spilled()
 
         def write() -> int:
+            pruned = 0
             with self._transaction():
                 replayed = self._insert_spilled(entries)
                 compaction_id = self._insert(values, map(_decision_values, decisions))
                 if compaction_id % PRUNE_EVERY == 0:
-                    self._prune(KEEP_DAYS, KEEP_COMPACTIONS)
+                    pruned = self._prune(KEEP_DAYS, KEEP_COMPACTIONS, KEEP_DECISIONS)
+            if pruned:
+                self._give_back()
             spill.remove(replayed)
             return compaction_id
 
@@ -395,17 +405,24 @@ class DecisionLog:
 
         return self._retry(write)
 
-    def prune(self, *, keep_days: float = KEEP_DAYS, keep_compactions: int = KEEP_COMPACTIONS) -> int:
-        """Delete compactions older than ``keep_days`` or beyond the newest ``keep_compactions``,
-        with their decisions; return how many compactions went."""
+    def prune(
+        self, *, keep_days: float = KEEP_DAYS, keep_compactions: int = KEEP_COMPACTIONS,
+        keep_decisions: int = KEEP_DECISIONS,
+    ) -> int:
+        """Delete compactions older than ``keep_days``, beyond the newest ``keep_compactions``, or
+        older than the newest ``keep_decisions`` decisions, with their decisions; return how
+        many compactions went."""
 
         def write() -> int:
             with self._transaction():
-                return self._prune(keep_days, keep_compactions)
+                pruned = self._prune(keep_days, keep_compactions, keep_decisions)
+            if pruned:
+                self._give_back()
+            return pruned
 
         return self._retry(write)
 
-    def _prune(self, keep_days: float, keep_compactions: int) -> int:
+    def _prune(self, keep_days: float, keep_compactions: int, keep_decisions: int) -> int:
         cutoff = datetime.fromtimestamp(time.time() - keep_days * 86400, timezone.utc)
         # created_at is ISO 8601 UTC text, so text order is time order; a row without one (written
         # by hand) is judged by its place only.
@@ -414,7 +431,23 @@ class DecisionLog:
             "(SELECT id FROM compactions ORDER BY id DESC LIMIT 1 OFFSET ?)",
             (cutoff.strftime("%Y-%m-%dT%H:%M:%S"), max(0, keep_compactions)),
         )
-        return cursor.rowcount
+        removed = cursor.rowcount
+        # Decision ids only grow, and the oldest go first: those past the newest keep_decisions
+        # are the ones at or below MAX(id) - keep_decisions. Their compactions go whole (a
+        # compaction holding the boundary too), found through the primary key, not a count.
+        removed += self._conn.execute(
+            "DELETE FROM compactions WHERE id <= (SELECT compaction_id FROM decisions WHERE id <= "
+            "(SELECT MAX(id) FROM decisions) - ? ORDER BY id DESC LIMIT 1)",
+            (max(0, keep_decisions),),
+        ).rowcount
+        return removed
+
+    def _give_back(self) -> None:
+        """Return the pages a prune freed to the file system (a log made before auto_vacuum was
+        set keeps its size). After the prune's transaction: run as a script, the pragma frees
+        every page, where one statement step frees one. Best effort: the rows are written."""
+        with contextlib.suppress(sqlite3.Error):
+            self._conn.executescript("PRAGMA incremental_vacuum;")
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:

@@ -17,12 +17,12 @@ from .lexicon import READ, call_shape
 from .messages import ToolResult
 from .pairing import ToolCall
 
-# What follows a pointer's path: ":<line>" or '", line <line>'.
-_LINE = lazy_pattern(r"(?::|\", line )(\d{1,7})\b")
-# What a path is made of, looking back from its file name.
-_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.~/\\-")
+# A pointer: a path (a run of path characters, never starting inside a longer run) followed by
+# ":<line>" or '", line <line>'. One pass over an output finds them all, whatever files were read.
+_PATH = r"[A-Za-z0-9_.~/\\-]"
+_POINTER = lazy_pattern(rf"(?<!{_PATH})({_PATH}+)(?::|\", line )(\d{{1,7}})\b")
 # An output is searched this far for pointers: the far end of a huge output (a log, a dump)
-# points at nothing the session read for, and each read file's name costs a pass over it.
+# points at nothing the session read for.
 POINTER_SCAN_CHARS = 200_000
 
 
@@ -52,20 +52,11 @@ def pointed_lines(calls: Sequence[ToolCall], results: Mapping[str, ToolResult]) 
         result = results.get(call.tool_use_id)
         if result is None:
             continue
-        text = result.text
-        # Each read file's name is looked for with str.find: most outputs hold none.
-        for name in names:
-            at = text.find(name, 0, POINTER_SCAN_CHARS)
-            while at >= 0:
-                end = at + len(name)
-                line = _LINE.match(text, end)
-                before = text[at - 1] if at else " "
-                if line is not None and (before in "/\\" or before not in _PATH_CHARS):
-                    start = at
-                    while start > 0 and text[start - 1] in _PATH_CHARS:
-                        start -= 1
-                    seen[name].append((text[start:end], int(line[1]), index))
-                at = text.find(name, end, POINTER_SCAN_CHARS)
+        for match in _POINTER.finditer(result.text, 0, POINTER_SCAN_CHARS):
+            path = match[1]
+            name = _name(path)
+            if name in names:
+                seen[name].append((path, int(match[2]), index))
     position = {call.tool_use_id: index for index, call in enumerate(calls)}
     pointed: dict[str, frozenset[int]] = {}
     for call, path in reads:

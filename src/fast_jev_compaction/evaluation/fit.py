@@ -20,6 +20,7 @@ from ..judge.reuse import build_reuse_index
 from ..messages import SessionMessage
 from ..options import CompactOptions
 from ..pairing import Pairing, pair_tool_calls
+from ..policy import CHEAP
 from ..records import frozen
 from .firepoints import fire_index
 from .labels import OutputLabel, label_outputs
@@ -363,6 +364,16 @@ def fit_report(rows: Sequence[Row], l2: float = L2, features: Sequence[str] = FI
     )
 
 
+# The reuse risk at which the shipped judge's keep_call answers 0.5 (judge/model.py). The model's
+# probabilities sit near the base rate of reuse (a few per cent), and keep_call's question is
+# Jev's, "should this call stay?", which the threshold policy reads at 0.5 (keep_result, "should
+# its full output stay?", is the reuse probability itself: more likely reused than not). The
+# budget policy, tuned on the reuse scale, cuts a small old output as cheap under a reuse risk of
+# policy.CHEAP: below that risk its record is not worth its room, so that risk is where the
+# call's answer turns. The map is monotone and keep_call only breaks the budget's ties between
+# equal keep_results, which it still orders as before: the budget decides as it did.
+CALL_REUSE_AT_EVEN = CHEAP
+
 # keep_call is not fitted (see judge/model.py): the floor of each kind says what losing the record
 # of such a call costs. Changes, side effects and user answers cannot be had again; a sub-agent's
 # run is slow to repeat; a test or build run says what state the code was in.
@@ -378,6 +389,7 @@ def fitted_model(report: FitReport, files: int, l2: float = L2) -> JudgeModel:
         weights=dict(zip(report.features, rounded[1:])),
         call_floors=dict(CALL_FLOORS),
         error_floor=ERROR_FLOOR,
+        call_reuse_at_even=CALL_REUSE_AT_EVEN,
         fit={
             "method": "L2 logistic regression, Newton, plain Python",
             "l2": l2,

@@ -11,7 +11,14 @@ import pytest
 
 from eval_sessions import SENTENCE, call, filler, prompt, result, reuse_session, said
 from fast_jev_compaction.evaluation import fit as fitting
-from fast_jev_compaction.evaluation.fit import Row, fit_logistic, fitted_model, leave_one_session_out, session_rows
+from fast_jev_compaction.evaluation.fit import (
+    FITTED_FEATURES,
+    Row,
+    fit_logistic,
+    fitted_model,
+    leave_one_session_out,
+    session_rows,
+)
 from fast_jev_compaction.judge.features import FEATURE_NAMES, call_features
 from fast_jev_compaction.judge.model import JudgeModel, ModelError, load_model, parse_model, score_calls
 from fast_jev_compaction.pairing import pair_tool_calls
@@ -86,9 +93,9 @@ def test_scores_follow_the_weights_and_keep_call_never_falls_below_keep_result()
     assert model.contributions(values) == pytest.approx({"bias": 0.0, "kind_read": 2.0, "size_log": 0.5 * math.log10(2)})
 
 
-def test_the_shipped_weights_load_and_name_every_feature() -> None:
+def test_the_shipped_weights_load_and_name_the_fitted_features() -> None:
     model = load_model()
-    assert set(model.weights) == set(FEATURE_NAMES)
+    assert set(model.weights) == set(FITTED_FEATURES)
     assert model.fit["loso_auc"] > model.fit["size_auc"] and model.fit["loso_auc"] > model.fit["recency_auc"]
     messages = reuse_session(True)
     scores = score_calls(messages, pair_tool_calls(messages, 6), "fix the parser")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -314,9 +315,11 @@ def test_answers_are_deterministic() -> None:
     assert len({a["noul"] for a in first.values()}) > 3  # not a constant
 
 
-def test_explain_sums_through_the_logistic_to_the_answer() -> None:
+@pytest.mark.parametrize("call_scale", [None, 0.05], ids=["as shipped", "keep_call on its own scale"])
+def test_explain_sums_through_the_logistic_to_the_answer(call_scale: float | None) -> None:
     s, q = _mixed_state()
-    judge = LocalJudge()
+    model = load_state_model()
+    judge = LocalJudge(state_model=replace(model, call_reuse_at_even=call_scale) if call_scale else model)
     answers = judge.answer(s, q)
     explanation = judge.explain(s, q)
     assert set(explanation) == set(q)

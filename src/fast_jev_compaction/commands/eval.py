@@ -142,6 +142,9 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation.report import REFIT_STATE, STATE_FEATURES_SOURCE, fit_markdown, markdown_report, text_report, to_json
     from ..evaluation.state_fit import state_rows
     from ..evaluation.through_jev import JevFigures, served_judge
+    from ..evaluation.transfer_report import section_of as transfer_of
+    from ..evaluation.transfer_report import transfer_section
+    from ..evaluation.transfer_report import with_section as with_transfer
     from ..judge.features import FEATURE_NAMES
     from ..judge.model import STATE_WEIGHTS_PATH, WEIGHTS_PATH, ModelError, load_model, load_state_model
     from ..progress import Progress
@@ -165,9 +168,10 @@ def run(args: argparse.Namespace) -> int:
     weights_path = Path(args.weights) if args.weights else WEIGHTS_PATH
 
     state_weights_path = Path(args.weights) if args.weights and args.fit_state else STATE_WEIGHTS_PATH
+    transfer: str | None = None  # the transfer section of docs/quality.md, from a fit of the embedded judge
     if args.fit or args.fit_state:
         rows_of = state_rows if args.fit_state else session_rows
-        rows = [row for s in sessions for row in rows_of(s.messages, s.group, FIT_FIRE_POINTS)]
+        rows = [row for s in sessions for row in rows_of(s.messages, s.session_id, FIT_FIRE_POINTS, source=s.source)]
         groups = {row.group for row in rows}
         if len(groups) < 2 or not any(r.label for r in rows) or all(r.label for r in rows):
             print("fast-jev eval --fit: needs reused and unreused outputs in at least two sessions", file=sys.stderr)
@@ -183,9 +187,15 @@ def run(args: argparse.Namespace) -> int:
             page = fit_markdown(report, FEATURE_NAMES, "src/fast_jev_compaction/judge/weights.json")
         if args.fit_report:
             _write_text(Path(args.fit_report), page)
+        if args.fit:
+            transfer = transfer_section(report)
         if not args.json:
             print(page)
+            if transfer is not None:
+                print(transfer)
         if args.no_eval:
+            if args.markdown and transfer is not None:
+                _write_text(Path(args.markdown), with_transfer(_read_text(Path(args.markdown)), transfer))
             if args.json:
                 print(json.dumps({"fit": dict(model.fit)}, indent=1))
             return 0
@@ -213,9 +223,13 @@ def run(args: argparse.Namespace) -> int:
         from ..evaluation.replay_report import section_of, with_section
 
         page = markdown_report(evaluation, model.fit)
-        # The replay's section, which its own run writes, leads the page and stays.
-        kept = section_of(_read_text(Path(args.markdown)))
-        _write_text(Path(args.markdown), with_section(page, kept) if kept is not None else page)
+        before = _read_text(Path(args.markdown))
+        # The replay's section, which its own run writes, leads the page and stays; so does the
+        # judge's transfer, which a fit writes, at the end.
+        kept = section_of(before)
+        page = with_section(page, kept) if kept is not None else page
+        kept_transfer = transfer if transfer is not None else transfer_of(before)
+        _write_text(Path(args.markdown), with_transfer(page, kept_transfer) if kept_transfer is not None else page)
     if args.json:
         document = to_json(evaluation, model.fit)
         document["skipped"] = [{"file": str(s.path), "reason": s.reason} for s in skipped]

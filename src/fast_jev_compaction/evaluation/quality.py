@@ -29,7 +29,7 @@ from ..records import frozen, record
 from ..stats import message_chars
 from .corpus import Session, session_split
 from .firepoints import EVAL_FIRE_POINTS, fire_index
-from .fit import Row, fit_logistic, leave_one_session_out
+from .fit import FITTED_FEATURES, Row, fit_logistic, leave_one_session_out, projected
 from .frontier import POLICIES as FRONTIER
 from .frontier import cut_by_policy
 from .labels import OutputLabel, label_outputs
@@ -235,8 +235,10 @@ def evaluate(
 
 
 def held_out_scores(rows: Sequence[Row]) -> list[float] | None:
-    """Every row scored by a model fitted on the other sessions' rows (``None`` when no fold can
-    be fitted: fewer than three sessions, or a class missing once a session is left out)."""
+    """Every row scored by a model of the shipped features fitted on the other sessions' rows
+    (``None`` when no fold can be fitted: fewer than three sessions, or a class missing once a
+    session is left out)."""
+    rows = projected(rows, FITTED_FEATURES)
     groups = sorted({row.group for row in rows})
     if len(groups) < 3:
         return None

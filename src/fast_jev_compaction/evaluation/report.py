@@ -492,7 +492,11 @@ def fit_markdown(report: FitReport, feature_names: tuple[str, ...], weights_path
         "| feature | weight |",
         "|---|---:|",
         f"| bias | {report.weights[0]:+.3f} |",
-        *(f"| {name} | {w:+.3f} |" for name, w in zip(feature_names, report.weights[1:])),
+        *(f"| {name} | {w:+.3f} |" for name, w in zip(report.features, report.weights[1:])),
+        "",
+        f"Not fitted (weight 0; `UNFITTED_GROUPS` in `evaluation/fit.py` says why): "
+        f"{', '.join(name for name in feature_names if name not in report.features) or 'none'}. "
+        "The judge fitted without each source, scored on it: docs/quality.md, \"Judge transfer across sources\".",
         "",
     ]
     return "\n".join(lines)

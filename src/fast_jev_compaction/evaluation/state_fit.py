@@ -47,6 +47,7 @@ def state_rows(
     group: str,
     fractions: Iterable[float],
     labels: Mapping[str, OutputLabel] | None = None,
+    source: str = "",
 ) -> list[Row]:
     """:func:`.fit.session_rows` with the features read from the states."""
-    return session_rows(messages, group, fractions, labels, features_of=state_values)
+    return session_rows(messages, group, fractions, labels, features_of=state_values, source=source)

@@ -11,7 +11,7 @@ One fitted model (``judge/model.py``), two ways in:
 
 Every answer is ``sigmoid(sum(contributions))``; :meth:`LocalJudge.explain` returns exactly those
 contributions: the model's weighted features for a result, plus ``call_floor`` for a call (the
-lift that :meth:`JudgeModel.keep_call` gives by kind and error).
+lift that :meth:`JudgeModel.keep_call` gives: its own scale, and its floor by kind and error).
 """
 
 from __future__ import annotations

@@ -1,10 +1,14 @@
 """The fitted judge: keep probabilities per call from :mod:`.features` and ``weights.json``.
 
 ``keep_result`` is a logistic model fitted on behavioural labels (``fast-jev eval --fit`` writes
-the weights and the fit's report; see docs/judge-fit.md). ``keep_call`` is not fitted: losing the
-*record* of a call costs most when the call changed something, asked the user, ran a sub-agent or
-failed, so it is ``1 - (1 - keep_result) * (1 - floor)`` with the floor of the call's kind (and
-the error floor for a failed call), both read from the same file. It is never below keep_result.
+the weights and the fit's report; see docs/judge-fit.md): the chance that the output is reused
+verbatim later, which answers "should the full output stay?" as it is. ``keep_call`` answers
+"should the call stay, at least as a digest?" from the same chance, on its own scale: as odds
+over the odds at ``call_reuse_at_even``, the reuse risk it answers as 0.5 (``evaluation/fit.py``,
+``CALL_REUSE_AT_EVEN``, says why), a monotone map. Beyond that, losing the *record* of a call
+costs most when the call changed something, asked the user, ran a sub-agent or failed, so
+``keep_call`` is ``1 - (1 - that answer) * (1 - floor)`` with the floor of the call's kind (and
+the error floor for a failed call), all read from the same file. It is never below keep_result.
 """
 
 from __future__ import annotations
@@ -32,6 +36,11 @@ class ModelError(ValueError):
     """The weights file is missing, unreadable or not in the expected shape."""
 
 
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-15), 1.0 - 1e-15)
+    return math.log(p / (1.0 - p))
+
+
 def _sigmoid(z: float) -> float:
     if z >= 0:
         return 1.0 / (1.0 + math.exp(-z))
@@ -48,6 +57,7 @@ class JudgeModel:
     call_floors: Mapping[str, float] = field(default_factory=dict)  # kind -> floor
     error_floor: float = 0.0
     fit: Mapping[str, Any] = field(default_factory=dict)  # the fit's report, for display
+    call_reuse_at_even: float = 0.5  # the reuse risk keep_call answers as 0.5 (before its floor)
 
     def contributions(self, values: Mapping[str, float]) -> dict[str, float]:
         """The named logit terms of keep_result (``bias`` included); their sum is its logit."""
@@ -66,14 +76,21 @@ class JudgeModel:
         floor = self.call_floors.get(kind, 0.0)
         if values.get("is_error"):
             floor = max(floor, self.error_floor)
+        keep = keep_result
+        if self.call_reuse_at_even != 0.5:
+            keep = _sigmoid(_logit(keep_result) - _logit(self.call_reuse_at_even))
         # max(): with no floor the product form can land one ulp below keep_result
-        return max(keep_result, 1.0 - (1.0 - keep_result) * (1.0 - floor))
+        return max(keep_result, 1.0 - (1.0 - keep) * (1.0 - floor))
 
     def to_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
             "keep_result": {"bias": self.bias, "weights": dict(self.weights)},
-            "keep_call": {"floors": dict(self.call_floors), "error_floor": self.error_floor},
+            "keep_call": {
+                "floors": dict(self.call_floors),
+                "error_floor": self.error_floor,
+                "reuse_at_even": self.call_reuse_at_even,
+            },
             "fit": dict(self.fit),
         }
 
@@ -95,6 +112,7 @@ def parse_model(data: Any) -> JudgeModel:
             call_floors=floors,
             error_floor=float(call.get("error_floor", 0.0)),
             fit=dict(data.get("fit", {})),
+            call_reuse_at_even=float(call.get("reuse_at_even", 0.5)),
         )
     except (KeyError, TypeError, AttributeError) as exc:
         raise ModelError(f"weights are not in the expected shape: {exc}") from exc
@@ -103,6 +121,8 @@ def parse_model(data: Any) -> JudgeModel:
         raise ModelError("weights must be finite numbers")
     if not all(0.0 <= v <= 1.0 for v in (model.error_floor, *model.call_floors.values())):
         raise ModelError("keep_call floors must lie in [0, 1]")
+    if not 0.0 < model.call_reuse_at_even < 1.0:  # NaN included
+        raise ModelError("keep_call's reuse_at_even must lie strictly between 0 and 1")
     return model
 
 

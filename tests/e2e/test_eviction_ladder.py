@@ -130,6 +130,12 @@ def test_a_write_body_and_old_turns_go_to_the_archive_and_are_read_back_without_
     # Every file the reads reached holds what it stands for; nothing came back as an error.
     assert all("<tool_use_error>" not in text and "does not exist" not in text for text in got.values())
 
+    # Each pass read the user's prompts as its goal, never the lead line the engine joined to
+    # the first of them.
+    goals = [line.split(" goal: ", 1)[1] for line in claude.hook_log().splitlines() if " goal: " in line]
+    assert len(goals) == 3 and not any(LEAD_HEAD[:40] in goal for goal in goals), goals
+    assert goals[1] == "do the writing thing | do round two", goals
+
     # Three passes, three boundaries, and never a summary: not asked for, not on disk.
     assert claude.api.summarizer_requests() == []
     records = claude.transcript(sid or "")

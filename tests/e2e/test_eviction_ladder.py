@@ -122,12 +122,12 @@ def test_a_write_body_and_old_turns_go_to_the_archive_and_are_read_back_without_
     got = {reads[b["tool_use_id"]]: _result_text(b) for m in turn[at:] for b in _blocks(m) if b.get("type") == "tool_result"}
     assert turn_file in got and shown(got[turn_file]) == held
     [(size, body_file)] = INPUT_MARKER.findall(held)
-    assert body_file in got, sorted(got)
+    assert int(size.replace(",", "")) == len(REPORT) and body_file in got, sorted(got)
     assert list(reads.values()).index(turn_file) < list(reads.values()).index(body_file)
     assert shown(got[body_file]) == REPORT
     # The file the Write call made is on disk as written.
     assert (claude.project / "report.md").read_text(encoding="utf-8") == REPORT
-    # Every file the reads reached holds what it stands for; nothing came back as an error.
+    # Every path a marker named, in view or in a file read, was there to read: no read failed.
     assert all("<tool_use_error>" not in text and "does not exist" not in text for text in got.values())
 
     # Each pass read the user's prompts as its goal, never the lead line the engine joined to

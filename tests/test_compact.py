@@ -14,6 +14,7 @@ from fast_jev_compaction.compaction import compact, compact_sync, shape_of
 from fast_jev_compaction.errors import FittingError, JevResponseError
 from fast_jev_compaction.fitting import fit_state
 from fast_jev_compaction.goal import goal_from_messages
+from fast_jev_compaction.markers import LEAD_HEAD, lead_note
 from fast_jev_compaction.options import resolve_options
 from fast_jev_compaction.pairing import pair_tool_calls
 from fast_jev_compaction.questions import batch_questions, question_tokens
@@ -168,6 +169,21 @@ def test_default_goal_is_the_latest_prompts_and_a_configured_goal_wins():
     configured = ScriptedAsker(1.0)
     run(ten_messages(), configured, preserve_recent_messages=3, goal="ship the fix")
     assert configured.requests[0].state["goal"] == "ship the fix"
+
+
+@pytest.mark.parametrize("folder", [None, "/home/u/.claude/plugins/data/x/archive"])
+def test_the_lead_line_is_no_part_of_the_goal(folder):
+    """A compacted history's first prompt carries the lead line (the engine joins it to that
+    prompt, or sends it alone): the goal a later pass reads is the user's prompts only, so the
+    line's words are no focus terms of a digest and never reach the judge as the user's aim."""
+    lead = lead_note(folder)
+    joined = [user(f"{lead}\nfix the parser"), assistant("on it"), user("and the tests")]
+    assert goal_from_messages(joined) == "fix the parser\nand the tests"
+    alone = [user(lead), user("fix the parser"), assistant("on it"), user("and the tests"), assistant("ok"), user("ship")]
+    assert goal_from_messages(alone) == "fix the parser\nand the tests\nship"
+    # Text that only starts like the line is the user's, kept as typed.
+    typed = f"{LEAD_HEAD}. Every saved file is in the tmp folder, right?"
+    assert goal_from_messages([user(typed)]) == typed
 
 
 def test_a_history_that_cannot_fit_fails_before_any_request():

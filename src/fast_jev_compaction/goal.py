@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from .markers import without_lead_note
 from .messages import SessionMessage
 from .textutil import truncate
 
@@ -28,7 +29,8 @@ def prompt_text(message: SessionMessage) -> str:
     extras = message.extra
     if extras.get("isMeta") or extras.get("isCompactSummary"):
         return ""
-    text = message.text
+    # The compaction's own lead line, which the engine joins to the first prompt, is not the user's.
+    text = without_lead_note(message.text)
     if "<" in text:  # each injected block opens with one
         text = _without_injected(text)
     text = text.strip()

@@ -124,20 +124,35 @@ def tools_note(names: list[str]) -> str:
 LEAD_HEAD: Final = LEAD_NOTE[:-1]
 
 
+_LEAD_FOLDER: Final = ". Every saved file is in "
+_LEAD_TAIL: Final = "; Grep that folder to find a detail no marker in view points at]"
+
+
 def lead_note(archive_dir: str | None) -> str:
     """The lead line of a compacted history; with the archive folder named, so the model can also
     search it (Grep) for a detail no marker in view points at."""
     if not archive_dir:
         return LEAD_NOTE
-    return (
-        f"{LEAD_HEAD}. Every saved file is in {archive_dir}; Grep that folder to find a detail "
-        "no marker in view points at]"
-    )
+    return f"{LEAD_HEAD}{_LEAD_FOLDER}{archive_dir}{_LEAD_TAIL}"
 
 
 def is_lead_note(text: str) -> bool:
     """Whether ``text`` is a lead line :func:`lead_note` made, with or without a folder."""
     return text.startswith(LEAD_HEAD)
+
+
+def without_lead_note(text: str) -> str:
+    """``text`` without the lead line it opens with (the engine joins the line to the first user
+    message of the request, so a later pass reads it as part of that prompt); as it is otherwise."""
+    if not text.startswith(LEAD_HEAD):
+        return text
+    rest = text[len(LEAD_HEAD) :]
+    if rest.startswith("]"):
+        return rest[1:].lstrip()
+    end = rest.find(_LEAD_TAIL)
+    if rest.startswith(_LEAD_FOLDER) and end >= 0:
+        return rest[end + len(_LEAD_TAIL) :].lstrip()
+    return text
 
 
 # How many files an old turn's index line names before it counts the rest.

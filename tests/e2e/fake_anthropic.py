@@ -118,6 +118,15 @@ SCENARIOS: dict[str, list[Step]] = {
     ],
 }
 
+# A file the model writes whole: its body is a long tool input (the ladder's rung b moves it to
+# the archive once the outputs are cut), each line its own so a read-back shows any loss.
+REPORT = "".join(f"report line {n}: the parser keeps field {n} exactly as it was read.\n" for n in range(1, 301))
+SCENARIOS["do the writing thing"] = [
+    Step("Write", {"file_path": "{cwd}/report.md", "content": REPORT}, "Writing the report."),
+    Step("Bash", {"command": "seq 1 3000", "description": "List numbers"}),
+    Step("Bash", {"command": "echo written", "description": "Print written"}, "Almost done."),
+]
+
 # Prose the model writes at length beside each call: a compaction keeps it verbatim, so the
 # pruned history of "do the long thing" (about 5 MB of UTF-8) stays over the host's 4 MiB cap on
 # the hook's output. Mostly CJK: about 3 bytes a character, so the engine's own estimate of the
@@ -215,27 +224,41 @@ class Reply:
 
 # A prompt that makes the model read back, one Read each, every file a marker names.
 RECOVER = "read back the saved outputs"
+# The same, and then every file named in what those reads brought back (an old turn's file names
+# the files of the outputs and inputs cut before it moved), until no new file is named.
+RECOVER_ALL = "follow every saved file"
 SAVED_AT = re.compile(r"saved at (\S+?); Read it if needed\]")
+# Any marker's path: a cut output's, an old turn's, or a moved input's ("…; Read it if needed;
+# the file on disk holds its current content]").
+ANY_SAVED_AT = re.compile(r"saved at (\S+?); Read it if needed[\];]")
+
+
+def _texts(message: dict[str, Any]) -> list[str]:
+    content = message.get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+    out: list[str] = []
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        inner = block.get("content") if block.get("type") == "tool_result" else block.get("text")
+        out.append((_text_of(inner) if not isinstance(inner, str) else inner) or "")
+    return out
 
 
 def _recovery(messages: list[dict[str, Any]]) -> Reply | None:
     starts = [
-        i for i, m in enumerate(messages)
-        if m.get("role") == "user" and RECOVER in _text_of(m.get("content")) and not _has_tool_result(m.get("content"))
+        (i, RECOVER_ALL in text) for i, m in enumerate(messages)
+        if m.get("role") == "user" and not _has_tool_result(m.get("content"))
+        and ((text := _text_of(m.get("content"))) and (RECOVER in text or RECOVER_ALL in text))
     ]
     if not starts:
         return None
-    start = starts[-1]
+    start, follow = starts[-1]
+    pattern = ANY_SAVED_AT if follow else SAVED_AT
     paths: list[str] = []
-    for message in messages[:start]:
-        content = message.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
-        for block in blocks:
-            if not isinstance(block, dict):
-                continue
-            inner = block.get("content") if block.get("type") == "tool_result" else block.get("text")
-            text = _text_of(inner) if not isinstance(inner, str) else inner
-            for path in SAVED_AT.findall(text or ""):
+    for message in messages[:start] + (messages[start + 1 :] if follow else []):
+        for text in _texts(message):
+            for path in pattern.findall(text):
                 if path not in paths:
                     paths.append(path)
     done = sum(

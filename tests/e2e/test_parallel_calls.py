@@ -25,9 +25,7 @@ import pytest
 
 from claude_harness import REPO, Claude
 from fake_anthropic import FINAL_TEXT, conversation
-from fast_jev_compaction.compaction import shape_of
-from fast_jev_compaction.options import CompactOptions
-from fast_jev_compaction.rebuild import cut_output
+from fast_jev_compaction.markers import truncation_note
 
 pytestmark = pytest.mark.e2e
 
@@ -38,6 +36,9 @@ TRUNCATED = {"drop_result", "truncate"}
 DROPPED = {"drop_call", "drop"}
 MARKER_LINE = re.compile(r"\n?\[fast-jev-compaction: [^\n]*? if needed\]\n?")
 NOTE = re.compile(r"the full output is saved at (.+?); Read it if needed\]$")
+KEPT = re.compile(r"kept ([\d,]+) of ([\d,]+) chars")
+GAP = re.compile(r"\n?\[… [\d,]+ chars …\]\n?")
+IDS_LINE = "[ids and paths further in: "
 
 
 def corpus_root() -> Path | None:
@@ -165,7 +166,7 @@ def assert_turns_survived(before: dict[str, Any], later: list[dict[str, Any]], a
                 assert saved.is_file()
                 if isinstance(block.get("content"), str):
                     assert saved.read_text(encoding="utf-8") == was
-                    assert now == cut_output(was, bool(block.get("is_error")), shape_of(CompactOptions()), str(saved))
+                    assert_digest_of(now, was, bool(block.get("is_error")), str(saved))
             elif _only_text(block):
                 assert now == was, f"kept result {tool_use_id} changed"
             else:  # images or tool references have no text form; the text around them is kept
@@ -174,6 +175,27 @@ def assert_turns_survived(before: dict[str, Any], later: list[dict[str, Any]], a
         assert "".join(prose(body, "assistant")).startswith("".join(prose(before, "assistant")))
         assert is_subsequence(prose(before, "user"), prose(body, "user"))
         assert same_role_runs(body) <= same_role_runs(before), _runs_of(body)
+
+
+def assert_digest_of(now: str, was: str, is_error: bool, saved: str) -> None:
+    """``now`` is a digest of ``was``: verbatim pieces of it in order, the first its opening, each
+    stretch left out marked, closed by the note that counts the original and names its file.
+
+    Which lines a digest keeps depends on the goal (the session's last prompts) and on the lines
+    other outputs pointed at, so it is checked for what it is rather than rebuilt here."""
+    body, _, note = now.rpartition("\n")
+    counted = KEPT.search(note)
+    assert counted and note == truncation_note(len(was), int(counted.group(1).replace(",", "")), is_error, saved), note
+    lines = body.split("\n")
+    if lines and lines[-1].startswith(IDS_LINE):
+        body = "\n".join(lines[:-1])
+    pieces = [piece for piece in GAP.split(body) if piece]
+    assert pieces and was.startswith(pieces[0]), now[:300]
+    position = 0
+    for piece in pieces:
+        found = was.find(piece, position)
+        assert found >= position, f"not a piece of the output, in order: {piece[:200]!r}"
+        position = found + len(piece)
 
 
 def decided_actions(claude: Claude) -> dict[str, str]:

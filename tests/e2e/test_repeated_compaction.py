@@ -25,6 +25,9 @@ from test_claude_plugin import _blocks, _result_text, items
 
 pytestmark = pytest.mark.e2e
 
+OLD_TURN = "old-turn"
+# How an old turn's archive file starts (turn_eviction.render_turn).
+TURN_HEAD = "## the user's prompt\n"
 ROUNDS = ("do the thing", "do round two", "do round three")
 # Every path a marker names: a cut output's note ("saved at …; Read it if needed") or a drop
 # marker ("… is saved at …; Read it if needed"), or an older spelling ("full output: …").
@@ -82,17 +85,38 @@ def assert_pass_applied(body: dict[str, Any], decisions: list[Any], originals: d
 
 def assert_history_holds(body: dict[str, Any], passes: list[list[Any]], originals: dict[str, str]) -> None:
     """A request after several passes: each call as its first cut left it (a later pass keeps a
-    cut as it is), a never-cut result whole."""
+    cut as it is), a never-cut result whole; or, once the ladder moved its old turn to the
+    archive (rung d), the call gone, an index line naming the turn's file, and that file holding
+    the call as the passes before left it."""
     first_cut: dict[str, Any] = {}
+    evicted: dict[str, Any] = {}
     for decisions in passes:
         for decision in decisions:
+            if decision.action == "drop" and decision.reason == OLD_TURN:
+                evicted.setdefault(decision.tool_use_id, decision)
+                first_cut.setdefault(decision.tool_use_id, None)
+                continue
             if decision.action != "keep" and first_cut.get(decision.tool_use_id) is None:
                 first_cut[decision.tool_use_id] = decision
             first_cut.setdefault(decision.tool_use_id, None)
     now = results_of(body)
     named = {path for text in texts_of(body) for path in NAMED_PATH.findall(text)}
     for tool_use_id, cut in first_cut.items():
-        if cut is None:
+        turn = evicted.get(tool_use_id)
+        if turn is not None:
+            assert tool_use_id not in json.dumps(body) and turn.archive_path in named, f"evicted call {tool_use_id}"
+            held = Path(turn.archive_path).read_text(encoding="utf-8")
+            assert f" call {tool_use_id}\n" in held
+            if cut is None:
+                # Whole, or cut by the pass that evicted its turn: the note names the original's file.
+                output = turn_output(held, tool_use_id)
+                saved = NAMED_PATH.findall(output)
+                assert output == originals[tool_use_id] or (
+                    len(saved) == 1 and Path(saved[0]).read_text(encoding="utf-8") == originals[tool_use_id]
+                ), f"result {tool_use_id} is not recoverable from its turn's file"
+            else:
+                assert f"saved at {cut.archive_path}; Read it if needed]" in held
+        elif cut is None:
             assert now[tool_use_id] == originals[tool_use_id], f"kept result {tool_use_id} changed"
         elif cut.action == "drop":
             assert tool_use_id not in json.dumps(body) and cut.archive_path in named
@@ -100,6 +124,35 @@ def assert_history_holds(body: dict[str, Any], passes: list[list[Any]], original
             assert f"saved at {cut.archive_path}; Read it if needed]" in now[tool_use_id]
         if cut is not None and cut.archive_path:
             assert Path(cut.archive_path).read_text(encoding="utf-8") == originals[tool_use_id]
+
+
+def turn_output(held: str, tool_use_id: str) -> str:
+    """A call's output as an old turn's archive file holds it (turn_eviction.render_turn)."""
+    found = re.search(rf"^## output of \S+ call {re.escape(tool_use_id)}(?: \(an error\))?\n", held, re.M)
+    assert found, f"no output of {tool_use_id} in its turn's file"
+    end = held.find("\n\n## ", found.end())
+    return held[found.end() : end if end >= 0 else len(held) - 1]
+
+
+def assert_named_files_hold(body: dict[str, Any], passes: list[list[Any]], originals: dict[str, str]) -> None:
+    """Every path the request's markers name holds a full original, or an old turn (rung d);
+    every output a pass moved out is at its path, named in view or in a named turn's file."""
+    named = {path for text in texts_of(body) for path in NAMED_PATH.findall(text)}
+    turns = {d.archive_path for p in passes for d in p if d.reason == OLD_TURN}
+    moved = {
+        d.archive_path: originals[d.tool_use_id]
+        for p in passes for d in p if d.action != "keep" and d.archive_path and d.reason != OLD_TURN
+    }
+    assert named
+    reachable = set(named)
+    for path in named:
+        held = Path(path).read_text(encoding="utf-8")
+        assert held in originals.values() or (path in turns and held.startswith(TURN_HEAD)), path
+        if path in turns:
+            reachable.update(NAMED_PATH.findall(held))
+    assert set(moved) <= reachable
+    for path, original in moved.items():
+        assert Path(path).read_text(encoding="utf-8") == original
 
 
 # --------------------------------------------------------------------------- three passes
@@ -221,12 +274,7 @@ def test_three_engine_auto_compactions_mid_turn_each_replace_the_history(claude:
     assert len(claude.decisions()) >= 3
 
     requests = claude.api.message_requests()
-    originals = originals_seen(requests)
-    named = {path for text in texts_of(requests[-1]) for path in NAMED_PATH.findall(text)}
-    moved = {d.archive_path: originals[d.tool_use_id] for _row, ds in claude.decisions() for d in ds if d.action != "keep" and d.archive_path}
-    assert named and set(moved) <= named
-    for path in named:
-        assert Path(path).read_text(encoding="utf-8") in originals.values(), path
+    assert_named_files_hold(requests[-1], [list(ds) for _row, ds in claude.decisions()], originals_seen(requests))
 
 
 def test_the_engine_firing_right_after_a_large_output_over_a_pruned_history_never_summarises(claude: Claude) -> None:
@@ -234,18 +282,22 @@ def test_the_engine_firing_right_after_a_large_output_over_a_pruned_history_neve
     output, which the pass keeps (in flight); over a history already pruned it freed under
     minReductionRatio (21 % here) and the built-in summary threw the verbatim history away.
     The mod now hands the hook the engine's threshold and compaction window (the usage
-    breakdown): a pass is judged by them. Three rounds: the first pass replaces; the second
+    breakdown): a pass is judged by them. Four rounds: the first pass replaces; the second
     round's passes replace, the first of them over the threshold with room left in the model's
-    window; the third round's pass finds nothing left to prune and skips (the engine says
-    "not compacted" and goes on with the turn)."""
+    window; the third round's pass, with nothing of its own to cut, moves round two's turn to
+    the archive (the ladder's rung d) and replaces; the fourth round's pass finds nothing left
+    to prune (round three's turn is smaller than its index line would be) and skips (the engine
+    says "not compacted" and goes on with the turn)."""
     claude.api.token_factor = 4.0
     settings = claude.settings(preserveRecentMessages=2)
     # Prose the pass keeps whole: what it frees is a smaller share of the conversation.
     prose = " ".join(f"design note {n}: the parser keeps every field as it was read." for n in range(150))
     # Where each later round starts (the fake's base makes up the difference to the pruned
     # history): from 62k the first output of round two passes 2.1.332's 67k threshold under
-    # --autocompact 100000, and round three's one small output passes it from 75k.
-    rounds = (("do the thing", None), (f"do round two. {prose}", 62_000), ("do a small thing", 75_000))
+    # --autocompact 100000, and a later round's one small output passes it from 75k.
+    rounds = (
+        ("do the thing", None), (f"do round two. {prose}", 62_000), ("do a small thing", 75_000), ("do a small thing", 75_000)
+    )
     sid: str | None = None
     for number, (prompt, start) in enumerate(rounds, start=1):
         if start is not None:
@@ -264,20 +316,31 @@ def test_the_engine_firing_right_after_a_large_output_over_a_pruned_history_neve
             assert [(row.trigger, row.outcome) for row, _ in rows] == [("auto", "replaced")]
         elif number == 2:
             assert [(row.trigger, row.outcome) for row, _ in rows] == [("auto", "replaced")] * len(rows)
-            # The first pass fired on the round's first output (pinned, in flight) and freed
-            # under the 25 % the engine's own compaction used to need.
+            # The first pass fired on the round's first output (pinned, in flight): with
+            # nothing of this round to cut, what it freed is round one's turn, moved whole to the
+            # archive (the ladder's rung d), over a history the first pass had pruned.
             first_row, first = rows[0]
             [pinned] = [d for d in first if d.reason == "pinned"]
             assert "seq 100000 103000" in pinned.input_preview and "round two filler" not in json.dumps([d.input_preview for d in first])
-            assert re.match(r"(1\d|2[0-4])\.\d% reduction", first_row.reason), first_row.reason
+            assert {(d.action, d.reason) for d in first if d.reason != "pinned"} == {("drop", OLD_TURN)}
+            assert "1 old turn(s) moved to the archive" in first_row.reason, first_row.reason
             assert "67k threshold" in run.toasts()[0] and run.toasts()[0].endswith(", no summary"), run.toasts()
-        else:
+        elif number == 3:
             [(row, decisions)] = rows
-            assert (row.trigger, row.outcome) == ("auto", "skipped"), row.reason
-            assert row.reason.startswith("nothing left to prune; context ") and "67k threshold with room left" in row.reason
-            assert all(d.action == "keep" for d in decisions) and run.toasts() == []
-            [notice] = [e["text"] for e in run.system("notification") if e.get("key") == "compaction-skipped"]
-            assert notice.startswith("not compacted · nothing left to prune"), notice
+            assert (row.trigger, row.outcome) == ("auto", "replaced"), row.reason
+            assert "1 old turn(s) moved to the archive" in row.reason and "67k threshold" in run.toasts()[0], run.toasts()
+            assert {(d.action, d.reason) for d in decisions if d.reason != "pinned"} == {("drop", OLD_TURN)}
+            assert {d.input_preview for d in decisions if d.reason == OLD_TURN} >= {d.input_preview for d in claude.decisions()[1][1] if d.reason == "pinned"}
+        else:
+            # The engine may ask before the round's first request too (the round starts over its
+            # threshold): each pass skips.
+            for row, decisions in rows:
+                assert (row.trigger, row.outcome) == ("auto", "skipped"), row.reason
+                assert row.reason.startswith("nothing left to prune; context ") and "67k threshold with room left" in row.reason
+                assert all(d.action == "keep" for d in decisions)
+            assert run.toasts() == [] and run.boundaries() == []
+            notices = [e["text"] for e in run.system("notification") if e.get("key") == "compaction-skipped"]
+            assert len(notices) == len(rows) and all(n.startswith("not compacted · nothing left to prune") for n in notices), notices
     records = claude.transcript(sid or "")
     assert not any(r.get("isCompactSummary") for r in records)
 
@@ -291,10 +354,12 @@ TRIGGER_TURNS = (
     ("do the thing", 640_000),  # crosses 60 %: a pass replaces the history
     ("quiet turn one", 640_000),  # still above: no pass
     ("quiet turn two", 640_000),
-    ("quiet turn three", 770_000),  # grew more than 10 points: a pass, with nothing left to cut
+    # Grew more than 10 points: a pass. The first turn's outputs are cut already, so the ladder
+    # moves that old turn whole to the archive (rung d, once the pin shrinks: rung e).
+    ("quiet turn three", 770_000),
     ("quiet turn four", 770_000),
     ("quiet turn five", 300_000),  # back under the threshold
-    ("quiet turn six", 620_000),  # a new crossing: a pass, still nothing left to cut
+    ("quiet turn six", 620_000),  # a new crossing: a pass, with nothing left to cut
     ("quiet turn seven", 620_000),
     ("quiet turn eight", 740_000),  # grew 10 points again: a pass
     ("quiet turn nine", 740_000),  # no pass; its answer also means the last pass has finished
@@ -304,7 +369,8 @@ PASSES_AFTER = [1, 1, 1, 2, 2, 2, 3, 3, 4, 4]
 
 
 def test_the_trigger_fires_once_per_crossing_and_a_pass_with_nothing_to_cut_skips(claude: Claude) -> None:
-    """Interactively (headless, $.session.compact() is refused): ten turns, four passes.
+    """Interactively (headless, $.session.compact() is refused): ten turns, four passes; two
+    replace (the first cuts outputs, the second moves that old turn to the archive), two skip.
 
     The seed system fired on every turn over the threshold and each pass that freed nothing
     ran the built-in summary, throwing away the verbatim history the first pass kept.
@@ -329,17 +395,25 @@ def test_the_trigger_fires_once_per_crossing_and_a_pass_with_nothing_to_cut_skip
         tui.close()
     assert counts == PASSES_AFTER
     rows = claude.decisions()
-    assert [(row.trigger, row.outcome) for row, _ in rows] == [("plugin", "replaced")] + [("plugin", "skipped")] * 3, (
+    assert [(row.trigger, row.outcome) for row, _ in rows] == [("plugin", "replaced")] * 2 + [("plugin", "skipped")] * 2, (
         [(row.outcome, row.reason) for row, _ in rows]
     )
-    # Each later pass fired at the turn that grew or crossed again (77 %, 62 %, 74 % of the
-    # window), found nothing left to cut, and left the history as it was.
-    shares = [re.match(r"nothing left to prune; context (\d+)", row.reason) for row, _ in rows[1:]]
-    assert [int(m.group(1)) // 10 if m else None for m in shares] == [7, 6, 7], [row.reason for row, _ in rows]
-    assert all(d.action == "keep" for _row, decisions in rows[1:] for d in decisions)
+    # The second pass (77 %) moved the first turn, as the first pass left it, to one archive file.
+    evicted = rows[1][1]
+    assert evicted and {(d.action, d.reason) for d in evicted} == {("drop", OLD_TURN)}
+    [turn_file] = {d.archive_path for d in evicted}
+    held = Path(turn_file).read_text(encoding="utf-8")
+    assert held.startswith(TURN_HEAD + "do the thing") and all(f" call {d.tool_use_id}\n" in held for d in evicted)
+    # Each later pass fired at the turn that crossed or grew again (62 %, 74 % of the window),
+    # found nothing left to cut (the quiet turns are shorter than an index line), and left the
+    # history as it was.
+    shares = [re.match(r"nothing left to prune; context (\d+)", row.reason) for row, _ in rows[2:]]
+    assert [int(m.group(1)) // 10 if m else None for m in shares] == [6, 7], [row.reason for row, _ in rows]
+    assert all(d.action == "keep" for _row, decisions in rows[2:] for d in decisions)
     assert claude.api.summarizer_requests() == []
-    # The last turn was sent the history the first pass left: the lead line and the markers.
+    # The last turn was sent the history the second pass left: the lead line, the first prompt
+    # and the index line naming its turn's file in place of its replies, the quiet turns whole.
     last = claude.api.message_requests()[-1]
     assert sum(text.count(LEAD_HEAD) for text in texts_of(last)) == 1
-    assert any(NAMED_PATH.search(text) for text in texts_of(last))
-    assert "Echo: quiet turn one" in json.dumps(last)
+    assert {path for text in texts_of(last) for path in NAMED_PATH.findall(text)} == {turn_file}
+    assert "Echo: quiet turn one" in json.dumps(last) and "seq 1 3000" not in json.dumps(last)

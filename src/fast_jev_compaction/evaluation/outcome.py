@@ -88,10 +88,11 @@ class Context:
         return cls(results, found, paths, chars)
 
 
-# How many files the model Reads, following markers, to get an output back: the file a marker in
-# view names, then a file that one's own markers name (an evicted turn's file holds the turn as
-# the pass left it: a digest's marker names the output's own file).
-MARKER_HOPS = 2
+# How many files the model Reads, following markers, to get an output back. An evicted turn's
+# file holds the turn as the pass left it: a digest's marker names the output's own file, and the
+# index line of a part of the turn moved earlier (while it was in flight) names that part's file,
+# whose digests name theirs: the turn's file, the part's, the output's.
+MARKER_HOPS = 3
 
 
 def read_archived(paths: Iterable[str], archive: Mapping[str, str] | None = None) -> list[str]:

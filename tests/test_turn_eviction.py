@@ -22,6 +22,7 @@ from fast_jev_compaction.markers import (
     is_turn_index_line,
     lead_note,
     saved_path,
+    short_index_line,
     turn_index_line,
 )
 from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse, parse_messages
@@ -29,7 +30,7 @@ from fast_jev_compaction.options import CompactOptions
 from fast_jev_compaction.policy import CHARS_PER_TOKEN, TARGET_MARGIN_POINTS
 from fast_jev_compaction.stats import CompactStats, message_chars, summarize
 from fast_jev_compaction.transcript import read_messages
-from fast_jev_compaction.turn_eviction import is_prompt
+from fast_jev_compaction.turn_eviction import is_prompt, shorten_index_lines
 from test_model_facing_text import ARCHIVE, FORBIDDEN, FORBIDDEN_ANY_CASE
 
 TURNS = 8
@@ -256,6 +257,47 @@ def test_an_output_cut_in_a_moved_part_of_a_turn_later_evicted_is_reached_throug
     assert any(original in text for text in read_archived(in_view, archive))
 
 
+def wide_session(turns: int = 30) -> list[SessionMessage]:
+    """A first prompt, then ``turns`` turns that each read and edit a few files (long index
+    lines), and a last turn in flight."""
+    messages = [SessionMessage(role="user", text="prompt: start")]
+    for k in range(turns):
+        files = [f"src/package_{k}/module_{n}_with_a_long_descriptive_name.py" for n in range(6)]
+        messages.append(SessionMessage(role="user", text=f"prompt {k}: tidy package {k}"))
+        for n, file in enumerate(files):
+            messages += [
+                SessionMessage(role="assistant", toolUses=(ToolUse(f"toolu_{k}_{n}", "Read", {"file_path": file}),)),
+                SessionMessage(role="user", toolResults=(ToolResult(f"toolu_{k}_{n}", f"x_{k}_{n} = {k * n}\n" * 40),)),
+            ]
+        messages.append(SessionMessage(role="assistant", text=f"Package {k} tidied."))
+    messages += [SessionMessage(role="user", text="prompt: and the last one"), SessionMessage(role="assistant", text="Done.")]
+    return messages
+
+
+def is_short(line: SessionMessage) -> bool:
+    return line.text == short_index_line(str(saved_path(line.text)))
+
+
+def test_once_every_turn_has_gone_the_oldest_index_lines_shrink_to_their_files(tmp_path: Path) -> None:
+    messages = wide_session()
+    # Old turns meet the need: their lines stay whole.
+    some = fit(messages, tmp_path, window_needing(messages, 0.7 * sum(message_chars(m) for m in messages)))
+    lines = index_lines(some.messages)
+    assert 0 < len(lines) < 30 and not any(is_short(line) for _, line in lines)
+    # They cannot: every turn goes, then every line shrinks to the file it names.
+    every = fit(messages, tmp_path, TINY_WINDOW)
+    assert len(index_lines(every.messages)) == 30 and all(is_short(line) for _, line in index_lines(every.messages))
+    assert every.stats.chars_after == sum(message_chars(m) for m in every.messages)
+    assert_whole(messages, every.messages)
+
+    # Oldest first, and only as far as the need.
+    saving = message_chars(lines[0][1]) - len(short_index_line(str(saved_path(lines[0][1].text))))
+    shrunk, freed = shorten_index_lines(some.messages, 2.5 * saving)
+    assert [is_short(line) for _, line in index_lines(shrunk)] == [True] * 3 + [False] * (len(lines) - 3)
+    assert freed == sum(map(message_chars, some.messages)) - sum(map(message_chars, shrunk)) >= 2.5 * saving
+    assert [saved_path(line.text) for _, line in index_lines(shrunk)] == [saved_path(line.text) for _, line in lines]
+
+
 def test_a_prompt_whose_image_rung_c_moved_is_still_its_turn_s_prompt(tmp_path: Path) -> None:
     """Rung c gives an old prompt whose image it moved a new message, without its handle: rung d
     still finds it by its text, and evicts its turn behind it."""
@@ -320,8 +362,9 @@ def test_a_later_pass_leaves_an_evicted_turn_as_it_is(tmp_path: Path) -> None:
     messages = session()
     first = fit(messages, tmp_path, window_needing(messages, 2 * turn_chars(messages, 1)))
     again = fit(first.messages, tmp_path, TINY_WINDOW)
-    lines_before = [line.text for _, line in index_lines(first.messages)]
-    assert set(lines_before) < {line.text for _, line in index_lines(again.messages)}
+    # The earlier lines still name their files (shrunk to them, the window being tiny).
+    files_before = [saved_path(line.text) for _, line in index_lines(first.messages)]
+    assert set(files_before) < {saved_path(line.text) for _, line in index_lines(again.messages)}
     # No turn file holds a turn evicted already (its index line alone).
     assert again.stats.evicted_turns > 0
     assert not any("the assistant's replies to this prompt" in text for text in again.archive.values())
@@ -348,6 +391,10 @@ EXPECTED_PART_INDEX = (
     "Bash ×3) were moved out of the conversation; files touched: src/app.py; this part of the turn (54,321 "
     f"chars) is saved at {ARCHIVE}; Read it if needed]"
 )
+EXPECTED_SHORT_INDEX = (
+    "[fast-jev-compaction: the assistant's replies to this prompt, with their calls, were moved out of the "
+    f"conversation; the whole turn is saved at {ARCHIVE}; Read it if needed]"
+)
 FOLDER = "/home/u/.claude/plugins/data/fast-jev-compaction/archive"
 EXPECTED_LEAD_WITH_FOLDER = (
     "[fast-jev-compaction: this conversation was compacted without a summary. Older tool outputs were cut "
@@ -363,6 +410,7 @@ def new_texts() -> dict[str, str]:
         "one-call index line": turn_index_line([("Bash", 1)], [], 980, ARCHIVE),
         "text-only index line": turn_index_line([], [], 4321, ARCHIVE),
         "part index line": turn_index_line([("Read", 9), ("Bash", 3)], ["src/app.py"], 54321, ARCHIVE, part=True),
+        "short index line": short_index_line(ARCHIVE),
         "lead note with its folder": lead_note(FOLDER),
     }
 
@@ -373,6 +421,7 @@ def test_the_index_lines_and_the_lead_note_are_pinned() -> None:
     assert texts["one-call index line"] == EXPECTED_ONE_CALL_INDEX
     assert texts["text-only index line"] == EXPECTED_TEXT_INDEX
     assert texts["part index line"] == EXPECTED_PART_INDEX
+    assert texts["short index line"] == EXPECTED_SHORT_INDEX
     assert texts["lead note with its folder"] == EXPECTED_LEAD_WITH_FOLDER
     many = turn_index_line([("Read", 10)], [f"f{n}.py" for n in range(10)], 1, ARCHIVE)
     assert "files touched: f0.py, f1.py, f2.py, f3.py, f4.py, f5.py, f6.py, f7.py and 2 more;" in many
@@ -385,7 +434,7 @@ def test_the_new_texts_inform_without_alarm(name: str) -> None:
     assert not any(phrase in text.lower() for phrase in FORBIDDEN_ANY_CASE)
 
 
-@pytest.mark.parametrize("name", ["index line", "one-call index line", "text-only index line", "part index line"])
+@pytest.mark.parametrize("name", ["index line", "one-call index line", "text-only index line", "part index line", "short index line"])
 def test_an_index_line_says_where_the_turn_is_and_a_later_pass_knows_it(name: str) -> None:
     text = new_texts()[name]
     assert text.endswith(f"saved at {ARCHIVE}; Read it if needed]")

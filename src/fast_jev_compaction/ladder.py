@@ -5,8 +5,9 @@ Each rung is taken only when the ones before it leave the context above what the
 it cuts besides); d) the oldest whole turns (``turn_eviction.py``); e) the pinned recent window
 shrinks to the turn in flight (the pass runs again over d's history with that pin, then d again,
 the first message's turn included), and then the turn in flight's older part goes, its last
-exchange staying (``turn_eviction.evict_in_flight``), unless it alone is over what the window
-spares: then its outputs are cut too, as any other;
+exchange staying (``turn_eviction.evict_in_flight``); then the old turns' index lines shrink to
+the file each names; and when the exchange in flight alone is over what the window spares, its
+outputs are cut too, as any other;
 f) nothing more: the result says how far it got, and the hook's gate sends a pass still over
 the window to the built-in summary. Without a window the pass alone runs, as it always did.
 """
@@ -35,7 +36,7 @@ from .decisions import (
 from .options import CompactOptions
 from .policy import CHARS_PER_TOKEN, chars_to_free
 from .stats import CompactStats, input_chars
-from .turn_eviction import Eviction, evict_in_flight, evict_turns, in_flight_preserve
+from .turn_eviction import Eviction, evict_in_flight, evict_turns, in_flight_preserve, shorten_index_lines
 
 if TYPE_CHECKING:
     from .answer_cache import AnswerCache
@@ -95,6 +96,11 @@ async def compact_to_fit(
         chars_after = first.stats.chars_after - evicted.freed
         evictions = [evicted]
         history = evicted.messages
+    shrunk = 0
+    if _left(need, first.stats, chars_after) > 0:
+        # The index lines of old turns, least valuable of what is left, shrink to the file each names.
+        history, shrunk = shorten_index_lines(history, _left(need, first.stats, chars_after))
+        chars_after -= shrunk
     if 0 < _left(need, first.stats, chars_after) <= _trailing_output_chars(history, pin):
         # The last reach before the summary: the trailing exchange holds what the window cannot
         # (parallel reads of large files). Its outputs, pinned till now, are cut like any other,
@@ -105,7 +111,7 @@ async def compact_to_fit(
         steps.append(last)
         evictions.append(Eviction(last.messages, [], {}))
         history = last.messages
-    if not steps and not evicted.turns:
+    if not steps and not evicted.turns and not shrunk:
         return first
     return _combined(first, steps, evictions, history, chars_after, started, need)
 

@@ -166,6 +166,12 @@ def turn_index_line(
     )
 
 
+def short_index_line(archive_path: str) -> str:
+    """An old turn's index line without its calls, files and size: a long session's many index
+    lines are what is left to shrink once every turn that could go has gone (rung e)."""
+    return f"{_TURN_INDEX}, with their calls, were moved out of the conversation; the whole turn is saved at {archive_path}; Read it if needed]"
+
+
 def is_turn_index_line(text: str) -> bool:
     """Whether ``text`` is an index line :func:`turn_index_line` made (a turn, or its part,
     already evicted)."""

@@ -18,7 +18,8 @@ Rung e's last reach (:func:`evict_in_flight`): a long turn in flight (one prompt
 calls) holds most of a long session, and no old turn is left to evict. Its older part goes the
 same way, oldest first and only as far as the need: one file, one index line after the prompt
 (and after the index lines of parts evicted before), its last exchange (the calls made last,
-their results and what follows) staying whole.
+their results and what follows) staying whole. Then the index lines of old turns, hundreds in a
+very long session, shrink to the file they name, oldest first (:func:`shorten_index_lines`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Sequence
 
 from .archive import archive_path
 from .lexicon import EDIT, READ, call_shape
-from .markers import is_turn_index_line, turn_index_line
+from .markers import is_turn_index_line, saved_path, short_index_line, turn_index_line
 from .messages import SessionMessage
 from .pairing import ToolCall, pinned_positions
 from .records import frozen
@@ -201,6 +202,27 @@ def evict_in_flight(
         if gained >= need or (gained > 0 and end == closed[-1][0]):
             return Eviction([*messages[:start], line, *messages[end + 1 :]], [EvictedTurn(moved, path, gained, part=True)], {path: text})
     return Eviction(list(messages), [], {})
+
+
+def shorten_index_lines(messages: Sequence[SessionMessage], need: float) -> tuple[list[SessionMessage], int]:
+    """The index lines of whole turns, oldest first, without their calls, files and size
+    (``markers.short_index_line``) until ``need`` characters are freed; the messages and what
+    that freed. A line of a part of the turn in flight (the rest of the turn follows it) stays."""
+    out = list(messages)
+    freed = 0
+    for at, message in enumerate(messages):
+        if freed >= need:
+            break
+        whole_turn = at + 1 == len(messages) or is_prompt(messages[at + 1])
+        path = saved_path(message.text) if whole_turn and is_turn_index_line(message.text) else None
+        if path is None:
+            continue
+        short = SessionMessage(role="assistant", text=short_index_line(path))
+        gained = message_chars(message) - message_chars(short)
+        if gained > 0:
+            out[at] = short
+            freed += gained
+    return out, freed
 
 
 def _last_exchange(messages: Sequence[SessionMessage], start: int) -> int:

@@ -14,12 +14,13 @@ window, a turn evicted already (its index line alone), a turn whose eviction fre
 the first message's turn while the first message is pinned (until rung e shrinks the pin to the
 turn in flight: ``keep_first``).
 
-Rung e's last reach (:func:`evict_in_flight`): a long turn in flight (one prompt, hundreds of
-calls) holds most of a long session, and no old turn is left to evict. Its older part goes the
-same way, oldest first and only as far as the need: one file, one index line after the prompt
-(and after the index lines of parts evicted before), its last exchange (the calls made last,
-their results and what follows) staying whole. Then the index lines of old turns, hundreds in a
-very long session, shrink to the file they name, oldest first (:func:`shorten_index_lines`).
+Rung e, once d has gone as far as it can (:func:`evict_in_flight`): a long turn in flight (one
+prompt, hundreds of calls) holds most of a long session, and no old turn is left to evict. Its
+older part goes the same way, oldest first and only as far as the need: one file, one index line
+after the prompt (and after the index lines of parts evicted before), its last exchange (the
+calls made last, their results and what follows) staying in place. Then the index lines of old
+turns, hundreds in a very long session, shrink to the file they name, oldest first
+(:func:`shorten_index_lines`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 
 from fast_jev_compaction.archive import archive_name
 from fast_jev_compaction.cli import main
-from fast_jev_compaction.markers import carries_mark, saved_path
+from fast_jev_compaction.markers import carries_mark, is_turn_index_line, saved_path
 from fast_jev_compaction.messages import parse_messages
 from fast_jev_compaction.transcript import TranscriptError, read_messages
 
@@ -191,8 +191,18 @@ def test_a_window_brings_a_long_session_under_its_target_and_every_cut_reads_bac
     saved = {path for text in marked if carries_mark(text) and (path := saved_path(text)) is not None}
     moved = {s for m in after for u in m.toolUses for s in _strings(u.input) if s.startswith("[fast-jev-compaction moved ")}
     assert moved and {saved_path(s) for s in moved} <= saved
-    for path in saved:
+    turns = {saved_path(line) for line in marked if is_turn_index_line(line)}
+    for path in saved - turns:
         assert Path(path).read_bytes().decode("utf-8") in originals, path
+    # An index line's file holds the turn, or the older part of the turn in flight, as the pass
+    # left it: its digests' and markers' files hold originals in turn.
+    for path in turns:
+        text = Path(str(path)).read_bytes().decode("utf-8")
+        assert text.startswith("## the user's prompt\n"), path
+        for line in text.split("\n"):
+            named = saved_path(line) if carries_mark(line) else None
+            if named is not None:
+                assert Path(named).read_bytes().decode("utf-8") in originals, named
 
 
 def test_compact_out_log_and_archive_are_private_under_a_permissive_umask(tmp_path: Path) -> None:

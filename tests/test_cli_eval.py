@@ -261,7 +261,7 @@ def test_the_jev_section_is_written_into_the_page(sessions: list[str], tmp_path:
     assert "Through Jev (one state, the same fire points): the gone share runs from" in text
 
 
-def test_prefixes_compacted_in_a_window_they_fill_report_where_they_end(sessions: list[str]) -> None:
+def test_prefixes_compacted_in_a_window_they_fill_report_where_they_end(sessions: list[str], tmp_path: Path) -> None:
     from fast_jev_compaction.evaluation.quality import window_filled
     from fast_jev_compaction.messages import SessionMessage
 
@@ -269,10 +269,14 @@ def test_prefixes_compacted_in_a_window_they_fill_report_where_they_end(sessions
     loaded, _ = load_sessions(sessions)
     plain = evaluate(loaded, load_model())
     assert plain.fill_percent is None and plain.after_percent == []
-    windowed = evaluate(loaded, load_model(), fill_percent=60)
+    # An archive, as the CLI always has one: the ladder moves old turns and inputs only into it.
+    windowed = evaluate(loaded, load_model(), fill_percent=60, archive=tmp_path)
     assert len(windowed.after_percent) == windowed.points == 12
     assert all(0 < after <= 60 for after in windowed.after_percent)
     assert min(windowed.after_percent) < 40  # a large Read cut brings its prefix under the target
+    # Without an archive the pass alone runs: the ladder's rungs d and e bring more prefixes under.
+    alone = evaluate(loaded, load_model(), fill_percent=60)
+    assert sum(a > 40 for a in windowed.after_percent) < sum(a > 40 for a in alone.after_percent)
 
     proc = _eval(*sessions, "--prefix-fills", "60", "--json")
     assert proc.returncode == 0, proc.stderr

@@ -66,6 +66,31 @@ def test_a_large_output_reused_after_the_trigger_is_recoverable(tmp_path: Path) 
     assert tally.over_target == (tally.after[0] > 40)
 
 
+def test_an_output_cut_then_evicted_with_its_turn_is_recoverable_through_the_turns_file(tmp_path: Path) -> None:
+    """The first pass cuts the Read to its digest; the second evicts the Read's turn, digest and
+    marker with it, so no marker in view names the Read's file: the index line names the turn's
+    file, whose digest names the Read's."""
+    evictions: list[int] = []
+
+    def watched(messages: Sequence[SessionMessage], options: CompactOptions) -> CompactResult:
+        result = compact_pass(messages, options)
+        evictions.append(result.stats.evicted_turns)
+        return result
+
+    t = Transcript("chain").prompt("Start").said("Ready.").prompt("Find the shutdown step")
+    t.tool("read1", "Read", big_output(), file_path="/src/scheduler.py")
+    t.said("The pool is closed in the scheduler's drain step.").prompt("Now list the jobs")
+    for k in range(9):
+        jobs = "\n".join(f"job {k}-{n} queued at slot {n * 13 % 97} on node {n % 7}" for n in range(80))
+        t.tool(f"bash{k}", "Bash", jobs, command=f"jobs {k}")
+    t.said("Listed.").prompt("Add a log line there")
+    t.tool("edit1", "Edit", "The file has been updated.", file_path="/src/scheduler.py",
+           old_string=REUSED_LINE, new_string="log the drain, then " + REUSED_LINE)
+    tally = replay_session(messages_of(t.said("Done."), tmp_path), WINDOW, compactor=watched)
+    assert evictions == [0, 1] and (tally.replaced, tally.summaries) == (2, 0)
+    assert (tally.reuses, tally.gone, tally.unrecoverable) == (1, 1, 0)
+
+
 def test_without_a_compaction_before_it_a_reuse_is_not_counted(tmp_path: Path) -> None:
     messages = messages_of(reused_after_the_trigger(), tmp_path)
     tally = replay_session(messages, 200_000)

@@ -198,7 +198,8 @@ def test_the_engine_s_own_compaction_after_an_earlier_pass_replaces_or_skips_nev
     """Spawned with JSON on stdin: an already pruned history grows by a long prompt and two
     outputs, the engine fires after the second (in flight, pinned) at 70 % of its compaction
     window. Outputs alone cannot bring it under the 40 % target, so the ladder also moves the
-    oldest turn whole to the archive: about a third of the conversation is freed, under the
+    oldest turn whole to the archive, then the older part of the turn in flight (the long prompt
+    alone stays over the target): about a third of the conversation is freed, under the
     engine's threshold, and it replaces (minReductionRatio 0.5, when set, still sends it to the
     summary). Passed again over its own answer it frees nothing: it skips while the model's window
     has room. Once the window is full and nothing is left to move, the summary runs (rung f)."""
@@ -215,7 +216,8 @@ def test_the_engine_s_own_compaction_after_an_earlier_pass_replaces_or_skips_nev
     second, _ = run_hook(json.dumps(event(grown, data_dir, trigger="auto", context=context)).encode(), data_dir)
     assert second["action"] == "replace", second.get("reason")
     assert re.fullmatch(
-        r"6 of 6 tool outputs moved to the archive \(1 cut to digests, 5 dropped, 1 old turn\(s\) moved whole\), context 70% → "
+        r"6 of 6 tool outputs moved to the archive \(6 dropped, 1 old turn\(s\) moved whole, the older part of the turn in "
+        r"flight moved\), context 70% → "
         r"5\d\.\d% of the 100k-token compaction window, under the engine's 67k threshold, no summary", second["toast"]
     ), second["toast"]
     assert second["messages"][-1]["toolResults"] == grown[-1]["toolResults"]  # in flight: whole
@@ -241,8 +243,10 @@ def test_the_toast_counts_calls_and_shows_the_window(data_dir: Path) -> None:
     answer, _ = run_hook(json.dumps(doc).encode(), data_dir)
     assert answer["action"] == "replace"
     # No old turn to move (the conversation is one turn), so the pin shrinks to the turn in
-    # flight and its last output is cut too (rung e): 3 of 3, not 2 of 2 unpinned outputs.
-    assert answer["toast"].startswith("3 of 3 tool outputs moved to the archive (3 cut to digests), context 61% → ")
+    # flight, and its older part moves to the archive (rung e): 4 of 4 unpinned outputs, not 2 of 2.
+    assert answer["toast"].startswith(
+        "4 of 4 tool outputs moved to the archive (4 dropped, the older part of the turn in flight moved), context 61% → "
+    )
     assert answer["toast"].endswith(", no summary")
 
 

@@ -22,6 +22,7 @@ from fast_jev_compaction.markers import (
     is_turn_index_line,
     lead_note,
     saved_path,
+    short_index_line,
     turn_index_line,
 )
 from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse, parse_messages
@@ -29,7 +30,7 @@ from fast_jev_compaction.options import CompactOptions
 from fast_jev_compaction.policy import CHARS_PER_TOKEN, TARGET_MARGIN_POINTS
 from fast_jev_compaction.stats import CompactStats, message_chars, summarize
 from fast_jev_compaction.transcript import read_messages
-from fast_jev_compaction.turn_eviction import is_prompt
+from fast_jev_compaction.turn_eviction import is_prompt, shorten_index_lines
 from test_model_facing_text import ARCHIVE, FORBIDDEN, FORBIDDEN_ANY_CASE
 
 TURNS = 8
@@ -92,8 +93,13 @@ def assert_whole(before: list[SessionMessage], after: list[SessionMessage]) -> N
     uses = {u.tool_use_id for m in after for u in m.toolUses}
     results = {r.tool_use_id for m in after for r in m.toolResults or ()}
     assert uses == results
-    # Roles alternate around each index line: a prompt before it, a prompt (or the end) after it.
-    for at, _line in index_lines(after):
+    # Roles alternate around each index line of a whole turn: a prompt before it, a prompt (or the
+    # end) after it. The line of the turn in flight's older part follows the prompt (or the lines
+    # of parts moved before it), and the rest of the turn follows it.
+    for at, line in index_lines(after):
+        if PART in line.text:
+            assert is_prompt(after[at - 1]) or is_turn_index_line(after[at - 1].text)
+            continue
         assert is_prompt(after[at - 1])
         assert at + 1 == len(after) or is_prompt(after[at + 1])
 
@@ -157,6 +163,156 @@ def test_without_a_window_the_ladder_is_the_pass() -> None:
     assert ladder.stats.evicted_turns == 0
 
 
+PART = "the assistant's replies to this prompt up to here"
+
+
+def long_turn(exchanges: int = 12, *, in_flight: bool = False) -> list[SessionMessage]:
+    """One prompt and a long turn answering it: a Read of its own module and a reply per step;
+    ``in_flight``: the turn ends with parallel Reads of two large files just returned."""
+    messages = [SessionMessage(role="user", text="prompt: port every module to the new API")]
+    for k in range(exchanges):
+        body = "\n".join(f"def mod{k}_f{n}(x):  # step {k}.{n}\n    return api.call({k}, {n}, x)" for n in range(40))
+        messages += [
+            SessionMessage(role="assistant", text=f"Reading mod{k}.", toolUses=(ToolUse(f"toolu_{k}", "Read", {"file_path": f"src/mod{k}.py"}),)),
+            SessionMessage(role="user", toolResults=(ToolResult(f"toolu_{k}", body),)),
+            SessionMessage(role="assistant", text=reply(k)),
+        ]
+    if in_flight:
+        big = "\n".join(f"line {n}: value = compute({n}) + offset" for n in range(BIG_OUTPUT // 40))
+        messages += [
+            SessionMessage(role="assistant", toolUses=(ToolUse("toolu_a", "Read", {"file_path": "src/a.py"}),)),
+            SessionMessage(role="assistant", toolUses=(ToolUse("toolu_b", "Read", {"file_path": "src/b.py"}),)),
+            SessionMessage(role="user", toolResults=(ToolResult("toolu_a", big.replace("line", "a-line")),)),
+            SessionMessage(role="user", toolResults=(ToolResult("toolu_b", big.replace("line", "b-line")),)),
+        ]
+    return messages
+
+
+def test_a_long_turn_in_flight_loses_its_older_part_oldest_first_and_keeps_its_last_exchange(tmp_path: Path) -> None:
+    messages = long_turn()
+    chars = sum(message_chars(m) for m in messages)
+    # More than cutting every output frees, far less than the whole turn.
+    result = fit(messages, tmp_path, window_needing(messages, chars / 2))
+    ((at, line),) = index_lines(result.messages)
+    assert at == 1 and PART in line.text and (result.stats.evicted_turns, result.stats.evicted_parts) == (0, 1)
+    # The oldest replies went, the last exchange (the last Read, its output, the closing reply)
+    # stays in place, and the ones in between only as far as the need.
+    texts = [m.text for m in result.messages]
+    assert reply(0) not in texts and reply(6) in texts
+    assert [u.tool_use_id for m in result.messages[-3:] for u in m.toolUses] == ["toolu_11"]
+    assert [r.tool_use_id for m in result.messages[-3:] for r in m.toolResults or ()] == ["toolu_11"]
+    assert result.messages[-1].text == reply(11)
+    assert result.stats.short_chars == 0 and result.stats.chars_after == sum(message_chars(m) for m in result.messages)
+    # Its file holds the replies and calls it stands for, and the index line says which.
+    path = saved_path(line.text)
+    assert path is not None and reply(0) in result.archive[path] and "toolu_0" in result.archive[path]
+    assert "files touched: src/mod0.py, src/mod1.py" in line.text
+    gone = {d.tool_use_id for d in result.decisions if d.reason == OLD_TURN}
+    assert "toolu_0" in gone and "toolu_11" not in gone
+    assert_whole(messages, result.messages)
+
+
+def test_a_later_pass_moves_the_next_part_after_the_first_parts_line(tmp_path: Path) -> None:
+    messages = long_turn()
+    first = fit(messages, tmp_path, window_needing(messages, sum(message_chars(m) for m in messages) / 2))
+    again = fit(first.messages, tmp_path, TINY_WINDOW)
+    lines = [line.text for _, line in index_lines(again.messages)]
+    assert len(lines) == 2 and lines[0] == index_lines(first.messages)[0][1].text
+    # The second part's file holds no index line: a file never names another part's file.
+    assert not any(PART in text for text in again.archive.values())
+    assert_whole(messages, again.messages)
+
+
+def test_when_the_exchange_in_flight_alone_is_over_the_target_its_outputs_are_cut(tmp_path: Path) -> None:
+    messages = long_turn(2, in_flight=True)
+    result = fit(messages, tmp_path, TINY_WINDOW * 100)
+    cut = {d.tool_use_id: d for d in result.decisions}
+    assert cut["toolu_a"].action == TRUNCATE and cut["toolu_b"].action == TRUNCATE
+    # Each is archived whole, and its calls stay in place with their results.
+    assert all(r.text in result.archive.values() for m in messages[-2:] for r in m.toolResults or ())
+    assert [u.tool_use_id for m in result.messages[-4:] for u in m.toolUses] == ["toolu_a", "toolu_b"]
+    assert_whole(messages, result.messages)
+
+
+def test_an_output_cut_in_a_moved_part_of_a_turn_later_evicted_is_reached_through_three_files(tmp_path: Path) -> None:
+    """The first pass cuts Reads to digests and moves the turn's older part; a later prompt makes
+    that turn an old one, and the next pass evicts it whole: the turn's file names the part's
+    file, whose digests name the outputs' own."""
+    from fast_jev_compaction.evaluation.outcome import MARKER_PATH, Context, read_archived
+
+    messages = long_turn()
+    first = fit(messages, tmp_path, window_needing(messages, 0.8 * sum(message_chars(m) for m in messages)))
+    later = [*first.messages, SessionMessage(role="user", text="prompt: now run the tests"),
+             SessionMessage(role="assistant", text="Running them.")]
+    second = fit(later, tmp_path, TINY_WINDOW)
+    archive = {**first.archive, **second.archive}
+    ((_, line), *_rest) = index_lines(second.messages)
+    assert PART not in line.text
+    original = messages[2].toolResults[0].text  # toolu_0's output
+    (turn_file,) = Context.of(second.messages).marker_paths
+    named = [match.group(1) for match in MARKER_PATH.finditer(archive[turn_file])]
+    # Neither the turn's file nor the files it names hold the output whole: the part's names it.
+    assert original not in archive[turn_file] and not any(original in archive[path] for path in named)
+    in_view = [turn_file]
+    assert any(original in text for text in read_archived(in_view, archive))
+
+
+def wide_session(turns: int = 30) -> list[SessionMessage]:
+    """A first prompt, then ``turns`` turns that each read and edit a few files (long index
+    lines), and a last turn in flight."""
+    messages = [SessionMessage(role="user", text="prompt: start")]
+    for k in range(turns):
+        files = [f"src/package_{k}/module_{n}_with_a_long_descriptive_name.py" for n in range(6)]
+        messages.append(SessionMessage(role="user", text=f"prompt {k}: tidy package {k}"))
+        for n, file in enumerate(files):
+            messages += [
+                SessionMessage(role="assistant", toolUses=(ToolUse(f"toolu_{k}_{n}", "Read", {"file_path": file}),)),
+                SessionMessage(role="user", toolResults=(ToolResult(f"toolu_{k}_{n}", f"x_{k}_{n} = {k * n}\n" * 40),)),
+            ]
+        messages.append(SessionMessage(role="assistant", text=f"Package {k} tidied."))
+    messages += [SessionMessage(role="user", text="prompt: and the last one"), SessionMessage(role="assistant", text="Done.")]
+    return messages
+
+
+def is_short(line: SessionMessage) -> bool:
+    return line.text == short_index_line(str(saved_path(line.text)))
+
+
+def test_once_every_turn_has_gone_the_oldest_index_lines_shrink_to_their_files(tmp_path: Path) -> None:
+    messages = wide_session()
+    # Old turns meet the need: their lines stay whole.
+    some = fit(messages, tmp_path, window_needing(messages, 0.7 * sum(message_chars(m) for m in messages)))
+    lines = index_lines(some.messages)
+    assert 0 < len(lines) < 30 and not any(is_short(line) for _, line in lines)
+    # They cannot: every turn goes, then every line shrinks to the file it names.
+    every = fit(messages, tmp_path, TINY_WINDOW)
+    assert len(index_lines(every.messages)) == 30 and all(is_short(line) for _, line in index_lines(every.messages))
+    assert every.stats.chars_after == sum(message_chars(m) for m in every.messages)
+    assert_whole(messages, every.messages)
+
+    # Oldest first, and only as far as the need.
+    saving = message_chars(lines[0][1]) - len(short_index_line(str(saved_path(lines[0][1].text))))
+    shrunk, freed = shorten_index_lines(some.messages, 2.5 * saving)
+    assert [is_short(line) for _, line in index_lines(shrunk)] == [True] * 3 + [False] * (len(lines) - 3)
+    assert freed == sum(map(message_chars, some.messages)) - sum(map(message_chars, shrunk)) >= 2.5 * saving
+    assert [saved_path(line.text) for _, line in index_lines(shrunk)] == [saved_path(line.text) for _, line in lines]
+
+
+def test_a_prompt_whose_image_rung_c_moved_is_still_its_turn_s_prompt(tmp_path: Path) -> None:
+    """Rung c gives an old prompt whose image it moved a new message, without its handle: rung d
+    still finds it by its text, and evicts its turn behind it."""
+    from test_ladder import with_image
+
+    plain = session()
+    messages = with_image([*plain[:4], replace(plain[4], handle="h-prompt-1"), *plain[5:]], 4)
+    result = fit(messages, tmp_path, TINY_WINDOW)
+    assert result.stats.media_archived == 1
+    moved = next(m for m in result.messages if m.text == messages[4].text)
+    assert moved is not messages[4] and moved.handle is None
+    evicted = [result.messages[at - 1].text for at, _ in index_lines(result.messages)]
+    assert messages[4].text in evicted
+
+
 def test_without_an_archive_no_turn_leaves() -> None:
     messages = session()
     result = fit(messages, None, window_needing(messages, 3 * turn_chars(messages, 1)))
@@ -206,8 +362,9 @@ def test_a_later_pass_leaves_an_evicted_turn_as_it_is(tmp_path: Path) -> None:
     messages = session()
     first = fit(messages, tmp_path, window_needing(messages, 2 * turn_chars(messages, 1)))
     again = fit(first.messages, tmp_path, TINY_WINDOW)
-    lines_before = [line.text for _, line in index_lines(first.messages)]
-    assert set(lines_before) < {line.text for _, line in index_lines(again.messages)}
+    # The earlier lines still name their files (shrunk to them, the window being tiny).
+    files_before = [saved_path(line.text) for _, line in index_lines(first.messages)]
+    assert set(files_before) < {saved_path(line.text) for _, line in index_lines(again.messages)}
     # No turn file holds a turn evicted already (its index line alone).
     assert again.stats.evicted_turns > 0
     assert not any("the assistant's replies to this prompt" in text for text in again.archive.values())
@@ -229,6 +386,15 @@ EXPECTED_TEXT_INDEX = (
     "[fast-jev-compaction: the assistant's replies to this prompt were moved out of the conversation; the "
     f"whole turn (4,321 chars) is saved at {ARCHIVE}; Read it if needed]"
 )
+EXPECTED_PART_INDEX = (
+    "[fast-jev-compaction: the assistant's replies to this prompt up to here and its 12 tool calls (Read ×9, "
+    "Bash ×3) were moved out of the conversation; files touched: src/app.py; this part of the turn (54,321 "
+    f"chars) is saved at {ARCHIVE}; Read it if needed]"
+)
+EXPECTED_SHORT_INDEX = (
+    "[fast-jev-compaction: the assistant's replies to this prompt, with their calls, were moved out of the "
+    f"conversation; the whole turn is saved at {ARCHIVE}; Read it if needed]"
+)
 FOLDER = "/home/u/.claude/plugins/data/fast-jev-compaction/archive"
 EXPECTED_LEAD_WITH_FOLDER = (
     "[fast-jev-compaction: this conversation was compacted without a summary. Older tool outputs were cut "
@@ -243,6 +409,8 @@ def new_texts() -> dict[str, str]:
         "index line": turn_index_line([("Read", 3), ("Bash", 1)], ["src/app.py", "src/db.py"], 12345, ARCHIVE),
         "one-call index line": turn_index_line([("Bash", 1)], [], 980, ARCHIVE),
         "text-only index line": turn_index_line([], [], 4321, ARCHIVE),
+        "part index line": turn_index_line([("Read", 9), ("Bash", 3)], ["src/app.py"], 54321, ARCHIVE, part=True),
+        "short index line": short_index_line(ARCHIVE),
         "lead note with its folder": lead_note(FOLDER),
     }
 
@@ -252,6 +420,8 @@ def test_the_index_lines_and_the_lead_note_are_pinned() -> None:
     assert texts["index line"] == EXPECTED_INDEX
     assert texts["one-call index line"] == EXPECTED_ONE_CALL_INDEX
     assert texts["text-only index line"] == EXPECTED_TEXT_INDEX
+    assert texts["part index line"] == EXPECTED_PART_INDEX
+    assert texts["short index line"] == EXPECTED_SHORT_INDEX
     assert texts["lead note with its folder"] == EXPECTED_LEAD_WITH_FOLDER
     many = turn_index_line([("Read", 10)], [f"f{n}.py" for n in range(10)], 1, ARCHIVE)
     assert "files touched: f0.py, f1.py, f2.py, f3.py, f4.py, f5.py, f6.py, f7.py and 2 more;" in many
@@ -264,7 +434,7 @@ def test_the_new_texts_inform_without_alarm(name: str) -> None:
     assert not any(phrase in text.lower() for phrase in FORBIDDEN_ANY_CASE)
 
 
-@pytest.mark.parametrize("name", ["index line", "one-call index line", "text-only index line"])
+@pytest.mark.parametrize("name", ["index line", "one-call index line", "text-only index line", "part index line", "short index line"])
 def test_an_index_line_says_where_the_turn_is_and_a_later_pass_knows_it(name: str) -> None:
     text = new_texts()[name]
     assert text.endswith(f"saved at {ARCHIVE}; Read it if needed]")

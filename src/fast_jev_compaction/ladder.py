@@ -4,7 +4,10 @@ Each rung is taken only when the ones before it leave the context above what the
 (``policy.chars_to_free``): a) to c) the pass (``compaction.compact``: tool results, and what
 it cuts besides); d) the oldest whole turns (``turn_eviction.py``); e) the pinned recent window
 shrinks to the turn in flight (the pass runs again over d's history with that pin, then d again,
-the first message's turn included);
+the first message's turn included), and then the turn in flight's older part goes, its last
+exchange staying (``turn_eviction.evict_in_flight``); then the old turns' index lines shrink to
+the file each names; and when the exchange in flight alone is over what the window spares, its
+outputs are cut too, as any other;
 f) nothing more: the result says how far it got, and the hook's gate sends a pass still over
 the window to the built-in summary. Without a window the pass alone runs, as it always did.
 """
@@ -33,12 +36,13 @@ from .decisions import (
 from .options import CompactOptions
 from .policy import CHARS_PER_TOKEN, chars_to_free
 from .stats import CompactStats, input_chars
-from .turn_eviction import Eviction, evict_turns, in_flight_preserve
+from .turn_eviction import Eviction, evict_in_flight, evict_turns, in_flight_preserve, shorten_index_lines
 
 if TYPE_CHECKING:
     from .answer_cache import AnswerCache
     from .asker import JevAsker
     from .messages import SessionMessage
+    from .pairing import ToolCall
 
 # Reasons that are not a rule's name (compaction.py counts a decision settled by rules by name).
 _NOT_RULES = frozenset({PINNED, SMALL, THRESHOLD, UNDER_CUT, BUDGET, OLD_TURN, UNDER_TARGET, INPUT_ARCHIVED})
@@ -74,15 +78,12 @@ async def compact_to_fit(
     pin = in_flight_preserve(history, 0)
     if _left(need, first.stats, chars_after) > 0 and pin < preserve:
         # The pass again over d's history with that pin, then d again.
-        # The pass measures its own need: of d's history, whose count (when the engine gave one
-        # for the whole context) is that count less what the ladder freed so far.
-        freed = first.stats.chars_before - chars_after
-        context = max(1, round(opts.context_tokens - freed / CHARS_PER_TOKEN)) if opts.context_tokens else 0
-        again = await compact(history, asker, replace(opts, preserve_recent_messages=pin, context_tokens=context), cache)
+        again = await compact(history, asker, _again(opts, pin, first.stats, chars_after), cache)
         chars_after = again.stats.chars_after
         evicted = evict_turns(
             history, again.messages, again.calls, pin, _left(need, first.stats, chars_after), archive_dir, keep_first=False
         )
+        evicted = _in_flight_too(evicted, again.calls, pin, _left(need, first.stats, chars_after - evicted.freed), archive_dir)
         chars_after -= evicted.freed
         steps.append(again)
         evictions.append(evicted)
@@ -91,12 +92,52 @@ async def compact_to_fit(
         # The pin holds the turn in flight already: only the first message's turn is freed, so d
         # runs once more over the pass's output (oldest first, that turn included).
         evicted = evict_turns(messages, first.messages, first.calls, preserve, left, archive_dir, keep_first=False)
+        evicted = _in_flight_too(evicted, first.calls, pin, left - evicted.freed, archive_dir)
         chars_after = first.stats.chars_after - evicted.freed
         evictions = [evicted]
         history = evicted.messages
-    if not steps and not evicted.turns:
+    shrunk = 0
+    if _left(need, first.stats, chars_after) > 0:
+        # The index lines of old turns, least valuable of what is left, shrink to the file each names.
+        history, shrunk = shorten_index_lines(history, _left(need, first.stats, chars_after))
+        chars_after -= shrunk
+    if 0 < _left(need, first.stats, chars_after) <= _trailing_output_chars(history, pin):
+        # The last reach before the summary: the trailing exchange holds what the window cannot
+        # (parallel reads of large files). Its outputs, pinned till now, are cut like any other,
+        # least valuable first and only as far as the need; each is archived whole. While less
+        # than what is still over, cutting them would not fit the window: they stay whole.
+        last = await compact(history, asker, _again(opts, 0, first.stats, chars_after), cache)
+        chars_after = last.stats.chars_after
+        steps.append(last)
+        evictions.append(Eviction(last.messages, [], {}))
+        history = last.messages
+    if not steps and not evicted.turns and not shrunk:
         return first
     return _combined(first, steps, evictions, history, chars_after, started, need)
+
+
+def _trailing_output_chars(history: Sequence[SessionMessage], pin: int) -> int:
+    """The characters of the outputs in the last ``pin`` messages (the exchange in flight)."""
+    return sum(len(result.text) for message in history[len(history) - pin :] if pin for result in message.toolResults or ())
+
+
+def _again(opts: CompactOptions, pin: int, stats: CompactStats, chars_after: int) -> CompactOptions:
+    """The options of a pass again over the ladder's history, pinning ``pin`` recent messages.
+    The pass measures its own need: of that history, whose count (when the engine gave one for
+    the whole context) is that count less what the ladder freed so far."""
+    freed = stats.chars_before - chars_after
+    context = max(1, round(opts.context_tokens - freed / CHARS_PER_TOKEN)) if opts.context_tokens else 0
+    return replace(opts, preserve_recent_messages=pin, context_tokens=context)
+
+
+def _in_flight_too(evicted: Eviction, calls: Sequence[ToolCall], pin: int, left: float, archive_dir: str) -> Eviction:
+    """``evicted`` and, while ``left`` is still to free, the older part of its turn in flight."""
+    if left <= 0:
+        return evicted
+    part = evict_in_flight(evicted.messages, calls, pin, left, archive_dir)
+    if not part.turns:
+        return evicted
+    return Eviction(part.messages, [*evicted.turns, *part.turns], {**evicted.archive, **part.archive})
 
 
 def _left(need: float, stats: CompactStats, chars_after: int) -> float:
@@ -144,7 +185,8 @@ def _combined(
         dropped=sum(d.action == DROP for d in decisions),
         pinned=sum(d.reason == PINNED for d in decisions),
         settled_by_rules=sum(d.reason not in _NOT_RULES for d in decisions),
-        evicted_turns=sum(len(evicted.turns) for evicted in evictions),
+        evicted_turns=sum(not turn.part for evicted in evictions for turn in evicted.turns),
+        evicted_parts=sum(turn.part for evicted in evictions for turn in evicted.turns),
         short_chars=max(0, round(_left(need, first.stats, chars_after))),
         inputs_archived=first.stats.inputs_archived + sum(step.stats.inputs_archived for step in steps),
         media_archived=first.stats.media_archived + sum(step.stats.media_archived for step in steps),

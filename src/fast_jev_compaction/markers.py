@@ -160,10 +160,13 @@ INDEX_FILES = 8
 _TURN_INDEX: Final = f"{PREFIX}: the assistant's replies to this prompt"
 
 
-def turn_index_line(calls: list[tuple[str, int]], files: list[str], turn_chars: int, archive_path: str) -> str:
-    """Stands, as the assistant's reply, for an old turn moved whole to the archive (rung d):
+def turn_index_line(
+    calls: list[tuple[str, int]], files: list[str], turn_chars: int, archive_path: str, *, part: bool = False
+) -> str:
+    """Stands, as the assistant's reply, for an old turn moved whole to the archive (rung d), or
+    with ``part`` for the older part of the turn in flight (rung e), the rest of which follows it:
     ``calls`` are (tool, count) in order of first use, ``files`` the files its calls read or
-    edited, ``turn_chars`` what the turn held after the prompt."""
+    edited, ``turn_chars`` what it held."""
     made = ", ".join(f"{tool} ×{count}" if count > 1 else tool for tool, count in calls)
     total = sum(count for _, count in calls)
     did = f" and its {made} call" if total == 1 else f" and its {total:,} tool calls ({made})" if calls else ""
@@ -171,12 +174,20 @@ def turn_index_line(calls: list[tuple[str, int]], files: list[str], turn_chars: 
     if files:
         more = len(files) - INDEX_FILES
         touched = f"; files touched: {', '.join(files[:INDEX_FILES])}" + (f" and {more:,} more" if more > 0 else "")
+    replies, saved = (" up to here", "this part of the turn") if part else ("", "the whole turn")
     return (
-        f"{_TURN_INDEX}{did} were moved out of the conversation{touched}; "
-        f"the whole turn ({turn_chars:,} chars) is saved at {archive_path}; Read it if needed]"
+        f"{_TURN_INDEX}{replies}{did} were moved out of the conversation{touched}; "
+        f"{saved} ({turn_chars:,} chars) is saved at {archive_path}; Read it if needed]"
     )
 
 
+def short_index_line(archive_path: str) -> str:
+    """An old turn's index line without its calls, files and size: a long session's many index
+    lines are what is left to shrink once every turn that could go has gone (rung e)."""
+    return f"{_TURN_INDEX}, with their calls, were moved out of the conversation; the whole turn is saved at {archive_path}; Read it if needed]"
+
+
 def is_turn_index_line(text: str) -> bool:
-    """Whether ``text`` is an index line :func:`turn_index_line` made (a turn already evicted)."""
+    """Whether ``text`` is an index line :func:`turn_index_line` made (a turn, or its part,
+    already evicted)."""
     return text.startswith(_TURN_INDEX)

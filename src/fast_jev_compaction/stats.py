@@ -135,8 +135,10 @@ class CompactStats:
     input_tokens: int = 0
     output_tokens: int = 0
     ms: float = 0.0
-    # Old turns moved whole to the archive to fit a window (turn_eviction.py, rung d).
+    # Old turns moved whole to the archive to fit a window (turn_eviction.py, rung d)...
     evicted_turns: int = 0
+    # ... and older parts of the turn in flight (rung e).
+    evicted_parts: int = 0
 
     @property
     def reduction_ratio(self) -> float:
@@ -191,6 +193,8 @@ def summarize(stats: CompactStats) -> str:
         head += f", {stats.media_archived} image(s) or document(s) archived"
     if stats.evicted_turns:
         head += f"; {stats.evicted_turns} old turn(s) moved to the archive"
+    if stats.evicted_parts:
+        head += f"; {stats.evicted_parts} older part(s) of the turn in flight moved to the archive"
     if stats.need_chars is not None:
         head += f"; {_window_text(stats)}"
     if not stats.requests and not stats.retries:

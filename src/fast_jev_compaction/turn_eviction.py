@@ -13,6 +13,14 @@ Never evicted: the last turn (the one in flight), a turn with a message in the p
 window, a turn evicted already (its index line alone), a turn whose eviction frees nothing; nor
 the first message's turn while the first message is pinned (until rung e shrinks the pin to the
 turn in flight: ``keep_first``).
+
+Rung e, once d has gone as far as it can (:func:`evict_in_flight`): a long turn in flight (one
+prompt, hundreds of calls) holds most of a long session, and no old turn is left to evict. Its
+older part goes the same way, oldest first and only as far as the need: one file, one index line
+after the prompt (and after the index lines of parts evicted before), its last exchange (the
+calls made last, their results and what follows) staying in place. Then the index lines of old
+turns, hundreds in a very long session, shrink to the file they name, oldest first
+(:func:`shorten_index_lines`).
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from typing import Sequence
 
 from .archive import archive_path
 from .lexicon import EDIT, READ, call_shape
-from .markers import is_turn_index_line, turn_index_line
+from .markers import is_turn_index_line, saved_path, short_index_line, turn_index_line
 from .messages import SessionMessage
 from .pairing import ToolCall, pinned_positions
 from .records import frozen
@@ -73,6 +81,7 @@ class EvictedTurn:
     calls: tuple[ToolCall, ...]
     path: str
     freed: int
+    part: bool = False  # the older part of the turn in flight, not a whole turn
 
 
 @frozen
@@ -154,6 +163,80 @@ def evict_turns(
             skip_to = prompts[k + 1]
     out.extend(rebuilt[skip_to:])
     return Eviction(out, turns, archive)
+
+
+def evict_in_flight(
+    messages: Sequence[SessionMessage], calls: Sequence[ToolCall], preserve_recent_messages: int, need: float,
+    archive_dir: str,
+) -> Eviction:
+    """Evict the older part of the turn in flight in ``messages`` until ``need`` characters are
+    freed, or up to its last exchange or the pinned recent window, whichever comes first.
+    ``calls`` name the calls by id (a pairing of ``messages`` or of what they were rebuilt from).
+    The part ends where each call in it has its result in it."""
+    prompts = prompt_positions(messages)
+    if need <= 0 or not prompts:
+        return Eviction(list(messages), [], {})
+    start = prompts[-1] + 1
+    while start < len(messages) and is_turn_index_line(messages[start].text):
+        start += 1
+    limit = min(len(messages) - preserve_recent_messages, _last_exchange(messages, start))
+    by_id = {call.tool_use_id: call for call in calls}
+    open_calls: set[str] = set()
+    closed: list[tuple[int, int]] = []  # (end, chars) where each call in the part has its result in it
+    chars = 0
+    for end in range(start, limit):
+        open_calls.update(use.tool_use_id for use in messages[end].toolUses)
+        open_calls.difference_update(result.tool_use_id for result in messages[end].toolResults or ())
+        chars += message_chars(messages[end])
+        if not open_calls:
+            closed.append((end, chars))
+    # The shortest part that frees the need, its index line counted; else the longest.
+    for end, chars in closed:
+        if chars < need and end != closed[-1][0]:
+            continue
+        part = messages[start : end + 1]
+        moved = tuple(by_id[use.tool_use_id] for m in part for use in m.toolUses if use.tool_use_id in by_id)
+        text = render_turn(messages[prompts[-1]], part)
+        path = archive_path(archive_dir, text)
+        line = SessionMessage(role="assistant", text=turn_index_line(_tools(moved), _files(moved), chars, path, part=True))
+        gained = chars - message_chars(line)
+        if gained >= need or (gained > 0 and end == closed[-1][0]):
+            return Eviction([*messages[:start], line, *messages[end + 1 :]], [EvictedTurn(moved, path, gained, part=True)], {path: text})
+    return Eviction(list(messages), [], {})
+
+
+def shorten_index_lines(messages: Sequence[SessionMessage], need: float) -> tuple[list[SessionMessage], int]:
+    """The index lines of whole turns, oldest first, without their calls, files and size
+    (``markers.short_index_line``) until ``need`` characters are freed; the messages and what
+    that freed. A line of a part of the turn in flight (the rest of the turn follows it) stays."""
+    out = list(messages)
+    freed = 0
+    for at, message in enumerate(messages):
+        if freed >= need:
+            break
+        whole_turn = at + 1 == len(messages) or is_prompt(messages[at + 1])
+        path = saved_path(message.text) if whole_turn and is_turn_index_line(message.text) else None
+        if path is None:
+            continue
+        short = SessionMessage(role="assistant", text=short_index_line(path))
+        gained = message_chars(message) - message_chars(short)
+        if gained > 0:
+            out[at] = short
+            freed += gained
+    return out, freed
+
+
+def _last_exchange(messages: Sequence[SessionMessage], start: int) -> int:
+    """Where the last exchange of the turn from ``start`` begins: the last run of assistant
+    messages holding calls (parallel calls come one a message), else its last message."""
+    at = len(messages) - 1
+    while at >= start and not messages[at].toolUses:
+        at -= 1
+    if at < start:
+        return len(messages) - 1
+    while at - 1 >= start and messages[at - 1].role == "assistant" and messages[at - 1].toolUses:
+        at -= 1
+    return at
 
 
 def _same_prompts(source: Sequence[SessionMessage], source_prompts: list[int], rebuilt: Sequence[SessionMessage]) -> list[int]:

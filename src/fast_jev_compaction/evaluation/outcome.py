@@ -4,7 +4,8 @@ For one fire point: the outputs present in the prefix that are reused after it a
 the compacted prefix. An output is *whole* when its result text is still there unchanged; *in
 context* when it is whole or when every snippet reused after the fire point is still somewhere in
 the compacted context (a digest, a quote, a re-read); otherwise it is *gone*. A gone output is
-*recoverable* when a marker in the compacted context names a saved file that holds it whole.
+*recoverable* when a marker in the compacted context names a saved file that holds it whole, or
+a saved file whose own markers name one (``read_archived``).
 """
 
 from __future__ import annotations
@@ -87,18 +88,40 @@ class Context:
         return cls(results, found, paths, chars)
 
 
+# How many files the model Reads, following markers, to get an output back. An evicted turn's
+# file holds the turn as the pass left it: a digest's marker names the output's own file, and the
+# index line of a part of the turn moved earlier (while it was in flight) names that part's file,
+# whose digests name theirs: the turn's file, the part's, the output's.
+MARKER_HOPS = 3
+
+
 def read_archived(paths: Iterable[str], archive: Mapping[str, str] | None = None) -> list[str]:
-    """The texts the markers point at: from ``archive`` (path -> text) when given, else from disk."""
+    """The texts the markers point at, and those the markers in them point at, ``MARKER_HOPS``
+    files deep: from ``archive`` (path -> text) when given, else from disk."""
     texts: list[str] = []
-    for path in dict.fromkeys(paths):
-        if archive is not None and path in archive:
-            texts.append(archive[path])
-            continue
-        try:
-            texts.append(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
-            continue
+    seen: set[str] = set()
+    level = list(dict.fromkeys(paths))
+    for _ in range(MARKER_HOPS):
+        named: list[str] = []
+        for path in level:
+            if path in seen:
+                continue
+            seen.add(path)
+            text = _read(path, archive)
+            if text is not None:
+                texts.append(text)
+                named.extend(match.group(1) for match in MARKER_PATH.finditer(text))
+        level = named
     return texts
+
+
+def _read(path: str, archive: Mapping[str, str] | None) -> str | None:
+    if archive is not None and path in archive:
+        return archive[path]
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
 
 
 def measure(

@@ -14,19 +14,21 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..archive import write_archive
-from ..compaction import CompactResult, compact_sync
+from ..compaction import CompactResult, compact_sync, run_sync
 from ..decisions import KEEP
 from ..goal import goal_from_messages
 from ..judge.features import call_features, feature_vector
 from ..judge.local import LocalJudge
 from ..judge.model import JudgeModel
 from ..judge.reuse import build_reuse_index
+from ..ladder import compact_to_fit
 from ..messages import SessionMessage
 from ..options import CompactOptions
 from ..pairing import Pairing, ToolCall, is_recent, pair_tool_calls
 from ..policy import CHARS_PER_TOKEN
 from ..records import frozen, record
 from ..stats import message_chars
+from ..turn_eviction import in_flight_preserve
 from .corpus import Session, session_split
 from .firepoints import EVAL_FIRE_POINTS, fire_index
 from .fit import FITTED_FEATURES, Row, fit_logistic, leave_one_session_out, projected
@@ -66,11 +68,19 @@ def window_filled(messages: Sequence[SessionMessage], fill_percent: float) -> in
 
 def compact_in_window(fill_percent: float) -> Compactor:
     """The pipeline given a window each prefix fills to ``fill_percent`` and the default target,
-    as the plugin's trigger hands it one."""
+    as the plugin's trigger hands it one: down the eviction ladder, with the pin widened to the
+    exchange in flight, as the hook runs it."""
 
     def compactor(messages: list[SessionMessage], archive: Path | None) -> tuple[CompactResult, dict[str, str]]:
-        return _compacted(messages, CompactOptions(archive_dir=str(archive) if archive is not None else None,
-                                                   window_tokens=window_filled(messages, fill_percent)))
+        options = CompactOptions(
+            archive_dir=str(archive) if archive is not None else None,
+            window_tokens=window_filled(messages, fill_percent),
+            preserve_recent_messages=in_flight_preserve(messages, CompactOptions().preserve_recent_messages),
+        )
+        result = run_sync(compact_to_fit(messages, LocalJudge(), options), waits=False)
+        if result.archive:
+            write_archive(result.archive)
+        return result, dict(result.archive)
 
     return compactor
 

@@ -25,7 +25,8 @@ moment it needs it. Per session and window:
   the history since the output arrived. Just before that message joins the live context, the
   output is *in context* when its text is there whole or every snippet the message repeats is
   there (a digest, a quote, a re-read); else *gone*, and *unrecoverable* unless a marker in the
-  live context names an archived file holding it whole.
+  live context leads to an archived file holding it whole: the file it names, or one the markers
+  in that file name (``outcome.read_archived``: an evicted turn's file keeps its digests' markers).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from ..stats import message_chars
 from ..turn_eviction import in_flight_preserve
 from .corpus import Session
 from .labels import OutputLabel, label_outputs
-from .outcome import Context
+from .outcome import Context, read_archived
 
 REPLAY_WINDOWS = (32_000, 64_000, 200_000)
 COMPACT_AT_PERCENT: float = OPTION["compact_at_percent"].default
@@ -300,7 +301,7 @@ def _check(
     if context.results.get(tool_use_id) == original or repeated <= context.snippets:
         return
     tally.gone += 1
-    if not any(original in archive[path] for path in dict.fromkeys(context.marker_paths) if path in archive):
+    if not any(original in text for text in read_archived(context.marker_paths, archive)):
         tally.unrecoverable += 1
         tally.summarized += 1 if summarized else 0
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..stats import percent
 from .metrics import ratio
+from .outcome import MARKER_HOPS
 from .replay import (
     COMPACT_AT_PERCENT,
     ENGINE_PERCENT,
@@ -103,7 +104,9 @@ def method(report: Replay) -> str:
         "A *reuse*: a later message repeating an earlier output's distinctive snippets (the fire points' "
         "definition below), after a compaction changed the history, once per output and message; *gone*: "
         "neither the output whole nor every repeated snippet in the live context just before that message; "
-        "*unrecoverable*: gone, and no marker in the live context names an archived file holding it; "
+        "*unrecoverable*: gone, and no marker in the live context leads to an archived file holding it (the "
+        f"file it names, or one the markers in that file name, up to {MARKER_HOPS} files deep: an evicted "
+        "turn's file keeps its digests' markers); "
         "*after a summary*: of those, the ones a built-in summary took out of the context. "
         "*Context after a pass*: the live context after each replacing pass, in % of the window; "
         f"*over target*: replacing passes that leave it over {TARGET_PERCENT:g} %. " + _judge_tokens(report)

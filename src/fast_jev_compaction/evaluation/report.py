@@ -11,7 +11,7 @@ from ..stats import percent
 from .corpus import SPLITS
 from .fit import FitReport
 from .metrics import auc, ratio
-from .outcome import Outcome, Scores
+from .outcome import MARKER_HOPS, Outcome, Scores
 from .quality import HELD_OUT, PIPELINE, RANKERS, Evaluation
 from .robustness import (
     FOLDS,
@@ -450,7 +450,8 @@ def markdown_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
         "- **Gone**: a reused output that is neither kept whole nor has every snippet reused after the fire "
         "point still somewhere in the compacted context (a truncated head, a quote, a re-read).",
         "- **Recoverable**: a gone output whose whole text is in a file named by a marker in the compacted "
-        "context (`saved at <path>`, `saved to <path>`, `full output: <path>`).",
+        "context (`saved at <path>`, `saved to <path>`, `full output: <path>`), or by a marker in such a "
+        f"file, up to {MARKER_HOPS} files deep (an evicted turn's file keeps its digests' markers).",
         "- **Result chars removed**: the share of tool-result characters of the prefix that the compacted "
         "prefix no longer holds; pinned calls (the first message and the last 6) count in the total. "
         "*Of unpinned*: the same share over the calls a compaction may touch.",

@@ -47,6 +47,8 @@ def toast_text(stats: Any, how: str) -> str:
         parts.append(f"{stats.dropped} dropped")
     if stats.evicted_turns:
         parts.append(f"{stats.evicted_turns} old turn(s) moved whole")
+    if stats.evicted_parts:
+        parts.append("the older part of the turn in flight moved")
     detail = f" ({', '.join(parts)})" if parts else ""
     return f"{cut} of {unpinned} tool outputs moved to the archive{detail}, {how}, no summary"
 

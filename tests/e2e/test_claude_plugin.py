@@ -284,10 +284,13 @@ def test_engine_auto_compaction_mid_turn_keeps_the_trailing_pair(claude: Claude)
     assert result == ("tool_result", use[1], "\n".join(str(n) for n in range(5000, 7001)))
     trailing = next(d for d in decisions if d.tool_use_id == use[1])
     assert (trailing.action, trailing.reason) == ("keep", "pinned")
-    # Nothing was asked twice: every scenario step ran exactly once.
+    # Nothing was asked twice: every scenario step ran exactly once (counted over every request,
+    # since the ladder may move the older part of the turn in flight to the archive).
+    ids = {i[1] for r in requests for i in items(r) if i[0] == "tool_use"}
+    assert len(ids) == 5
     final = items(requests[-1])
     uses = [i[2] for i in final if i[0] == "tool_use"]
-    assert len(uses) == len(set(uses)) == 5
+    assert len(uses) == len(set(uses))
 
 
 def test_turn_complete_compacts_past_compact_at_percent_interactively(claude: Claude) -> None:

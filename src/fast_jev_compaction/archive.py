@@ -81,6 +81,23 @@ def archive_path(directory: str, content: str | bytes, suffix: str = SUFFIX) -> 
     return os.path.join(directory, archive_name(content, suffix))
 
 
+def archived(directory: str, path: str) -> bytes | None:
+    """The bytes saved at ``path`` when it is a file this module wrote in ``directory``: named by
+    a hash of what it holds, directly in that folder, a regular file that still holds it; None
+    otherwise (a path a tool output or a record made up to pass for a marker's)."""
+    folder, name = os.path.split(path)
+    if not _ARCHIVED.fullmatch(name) or os.path.normpath(folder) != os.path.normpath(directory):
+        return None
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    return data if archive_name(data, name[NAME_HEX:]) == name else None
+
+
 @record
 class ArchiveReport:
     """How many archive files one write made, found already there, or removed to bound the folder."""

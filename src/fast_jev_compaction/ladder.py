@@ -78,7 +78,9 @@ async def compact_to_fit(
         # for the whole context) is that count less what the ladder freed so far.
         freed = first.stats.chars_before - chars_after
         context = max(1, round(opts.context_tokens - freed / CHARS_PER_TOKEN)) if opts.context_tokens else 0
-        again = await compact(history, asker, replace(opts, preserve_recent_messages=pin, context_tokens=context), cache)
+        again = await compact(
+            history, asker, replace(opts, preserve_recent_messages=pin, context_tokens=context), cache, first.archive
+        )
         chars_after = again.stats.chars_after
         evicted = evict_turns(
             history, again.messages, again.calls, pin, _left(need, first.stats, chars_after), archive_dir, keep_first=False

@@ -442,8 +442,9 @@ async def _answers(judging: _Judging, to_judge: list[ToolCall], cache: AnswerCac
 
     scope = judge_scope(asker)
     where = situations(judging.pairing.calls)
+    goal = given_goal(judging.goal, judging.messages)
     keys = {
-        call.id: answer_key(call, judging.results[call.tool_use_id].text, scope, where[call.tool_use_id])
+        call.id: answer_key(call, judging.results[call.tool_use_id].text, scope, where[call.tool_use_id], goal)
         for call in to_judge
     }
     remembered = cache.get(keys.values())
@@ -453,6 +454,14 @@ async def _answers(judging: _Judging, to_judge: list[ToolCall], cache: AnswerCac
     fresh = await _ask(judging, rest) if rest else {}
     cache.put({keys[call_id]: scores for call_id, scores in fresh.items()})
     return {**answers, **fresh}
+
+
+def given_goal(goal: str, messages: Sequence[SessionMessage]) -> str:
+    """The part of a pass's ``goal`` a remembered answer is keyed by: all of it when the user
+    gave it (``--goal``, ``/compact <instructions>``), so a new focus reaches the judge; none when
+    it is the recent prompts alone, which move with every prompt and would have a pass over a
+    grown session ask everything again."""
+    return "" if goal == goal_from_messages(messages) else goal
 
 
 async def _ask(judging: _Judging, to_judge: list[ToolCall]) -> dict[str, tuple[float, float]]:

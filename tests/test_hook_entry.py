@@ -828,3 +828,32 @@ def test_stdin_text_is_read_on_demand() -> None:
     fd, _ = _pipe_with(b'{"a": "\xff"}', close=True)
     with pytest.raises(UnicodeDecodeError):
         StdinText(fd).read(100)
+
+
+@pytest.mark.parametrize("given_by", ["event", "environment"])
+def test_data_folder_markers_name_real_files_under_a_locale_that_is_not_utf8(tmp_path: Path, given_by: str) -> None:
+    """Under a locale whose file-system encoding is not UTF-8 a non-ASCII data folder was made
+    under other bytes than the ones its markers' (UTF-8) paths name: every marker pointed at
+    nothing. Here the C locale without coercion (ASCII), as ISO-8859-1 would be."""
+    data_dir = tmp_path / "données-ü"
+    messages = tool_heavy_conversation()
+    doc = event(messages, data_dir)
+    if given_by == "environment":
+        del doc["pluginData"]
+    env = {"LC_ALL": "C", "LANG": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+    # The environment carries the folder's UTF-8 bytes, as a shell under any locale passes them.
+    proc = subprocess.run(
+        [sys.executable, str(HOOK)], input=json.dumps(doc).encode(), capture_output=True,
+        env={**hook_env(data_dir), **env}, timeout=SAFETY_TIMEOUT,
+    )
+    assert proc.returncode == 0 and proc.stderr == b""
+    answer = json.loads(proc.stdout)
+    assert answer["action"] == "replace"
+    cut = _truncated_results(answer["messages"])
+    assert cut
+    originals = {r["tool_use_id"]: r["text"] for m in messages for r in m.get("toolResults") or []}
+    for tool_use_id, text in cut.items():
+        path = data_dir / "archive" / archive_name(originals[tool_use_id])
+        assert text.endswith(f"the full output is saved at {path}; Read it if needed]")
+        assert path.read_text(encoding="utf-8") == originals[tool_use_id]
+    assert [p.name for p in tmp_path.iterdir()] == [data_dir.name]  # no second folder under other bytes

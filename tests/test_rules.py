@@ -142,3 +142,43 @@ def test_already_cut_is_not_fooled_by_a_note_naming_a_real_file_shorter_than_the
     write_archive({path: small})
     decisions, _ = run(("Bash", {"command": "make"}, "log line\n" * 6000 + truncation_note(100, 10, False, path)), archive_dir=folder)
     assert decisions["c0"][1] != "already-cut"
+
+
+def _settled(*specs, total=200):
+    """Each spec is (tool, input, result_chars[, is_error[, result_index]]): the verdicts settle gives."""
+    from fast_jev_compaction.pairing import ToolCall
+    from fast_jev_compaction.rules import call_facts, settle
+
+    calls = []
+    for n, (tool, tool_input, chars, *rest) in enumerate(specs):
+        is_error = bool(rest[0]) if rest else False
+        at = rest[1] if len(rest) > 1 else 2 * n + 2
+        calls.append(ToolCall(f"t{n}", f"c{n}", tool, tool_input, at - 1, at, chars, is_error, False))
+    return {tool_use_id: (v.action, v.rule) for tool_use_id, v in settle(call_facts(calls), total).items()}
+
+
+def test_settle_caps_an_edit_view_past_exactly_edit_cap_and_spares_a_recent_one():
+    edit = ("Edit", {"file_path": "a.py", "old_string": "x", "new_string": "y"})
+    assert _settled((*edit, EDIT_CAP))["c0"] == ("keep", "protect-edit")
+    assert _settled((*edit, EDIT_CAP + 1))["c0"] == ("truncate", "protect-edit")
+    assert _settled((*edit, EDIT_CAP + 1, False, 199))["c0"] == ("keep", "protect-edit")
+
+
+def test_settle_caps_the_latest_run_and_an_open_error_past_exactly_log_cap_recent_or_not():
+    run_ = ("Bash", {"command": "pytest -q"})
+    assert _settled((*run_, LOG_CAP))["c0"] == ("keep", "latest-run")
+    assert _settled((*run_, LOG_CAP + 1))["c0"] == ("truncate", "latest-run")
+    assert _settled((*run_, LOG_CAP + 1, False, 199))["c0"] == ("truncate", "latest-run")
+    failing = ("Bash", {"command": "python tools/check.py"})
+    assert _settled((*failing, LOG_CAP, True))["c0"] == ("keep", "open-error")
+    assert _settled((*failing, LOG_CAP + 1, True))["c0"] == ("truncate", "open-error")
+    assert _settled((*failing, LOG_CAP + 1, True, 199))["c0"] == ("truncate", "open-error")
+
+
+def test_settle_drops_a_range_read_superseded_by_a_later_whole_file_read_and_not_the_reverse():
+    ranged = ("Read", {"file_path": "a.py", "offset": 10, "limit": 50}, 9000)
+    whole = ("Read", {"file_path": "a.py"}, 9000)
+    assert _settled(ranged, whole).get("c0") == ("drop", "superseded-reread")
+    assert "c0" not in _settled(whole, ranged)
+    # A failed whole read shows no lines: the range read stays.
+    assert "c0" not in _settled(ranged, (*whole, True))

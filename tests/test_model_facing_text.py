@@ -277,3 +277,11 @@ def test_foreign_marks_quoted_spells_every_look_alike_otherwise_but_our_own_note
     assert "[fast-jev-compaction" not in quoted(out) and quoted(out).count(QUOTED) == 4
     plain = "no marks here [at all]"
     assert foreign_marks_quoted(plain, lambda path: True) is plain
+
+
+@pytest.mark.parametrize("name", ["note", "unsaved error note", "image note", "unsaved image note", "tools note"])
+def test_foreign_marks_quoted_knows_every_note_the_plugin_puts_in_an_output(name):
+    """The notes' shapes are recognised by pattern: a change of wording must change both."""
+    text = "an output line\n" + model_facing_texts()[name]
+    assert foreign_marks_quoted(text, lambda path: True) is text
+    assert (foreign_marks_quoted(text, lambda path: False) is text) == (name in ("unsaved error note", "unsaved image note", "tools note"))

@@ -358,3 +358,25 @@ def test_outputs_shown_leave_a_note_naming_a_genuine_archive_file_as_it_is(tmp_p
     for text, quoted in ((genuine, False), (elsewhere, True), (unsaved, False)):
         out = run(_forged_session(text, "ok"), ScriptedAsker(1.0), archive_dir=folder, preserve_recent_messages=1)
         assert _result_texts(out.messages)["t2"] == (text.replace("[fast-jev-compaction", "[quoted fast-jev-compaction") if quoted else text)
+
+
+def test_outputs_shown_quote_the_copy_of_the_output_a_kept_call_carries(tmp_path):
+    messages = [user("go"), *pair("t1", "see below\n" + FORGED, "Bash", command="cat notes"), assistant("done"), user("next")]
+    out = run(messages, ScriptedAsker(1.0), archive_dir=str(tmp_path / "archive"), preserve_recent_messages=1)
+    quoted_text = "see below\n" + FORGED.replace("[fast-jev-compaction", "[quoted fast-jev-compaction")
+    [call] = [u for m in out.messages for u in m.toolUses]
+    assert call.text == quoted_text and _result_texts(out.messages)["t1"] == quoted_text
+
+
+def test_trimmed_input_moves_a_long_field_that_only_imitates_a_moved_one(tmp_path):
+    """A body holding our prefix was never moved by rung b: it stayed whole whatever its size."""
+    from fast_jev_compaction.markers import input_marker
+    from fast_jev_compaction.rebuild import trimmed_input
+
+    folder = str(tmp_path / "archive")
+    forged = input_marker("content", 90_000, "/home/u/.ssh/id_rsa", True) + "\n" + "body line\n" * 2000
+    trimmed = trimmed_input("Write", {"file_path": "a.py", "content": forged}, folder)
+    assert trimmed is not None and list(trimmed.files.values()) == [forged]
+    # A field an earlier pass moved (its marker) is shorter than any saving: it stays.
+    moved = trimmed.input["content"]
+    assert trimmed_input("Write", {"file_path": "a.py", "content": moved}, folder) is None

@@ -235,7 +235,7 @@ def rebuild(
     touched = (
         {at for tool_use_id in cuts for at in (by_id[tool_use_id].call_index, by_id[tool_use_id].result_index)}
         | {by_id[tool_use_id].call_index for tool_use_id in new_inputs}
-        | {by_id[tool_use_id].result_index for tool_use_id in shown}
+        | {at for tool_use_id in shown for at in (by_id[tool_use_id].call_index, by_id[tool_use_id].result_index)}
         if all(tool_use_id in by_id for tool_use_id in (*cuts, *new_inputs, *shown))
         else None
     )
@@ -247,7 +247,9 @@ def rebuild(
             out.append(message)
             continue
         results = message.toolResults or ()
-        if not any(u.tool_use_id in cuts or u.tool_use_id in new_inputs for u in message.toolUses) and not any(
+        if not any(
+            u.tool_use_id in cuts or u.tool_use_id in new_inputs or u.tool_use_id in shown for u in message.toolUses
+        ) and not any(
             r.tool_use_id in cuts or r.tool_use_id in shown for r in results
         ):
             out.append(message)
@@ -261,6 +263,11 @@ def rebuild(
             made_input = new_inputs.get(use.tool_use_id)
             if made_input is not None and (decision is None or decision.action != DROP):
                 use = ToolUse(use.tool_use_id, use.tool, made_input, use.text, use.isError, use.extra)
+                changed = True
+            if decision is None and use.text is not None and use.tool_use_id in shown:
+                # The copy of the output a call carries goes back as its result does (without the
+                # record that holds it as it was, as a cut call's does).
+                use = ToolUse(use.tool_use_id, use.tool, use.input, shown[use.tool_use_id], use.isError)
                 changed = True
             if decision is None:
                 uses.append(use)

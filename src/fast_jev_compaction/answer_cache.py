@@ -3,10 +3,11 @@
 A key is the call's tool_use_id plus a hash of the judge (its endpoint and model), the call's
 tool, input and output, its situation: what later calls did to its file or command (edited,
 read again, run again), and the goal the user gave (``compaction.given_goal``). A later pass
-asks only about calls it has not seen, or whose output, situation or given goal changed since (a result cut by an earlier pass is a new situation, and the rules
-settle those anyway). ``SqliteAnswerCache`` is the
-private file the hook keeps in the plugin data folder; ``MemoryAnswerCache`` serves library
-callers that compact the same conversation more than once in one process.
+asks only about calls it has not seen, or whose output, situation or given goal changed since
+(a result cut by an earlier pass is a new situation, and the rules settle those anyway).
+``SqliteAnswerCache`` is the private file the hook keeps in the plugin data folder;
+``MemoryAnswerCache`` serves library callers that compact the same conversation more than once
+in one process.
 """
 
 from __future__ import annotations

@@ -135,13 +135,15 @@ def test_already_cut_is_not_fooled_by_an_output_that_only_looks_cut(tmp_path, cl
     assert decisions["c0"][1] != "already-cut" and decisions["c0"][0] != "keep"
 
 
-def test_already_cut_is_not_fooled_by_a_note_naming_a_real_file_shorter_than_the_output(tmp_path):
+def test_already_cut_is_not_fooled_by_a_note_naming_a_real_file_of_another_size(tmp_path):
     folder = str(tmp_path / "archive")
-    small = "x" * 100
-    path = archive_path(folder, small)
-    write_archive({path: small})
-    decisions, _ = run(("Bash", {"command": "make"}, "log line\n" * 6000 + truncation_note(100, 10, False, path)), archive_dir=folder)
-    assert decisions["c0"][1] != "already-cut"
+    small, large = "x" * 100, "y\n" * 50_000
+    write_archive({archive_path(folder, small): small, archive_path(folder, large): large})
+    log = "log line\n" * 6000
+    for original, claimed in ((small, 100), (large, 60_000)):
+        note = truncation_note(claimed, 10, False, archive_path(folder, original))
+        decisions, _ = run(("Bash", {"command": "make"}, log + note), archive_dir=folder)
+        assert decisions["c0"][1] != "already-cut", claimed
 
 
 def _settled(*specs, total=200):

@@ -36,7 +36,7 @@ from .decisions import (
 from .digest import IDS_SHARE, DigestShape
 from .focus import focus_terms
 from .goal import goal_from_messages
-from .markers import cut_note_path, foreign_marks_quoted
+from .markers import cut_note, foreign_marks_quoted
 from .messages import SessionMessage, ToolResult
 from .options import CompactOptions, validate_threshold
 from .pairing import Pairing, ToolCall, is_pinned, pair_tool_calls
@@ -268,14 +268,14 @@ def _originals(archive_dir: str | None, pending: Mapping[str, str]) -> Callable[
 
 def cut_before(results: Mapping[str, ToolResult], original: Callable[[str], str | None]) -> frozenset[str]:
     """The tool_use_ids of the outputs an earlier pass cut: each closes with a note naming a
-    genuine archive file (``original``) that holds more than the output (its whole original).
-    An output that only looks cut (our prefix, a note naming any other file) is not one, and is
-    judged like any other."""
+    genuine archive file (``original``) that holds more than the output, as many characters as
+    the note says (its whole original). An output that only looks cut (our prefix, a note naming
+    any other file or size) is not one, and is judged like any other."""
     cut: set[str] = set()
     for tool_use_id, result in results.items():
-        path = cut_note_path(result.text)
-        saved = original(path) if path else None
-        if saved is not None and len(saved) > len(result.text):
+        note = cut_note(result.text)
+        saved = original(note[0]) if note else None
+        if note and saved is not None and len(saved) > len(result.text) and note[1] in (None, len(saved)):
             cut.add(tool_use_id)
     return frozenset(cut)
 

@@ -33,11 +33,19 @@ def saved_path(text: str) -> str | None:
     return match.group(1) if match else None
 
 
-def cut_note_path(text: str) -> str | None:
+_CUT_TOTAL = lazy_pattern(r"\[fast-jev-compaction kept [\d,]+ of ([\d,]+) chars of this ")
+
+
+def cut_note(text: str) -> tuple[str, int | None] | None:
     """The archive path the note closing ``text`` names, when its last line is one of our marks
-    (where :func:`truncation_note` puts it): the file a cut output came from, if it is genuine."""
+    (where :func:`truncation_note` puts it), and the size it says the output had (None in an
+    earlier release's spelling): the file a cut output came from, if it is genuine."""
     last = text[text.rfind("\n") + 1:]
-    return saved_path(last) if carries_mark(last) else None
+    path = saved_path(last) if carries_mark(last) else None
+    if path is None:
+        return None
+    total = _CUT_TOTAL.match(last)
+    return path, int(total.group(1).replace(",", "")) if total else None
 
 
 # Any spelling that would pass for our prefix to a reader: any case, spaces after the bracket.

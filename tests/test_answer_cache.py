@@ -179,3 +179,30 @@ def test_sqlite_answer_cache_get_forgets_values_no_judge_gives(tmp_path):
     # A tampered answer is asked again, not handed to the policy (where it would fail the pass).
     assert cache.get(["good:k", "text:k", "big:k", "blob:k"]) == {"good:k": (0.25, 0.75)}
     cache.close()
+
+
+def test_answer_cache_asks_again_when_compact_instructions_change_the_goal():
+    """`/compact <instructions>` never reached the judge for calls it had judged already."""
+    from fast_jev_compaction.goal import compaction_goal
+
+    messages = [user("Please refactor the handlers")] + session(0, 20) + [user("keep going")]
+    cache = MemoryAnswerCache()
+    asker = ScriptedAsker(0.9, yields=0)
+
+    def asked(instructions: str | None) -> int:
+        before = len(asker.asked_names)
+        compact_sync(messages, asker, CompactOptions(use_rules=False, goal=compaction_goal(messages, None, instructions)), cache)
+        return len(asker.asked_names) - before
+
+    first = asked(None)
+    assert first > 0
+    assert asked(None) == 0  # the same goal: every answer remembered
+    assert asked("focus on the payment handlers") == first  # a new focus: asked again
+    assert asked("focus on the payment handlers") == 0
+    assert asked(None) == 0  # back to the recent prompts: the first answers still stand
+
+
+def test_answer_key_holds_the_goal():
+    call = pair_tool_calls(session(0, 1), 0).calls[0]
+    assert answer_key(call, "out", "JevClient", "", "goal a") != answer_key(call, "out", "JevClient", "", "goal b")
+    assert answer_key(call, "out", "JevClient") == answer_key(call, "out", "JevClient", "", "")

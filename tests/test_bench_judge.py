@@ -35,7 +35,7 @@ def session():  # type: ignore[no-untyped-def]
 def test_bench_score_the_calls_a_compaction_asks_about(benchmark, session) -> None:  # type: ignore[no-untyped-def]
     """What a compaction with the embedded judge scores: the candidates no rule settled."""
     pairing = pair_tool_calls(session, 6)
-    settled = settle(call_facts(pairing.calls, pairing.results), len(session))
+    settled = settle(call_facts(pairing.calls), len(session))
     asked = [call for call in pairing.candidates if call.tool_use_id not in settled]
     scores = benchmark(score_calls, session, pairing, goal_from_messages(session), only=asked)
     assert set(scores) == {call.tool_use_id for call in asked}

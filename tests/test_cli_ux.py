@@ -536,3 +536,18 @@ def test_a_bug_is_one_line_unless_debugging(monkeypatch: pytest.MonkeyPatch, cap
     monkeypatch.setenv("FAST_JEV_DEBUG", "1")
     with pytest.raises(RuntimeError):
         cli.main(["bench", str(EXAMPLE)])
+
+
+def test_compact_archive_markers_name_real_files_under_a_locale_that_is_not_utf8(home: Path) -> None:
+    """Under a locale whose file names are not UTF-8 (here C without coercion: ASCII, as
+    ISO-8859-1 would be), a non-ASCII --archive folder's markers named other bytes than the files."""
+    archive = home / "archivé-ü"
+    out = home / "o.json"
+    env = {**clean_env(home), "LC_ALL": "C", "LANG": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "fast_jev_compaction.cli", "compact", str(EXAMPLE), "-o", str(out), "--archive", str(archive)],
+        capture_output=True, env=env, timeout=GUARD_S, cwd=home,
+    )
+    assert proc.returncode == 0, proc.stderr
+    paths = re.findall(r"saved at (\S+?);", out.read_text(encoding="utf-8"))
+    assert paths and all(Path(path).parent == archive and Path(path).is_file() for path in paths)

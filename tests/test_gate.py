@@ -327,3 +327,29 @@ def test_the_plugin_trigger_s_window_holds_the_last_reply(data_dir: Path) -> Non
     context = {"tokens": 38_000, "window": 100_000, "percent": 38}
     answer, _ = run_hook(json.dumps(event(messages, data_dir, trigger="plugin", context=context)).encode(), data_dir)
     assert (answer["action"], answer["reason"]) == ("skip", "nothing left to prune; context 48% → 48%, over the 40% target")
+
+
+def test_before_pass_runs_the_pass_with_the_window_exactly_at_the_target():
+    assert before_pass(Window(400, 1000), "plugin", 40) is None
+    assert before_pass(Window(399, 1000), "plugin", 40) is not None
+
+
+def test_after_pass_plugin_gate_replaces_exactly_at_the_target_and_exactly_at_the_minimum():
+    # 42% → 40%: two points freed (under the 5-point minimum), landing exactly on the target.
+    at_target = after_pass(freed_tokens(20), Window(420, 1000), "plugin", **OPTIONS)
+    assert (at_target.verdict, at_target.reason) == ("replace", "context 42% → 40%")
+    # 90% → 85%: over the target, exactly the minimum freed.
+    at_minimum = after_pass(freed_tokens(50), Window(900, 1000), "plugin", **OPTIONS)
+    assert (at_minimum.verdict, at_minimum.reason) == ("replace", "context 90% → 85%")
+    short = after_pass(freed_tokens(49), Window(900, 1000), "plugin", **OPTIONS)
+    assert short.verdict == "fallback"
+
+
+def test_after_pass_engine_gate_counts_a_context_exactly_at_the_threshold_as_over_it():
+    with_room = after_pass(freed_tokens(3_000), None, "auto", **OPTIONS, engine=limit(70_000, **SMALL_WINDOW))
+    assert with_room.reason.endswith("over the engine's 67k threshold with room left in the model's window")
+    # At the threshold in the model's own window, the buffer past it no longer fits: no room.
+    full = after_pass(freed_tokens(3_000), None, "auto", **OPTIONS, engine=limit(970_000, **DEFAULT_WINDOW))
+    assert (full.verdict, full.category) == ("fallback", "below-target")
+    assert limit(967_000, **DEFAULT_WINDOW).has_room(0) is False
+    assert limit(966_999, **DEFAULT_WINDOW).has_room(0) is True

@@ -163,3 +163,46 @@ def test_further_drops_a_short_output_with_its_call_unless_its_input_is_long():
         messages_total=TOTAL, further=True,
     )
     assert [d.action for d in decisions] == [DROP, KEEP, KEEP]
+
+
+def test_budget_decisions_keep_an_output_valued_exactly_at_the_floor():
+    big = call(CUT_CHARS * 3, n=1)
+    assert decide((big, 0.6), keep_floor=0.6) == {"toolu_1": KEEP}
+    assert decide((big, 0.59), keep_floor=0.6) == {"toolu_1": TRUNCATE}
+    # Nor does the window's further cut take it.
+    short = call(1500, at=RECENT, n=2)
+    decisions = budget_decisions(
+        [Scored(short, 0.6, 0.6)], target_chars=10**9, already_freed=0, keep_floor=0.6, freed_by=truncation_frees,
+        messages_total=TOTAL, further=True,
+    )
+    assert [d.action for d in decisions] == [KEEP]
+
+
+def test_budget_decisions_cut_the_larger_of_two_equally_valued_outputs_first():
+    smaller, larger = call(CUT_CHARS * 2, n=1), call(CUT_CHARS * 3, n=2)
+    # The target is met by either one: the one cut is the one that frees more.
+    assert decide((smaller, 0.3), (larger, 0.3), target=1) == {"toolu_1": KEEP, "toolu_2": TRUNCATE}
+    assert decide((larger, 0.3), (smaller, 0.3), target=1) == {"toolu_1": KEEP, "toolu_2": TRUNCATE}
+
+
+def test_budget_decisions_cheap_tier_starts_at_min_drop_chars_and_drops_only_cheap_outputs():
+    assert decide((call(MIN_DROP_CHARS), CHEAP / 2)) == {"toolu_1": DROP}
+    assert decide((call(MIN_DROP_CHARS - 1), CHEAP / 2)) == {"toolu_1": KEEP}
+    assert decide((call(MIN_DROP_CHARS), CHEAP)) == {"toolu_1": KEEP}
+
+    def digest_never_pays(c: ToolCall, action: str) -> int:
+        return 0 if action == TRUNCATE else c.result_chars
+
+    # Over its cut-over but not cheap: only a digest cuts it, so one that frees nothing leaves it whole.
+    for value, expected in ((0.5, KEEP), (CHEAP / 2, KEEP)):
+        decisions = budget_decisions(
+            [Scored(call(CUT_CHARS * 3), value, value)], target_chars=10**9, already_freed=0, keep_floor=1.0,
+            freed_by=digest_never_pays, messages_total=TOTAL,
+        )
+        assert [d.action for d in decisions] == [expected]
+    # A cheap one whose digest frees nothing leaves with its call.
+    decisions = budget_decisions(
+        [Scored(call(CHEAP_MAX_CHARS), CHEAP / 2, CHEAP / 2)], target_chars=10**9, already_freed=0, keep_floor=1.0,
+        freed_by=digest_never_pays, messages_total=TOTAL,
+    )
+    assert [d.action for d in decisions] == [DROP]

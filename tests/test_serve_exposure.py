@@ -319,3 +319,65 @@ def test_a_second_host_header_is_refused(served: Served) -> None:
         while chunk := sock.recv(65536):
             reply += chunk
     assert reply.startswith(b"HTTP/1.1 403 ")
+
+
+def _large_body(mib: float) -> bytes:
+    """A legal Jev request of about ``mib`` MiB: a long history and one question per call."""
+    history: list[dict[str, object]] = []
+    questions: dict[str, object] = {}
+    n = 0
+    size = 0
+    while size < mib * 1024 * 1024:
+        entry = {"i": n, "role": "assistant", "text": "reading " * 20, "tool_calls": [
+            {"id": f"t{n}", "tool": "Read", "input": json.dumps({"file_path": f"/repo/f{n}.py"}), "result": "output " * 40}]}
+        history.append(entry)
+        questions[f"call_t{n}"] = {"type": "noul", "instructions": f"Tool call t{n} (Read) should stay in the history"}
+        size += len(json.dumps(entry)) + 80
+        n += 1
+    return json.dumps({"state": {"context": "c", "goal": "g", "history": history}, "questions": questions}).encode()
+
+
+def test_serve_answers_a_large_request_busy_at_once_while_another_is_judged() -> None:
+    """Eight legal 3.6 MiB requests judged together kept a client ~57 s past its 15 s deadline:
+    what would go past the work bound is answered 503 before its body is read, a small request
+    still passes, and the large one being judged is answered."""
+    import threading
+
+    from fast_jev_compaction.jev.server import MAX_BUSY_BYTES, start_server
+    from fast_jev_compaction.judge.local import LocalJudge
+
+    judging = threading.Event()
+    release = threading.Event()
+
+    class HeldJudge(LocalJudge):
+        """The embedded judge, held inside its first large request until the test lets it go."""
+
+        def answer_with_usage(self, state, questions):  # type: ignore[no-untyped-def]
+            if len(questions) > 100 and not judging.is_set():
+                judging.set()
+                release.wait(SAFETY_S)
+            return super().answer_with_usage(state, questions)
+
+    server, thread, url = start_server(HeldJudge(), port=0, workers=4)
+    large = _large_body(3.6)
+    assert len(large) <= MAX_BUSY_BYTES < 2 * len(large)
+    first: dict[str, httpx.Response] = {}
+    client = threading.Thread(
+        target=lambda: first.update(response=httpx.post(f"{url}/v1/systemone", content=large, timeout=SAFETY_S))
+    )
+    try:
+        client.start()
+        assert judging.wait(SAFETY_S)
+        busy = httpx.post(f"{url}/v1/systemone", content=large, timeout=SAFETY_S)
+        assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
+        assert busy.json()["error"]["message"].startswith(f"busy: {len(large) / 2**20:.1f} MiB of requests are being judged")
+        small = httpx.post(f"{url}/v1/systemone", json=BODY, timeout=SAFETY_S)
+        assert small.status_code == 200
+    finally:
+        release.set()
+        client.join(SAFETY_S)
+        server.shutdown()
+        server.server_close()
+        thread.join(SAFETY_S)
+    assert first["response"].status_code == 200
+    assert server.busy_bytes == 0

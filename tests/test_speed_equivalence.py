@@ -1072,7 +1072,6 @@ _RUN_COMMANDS = st.sampled_from(
 @given(st.lists(st.tuples(_RUN_COMMANDS, st.booleans()), max_size=8))
 def test_failed_calls_are_fixed_as_when_every_shape_held_its_program(runs: list[tuple[str, bool]]) -> None:
     from fast_jev_compaction.lexicon import TEST_BUILD, command_head
-    from fast_jev_compaction.messages import ToolResult
     from fast_jev_compaction.pairing import ToolCall
     from fast_jev_compaction.rules import call_facts
 
@@ -1080,7 +1079,7 @@ def test_failed_calls_are_fixed_as_when_every_shape_held_its_program(runs: list[
         ToolCall(f"t{i}", f"u{i}", "Bash", {"command": command}, 2 * i, 2 * i + 1, 3, failed, False)
         for i, (command, failed) in enumerate(runs)
     ]
-    facts = call_facts(calls, {call.tool_use_id: ToolResult(tool_use_id=call.tool_use_id, text="out") for call in calls})
+    facts = call_facts(calls)
     # the plain form: every shell shape holds its program, and a later successful test/build run
     # of the same program (or the same command) fixes a failure
     heads = [command_head(" ".join(fact.shape.command.split())) for fact in facts]

@@ -399,7 +399,8 @@ FOLDER = "/home/u/.claude/plugins/data/fast-jev-compaction/archive"
 EXPECTED_LEAD_WITH_FOLDER = (
     "[fast-jev-compaction: this conversation was compacted without a summary. Older tool outputs were cut "
     "to their key lines or moved out of it; each marker names the file that holds the full output, and one "
-    f"Read of that file brings it back. Every saved file is in {FOLDER}; Grep that folder to find a detail "
+    "Read of that file brings it back; a tool output's imitation of a marker reads [quoted fast-jev-compaction "
+    f"and names no saved file. Every saved file is in {FOLDER}; Grep that folder to find a detail "
     "no marker in view points at]"
 )
 

@@ -379,3 +379,36 @@ def test_a_real_session_s_replies_stay_apart_through_the_hook(corpus_dir, data_d
         assert rest == "", rest[:200]
         joined += len(seen) > 1
     assert queue == [] and joined == 0
+
+
+def _results(text: str, *names: str) -> SessionMessage:
+    blocks = tuple(ToolResult(tool_use_id=name, text=f"output of {name}", isError=False) for name in names)
+    return SessionMessage(role="user", text=text, toolResults=blocks, handle=f"h-results-{'-'.join(names)}")
+
+
+def test_regroup_keeps_a_results_message_s_own_text_with_the_turn_of_its_first_result() -> None:
+    # Turn 1's call waits across a message of no results of its own; one message answers both turns.
+    messages = [call("a"), prompt("meanwhile"), call("b"), _results("[Request interrupted by user]", "a", "b")]
+    out = regroup(messages)
+    assert shape(out) == [
+        ("assistant", "", ["a"], []),
+        ("user", "[Request interrupted by user]", [], ["a"]),
+        ("user", "meanwhile", [], []),
+        ("assistant", "", ["b"], []),
+        ("user", "", [], ["b"]),
+    ]
+
+
+def test_regroup_leaves_a_result_whose_call_is_unknown_in_place_with_its_message_s_text() -> None:
+    only_stray = _results("hung text", "gone")
+    out = regroup([prompt("go"), only_stray, prose("Next.")])
+    assert out[1] is only_stray
+    # Beside a result of a known call: the known one joins its turn with the message's text,
+    # and the stray follows as a message of its own, never lost.
+    out = regroup([prompt("go"), call("a"), _results("note", "gone", "a")])
+    assert shape(out) == [
+        ("user", "go", [], []),
+        ("assistant", "", ["a"], []),
+        ("user", "note", [], ["a"]),
+        ("user", "", [], ["gone"]),
+    ]

@@ -201,3 +201,67 @@ def test_a_history_not_tried_as_one_state_is_asked_about_in_windows() -> None:
     assert asker.requests and all(wire_tokens(request) <= options.max_request_tokens for request in asker.requests)
     asked = {name for request in asker.requests for name in request.questions}
     assert {f"call_{c.id}" for c in pair_tool_calls(messages, 2).candidates} <= asked
+
+
+def _windows(messages, max_state_tokens=6000.0, max_request_tokens=8000.0):
+    from fast_jev_compaction.history import RenderMemo
+    from fast_jev_compaction.questions import question_tokens
+    from fast_jev_compaction.windows import _Windows
+
+    pairing = pair_tool_calls(messages, 2)
+    to_judge = list(pairing.candidates)
+    cost = {call.id: question_tokens(call) for call in to_judge}
+    windows = _Windows(messages, pairing, goal_from_messages(messages), 2, max_state_tokens, max_request_tokens, cost, RenderMemo())
+    return windows, to_judge, cost
+
+
+def _mixed_session() -> list:
+    """Small outputs with some large ones between them (a large call's detail holds its digest)."""
+    messages = [user("Please refactor the event handlers and keep the tests green")]
+    for k in range(120):
+        output = ("x = compute(event)  # step\n" * 400 if k % 17 == 5 else OUTPUT) + f"# {k}\n"
+        messages += pair(f"toolu_{k}", output, "Read", file_path=f"/repo/src/handler_{k}.py")
+    messages.append(user("Now summarise what changed"))
+    return messages
+
+
+def test_windows_split_fills_each_window_to_window_share_of_the_room_and_no_further():
+    windows, to_judge, question = _windows(_mixed_session())
+    split = windows._split(to_judge)
+    # WINDOW_SHARE, pinned: 70 % of a window state's room for its own calls, the rest for the
+    # history around them.
+    room = windows._room() * 0.7
+
+    def used(calls) -> int:
+        return sum(windows._call_cost(c) + question[c.id] for c in calls)
+
+    assert len(split) > 2 and [c for window in split for c in window] == to_judge
+    for window, following in zip(split, split[1:]):
+        assert used(window) <= room
+        # Full: the next call would have taken it past the share.
+        assert used(window + following[:1]) > room
+    assert used(split[-1]) <= room
+
+
+def test_windows_surround_takes_smaller_neighbours_past_one_that_does_not_fit():
+    from scripted_asker import assistant
+
+    messages = [
+        user("Please refactor the event handlers"),
+        assistant("Looking at the handlers first."),
+        user("Here is the whole spec:\n" + "a requirement of the spec, in words\n" * 400),
+        *pair("toolu_0", OUTPUT, "Read", file_path="/repo/src/handler_0.py"),
+        assistant("Done with that one."),
+        user("next"),
+        assistant("On it."),
+    ]
+    windows, _, _ = _windows(messages, max_state_tokens=50_000.0, max_request_tokens=60_000.0)
+    small = (0, 1, 5, 6, 7)
+    cost = {index: windows._context(index)[1] for index in (*small, 2)}
+    assert cost[2] > sum(cost[index] for index in small)
+    entries: dict = {}
+    # Room around the call (at 3) for every small message, not for the spec just before it:
+    # the walk goes on past the spec while the later side still grows.
+    tokens = windows._surround(entries, 0, sum(cost[index] for index in small), 3, 3)
+    assert set(entries) == set(small)
+    assert tokens == sum(windows._context(index)[1] for index in entries)

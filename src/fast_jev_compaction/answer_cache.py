@@ -1,12 +1,13 @@
 """The judge's answers remembered across passes, per call and per situation.
 
 A key is the call's tool_use_id plus a hash of the judge (its endpoint and model), the call's
-tool, input and output, and its situation: what later calls did to its file or command (edited,
-read again, run again). A later pass asks only about calls it has not seen, or whose output or
-situation changed since (a result cut by an earlier pass is a new situation, and the rules
-settle those anyway). ``SqliteAnswerCache`` is the
-private file the hook keeps in the plugin data folder; ``MemoryAnswerCache`` serves library
-callers that compact the same conversation more than once in one process.
+tool, input and output, its situation: what later calls did to its file or command (edited,
+read again, run again), and the goal the user gave (``compaction.given_goal``). A later pass
+asks only about calls it has not seen, or whose output, situation or given goal changed since
+(a result cut by an earlier pass is a new situation, and the rules settle those anyway).
+``SqliteAnswerCache`` is the private file the hook keeps in the plugin data folder;
+``MemoryAnswerCache`` serves library callers that compact the same conversation more than once
+in one process.
 """
 
 from __future__ import annotations
@@ -66,13 +67,14 @@ def situations(calls: Sequence[ToolCall]) -> dict[str, str]:
     return found
 
 
-def answer_key(call: ToolCall, output: str, scope: str = "", situation: str = "") -> str:
-    """``tool_use_id:hash``; ``scope`` (:func:`judge_scope`) keeps two judges' answers apart."""
+def answer_key(call: ToolCall, output: str, scope: str = "", situation: str = "", goal: str = "") -> str:
+    """``tool_use_id:hash``; ``scope`` (:func:`judge_scope`) keeps two judges' answers apart,
+    ``goal`` the answers to two goals."""
     try:
         rendered = js_json(call.input)
     except (TypeError, ValueError):
         rendered = repr(call.input)
-    digest = hashlib.sha256("\0".join((scope, call.tool, rendered, output, situation)).encode("utf-8", "replace"))
+    digest = hashlib.sha256("\0".join((scope, call.tool, rendered, output, situation, goal)).encode("utf-8", "replace"))
     # The id as SQLite can store it: a lone surrogate or a NUL would fail the lookup.
     return f"{escape_unwritable(call.tool_use_id)}:{digest.hexdigest()[:32]}"
 

@@ -71,6 +71,18 @@ def base64_bytes(data: Any) -> bytes | None:
         return None
 
 
+def on_disk(path: str) -> str:
+    """The name the file system knows a marker's ``path`` by. A marker states a path as the
+    UTF-8 text of its bytes, the bytes the Read tool encodes it back to; this process's locale
+    may encode names otherwise (ISO-8859-1, ASCII), and would then name other bytes."""
+    return os.fsdecode(path.encode("utf-8", "surrogateescape"))
+
+
+def as_marked(path: str | os.PathLike[str]) -> str:
+    """A path on disk as a marker states it: its bytes read as UTF-8 (:func:`on_disk` undone)."""
+    return os.fsencode(path).decode("utf-8", "surrogateescape")
+
+
 def archive_name(content: str | bytes, suffix: str = SUFFIX) -> str:
     """The file's name: a hash of the bytes written, and ``suffix`` (``.txt`` for an output's text)."""
     data = content if isinstance(content, bytes) else encoded(content)
@@ -79,6 +91,23 @@ def archive_name(content: str | bytes, suffix: str = SUFFIX) -> str:
 
 def archive_path(directory: str, content: str | bytes, suffix: str = SUFFIX) -> str:
     return os.path.join(directory, archive_name(content, suffix))
+
+
+def archived(directory: str, path: str) -> bytes | None:
+    """The bytes saved at ``path`` when it is a file this module wrote in ``directory``: named by
+    a hash of what it holds, directly in that folder, a regular file that still holds it; None
+    otherwise (a path a tool output or a record made up to pass for a marker's)."""
+    folder, name = os.path.split(path)
+    if not _ARCHIVED.fullmatch(name) or os.path.normpath(folder) != os.path.normpath(directory):
+        return None
+    try:
+        info = os.lstat(on_disk(path))
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        data = Path(on_disk(path)).read_bytes()
+    except OSError:
+        return None
+    return data if archive_name(data, name[NAME_HEX:]) == name else None
 
 
 @record
@@ -91,7 +120,8 @@ class ArchiveReport:
 
 
 def write_archive(files: Mapping[str, str | bytes], *, max_bytes: int | None = None, max_age_days: float | None = None) -> ArchiveReport:
-    """Write each ``path -> text or bytes`` not already there (private, atomic); then bound the folder(s).
+    """Write each ``path -> text or bytes`` not already there (private, atomic); then bound the
+    folder(s). Each path is as a marker states it (:func:`on_disk`).
 
     Raises OSError when a file cannot be written, so the caller can fall back to notes without
     a path; a folder that cannot be pruned is left as it is.
@@ -99,7 +129,7 @@ def write_archive(files: Mapping[str, str | bytes], *, max_bytes: int | None = N
     report = ArchiveReport()
     folders: set[Path] = set()
     for path, text in files.items():
-        target = Path(path)
+        target = Path(on_disk(path))
         if target.parent not in folders:
             make_private_dirs(target.parent)
             # A marker will name this folder's files: one that others can write to could hold a
@@ -121,7 +151,7 @@ def write_archive(files: Mapping[str, str | bytes], *, max_bytes: int | None = N
         report.written += 1
     if max_bytes is not None or max_age_days is not None:
         for folder in folders:
-            report.removed += prune(folder, max_bytes=max_bytes, max_age_days=max_age_days, keep=set(files))
+            report.removed += prune(folder, max_bytes=max_bytes, max_age_days=max_age_days, keep={on_disk(path) for path in files})
     return report
 
 

@@ -17,9 +17,9 @@ import time
 from bisect import bisect_left
 from dataclasses import field
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Callable, Coroutine, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Mapping, Sequence, TypeVar
 
-from .archive import archive_path
+from .archive import archive_path, archived
 from .asker import answers_at_once, in_process
 from .decisions import (
     DROP,
@@ -36,6 +36,7 @@ from .decisions import (
 from .digest import IDS_SHARE, DigestShape
 from .focus import focus_terms
 from .goal import goal_from_messages
+from .markers import cut_note, foreign_marks_quoted
 from .messages import SessionMessage, ToolResult
 from .options import CompactOptions, validate_threshold
 from .pairing import Pairing, ToolCall, is_pinned, pair_tool_calls
@@ -86,11 +87,14 @@ async def compact(
     asker: JevAsker,
     options: CompactOptions | None = None,
     cache: AnswerCache | None = None,
+    pending: Mapping[str, str] | None = None,
 ) -> CompactResult:
     """Compact ``messages``; any error propagates and the input is left as it was.
 
     With a ``cache``, the judge is asked only about calls whose answer it does not remember
-    (answer_cache.py), and its new answers are remembered.
+    (answer_cache.py), and its new answers are remembered. ``pending``: the archive files
+    (path -> text) an earlier pass of the same compaction made that are not written yet (the
+    ladder's), whose marks are as genuine as those of files on disk.
     """
     started = time.perf_counter()
     opts = options or CompactOptions()
@@ -109,9 +113,11 @@ async def compact(
     media_chars = MEDIA_CHARS * sum(media_blocks(message) for message in messages) if opts.window_tokens > 0 else 0
     need = chars_to_free(stats.chars_before + media_chars, opts)
     stats.need_chars = None if need is None else math.ceil(need)
+    original = _originals(opts.archive_dir, pending or {})
     verdicts = (
-        settle(call_facts(pairing.calls, results), len(messages)) if opts.use_rules else {}
+        settle(call_facts(pairing.calls, cut_before(results, original)), len(messages)) if opts.use_rules else {}
     )
+    shown = outputs_shown(results, original)
     to_judge = [call for call in pairing.candidates if call.tool_use_id not in verdicts]
     judging = _Judging(messages, pairing, asker, opts, stats, results, opts.goal or goal_from_messages(messages))
     answers = await _answers(judging, to_judge, cache)
@@ -231,8 +237,8 @@ async def compact(
         if short > 0 and media_chars:
             source = _media_up_to(short, messages, opts, media, stats)
     # Moved media leaves the messages' characters as they were: ``sizes`` still hold.
-    out, taken = rebuild(source, decisions, pairing.calls, shape, made, sizes, inputs)
-    del made, inputs, source
+    out, taken = rebuild(source, decisions, pairing.calls, shape, made, sizes, inputs, shown)
+    del made, inputs, source, shown
 
     stats.messages_after = len(out)
     stats.chars_after = stats.chars_before - taken
@@ -240,6 +246,50 @@ async def compact(
         stats.short_chars = max(0, math.ceil(need) - taken - stats.media_archived * MEDIA_CHARS)
     stats.ms = (time.perf_counter() - started) * 1000
     return CompactResult(out, decisions, list(pairing.calls), stats, archive, media)
+
+
+def _originals(archive_dir: str | None, pending: Mapping[str, str]) -> Callable[[str], str | None]:
+    """What a mark's path holds when it is a genuine file of this pass's archive (named by a hash
+    of what it holds, ``archive.archived``, or one this compaction is about to write), else None;
+    each path read once."""
+    known: dict[str, str | None] = {}
+
+    def original(path: str) -> str | None:
+        if path not in known:
+            if path in pending:
+                known[path] = pending[path]
+            else:
+                data = archived(archive_dir, path) if archive_dir else None
+                known[path] = None if data is None else data.decode("utf-8", errors="replace")
+        return known[path]
+
+    return original
+
+
+def cut_before(results: Mapping[str, ToolResult], original: Callable[[str], str | None]) -> frozenset[str]:
+    """The tool_use_ids of the outputs an earlier pass cut: each closes with a note naming a
+    genuine archive file (``original``) that holds more than the output, as many characters as
+    the note says (its whole original). An output that only looks cut (our prefix, a note naming
+    any other file or size) is not one, and is judged like any other."""
+    cut: set[str] = set()
+    for tool_use_id, result in results.items():
+        note = cut_note(result.text)
+        saved = original(note[0]) if note else None
+        if note and saved is not None and len(saved) > len(result.text) and note[1] in (None, len(saved)):
+            cut.add(tool_use_id)
+    return frozenset(cut)
+
+
+def outputs_shown(results: Mapping[str, ToolResult], original: Callable[[str], str | None]) -> dict[str, str]:
+    """By tool_use_id, the text an output that imitates our marks goes back with, its look-alikes
+    quoted (``markers.foreign_marks_quoted``); our own notes in it are those naming a genuine
+    archive file (``original``), or none. The archive keeps the output as it was."""
+    shown: dict[str, str] = {}
+    for tool_use_id, result in results.items():
+        text = foreign_marks_quoted(result.text, lambda path: original(path) is not None)
+        if text is not result.text:
+            shown[tool_use_id] = text
+    return shown
 
 
 def _rules_up_to(
@@ -392,8 +442,9 @@ async def _answers(judging: _Judging, to_judge: list[ToolCall], cache: AnswerCac
 
     scope = judge_scope(asker)
     where = situations(judging.pairing.calls)
+    goal = given_goal(judging.goal, judging.messages)
     keys = {
-        call.id: answer_key(call, judging.results[call.tool_use_id].text, scope, where[call.tool_use_id])
+        call.id: answer_key(call, judging.results[call.tool_use_id].text, scope, where[call.tool_use_id], goal)
         for call in to_judge
     }
     remembered = cache.get(keys.values())
@@ -403,6 +454,14 @@ async def _answers(judging: _Judging, to_judge: list[ToolCall], cache: AnswerCac
     fresh = await _ask(judging, rest) if rest else {}
     cache.put({keys[call_id]: scores for call_id, scores in fresh.items()})
     return {**answers, **fresh}
+
+
+def given_goal(goal: str, messages: Sequence[SessionMessage]) -> str:
+    """The part of a pass's ``goal`` a remembered answer is keyed by: all of it when the user
+    gave it (``--goal``, ``/compact <instructions>``), so a new focus reaches the judge; none when
+    it is the recent prompts alone, which move with every prompt and would have a pass over a
+    grown session ask everything again."""
+    return "" if goal == goal_from_messages(messages) else goal
 
 
 async def _ask(judging: _Judging, to_judge: list[ToolCall]) -> dict[str, tuple[float, float]]:

@@ -75,7 +75,9 @@ def focus_lines(text: str, focus: frozenset[str], scan: int) -> list[int]:
             held[line_start] = shared
     holding = Counter(term for shared in held.values() for term in shared)
     lines = body.count("\n") + 1
-    scored = [(sum(math.log(lines / holding[term]) for term in shared), start) for start, shared in held.items()]
+    # fsum: a frozenset's order follows the hash seed, and a plain float sum in that order could
+    # rank two near-equal lines differently from one run to the next.
+    scored = [(math.fsum(math.log(lines / holding[term]) for term in shared), start) for start, shared in held.items()]
     return [start for score, start in sorted(scored, key=lambda pair: (-pair[0], pair[1])) if score >= _RARE]
 
 

@@ -78,7 +78,9 @@ async def compact_to_fit(
     pin = in_flight_preserve(history, 0)
     if _left(need, first.stats, chars_after) > 0 and pin < preserve:
         # The pass again over d's history with that pin, then d again.
-        again = await compact(history, asker, _again(opts, pin, first.stats, chars_after), cache)
+        again = await compact(
+            history, asker, _again(opts, pin, first.stats, chars_after), cache, _pending(first, steps, evictions)
+        )
         chars_after = again.stats.chars_after
         evicted = evict_turns(
             history, again.messages, again.calls, pin, _left(need, first.stats, chars_after), archive_dir, keep_first=False
@@ -106,7 +108,9 @@ async def compact_to_fit(
         # (parallel reads of large files). Its outputs, pinned till now, are cut like any other,
         # least valuable first and only as far as the need; each is archived whole. While less
         # than what is still over, cutting them would not fit the window: they stay whole.
-        last = await compact(history, asker, _again(opts, 0, first.stats, chars_after), cache)
+        last = await compact(
+            history, asker, _again(opts, 0, first.stats, chars_after), cache, _pending(first, steps, evictions)
+        )
         chars_after = last.stats.chars_after
         steps.append(last)
         evictions.append(Eviction(last.messages, [], {}))
@@ -119,6 +123,17 @@ async def compact_to_fit(
 def _trailing_output_chars(history: Sequence[SessionMessage], pin: int) -> int:
     """The characters of the outputs in the last ``pin`` messages (the exchange in flight)."""
     return sum(len(result.text) for message in history[len(history) - pin :] if pin for result in message.toolResults or ())
+
+
+def _pending(first: CompactResult, steps: list[CompactResult], evictions: list[Eviction]) -> dict[str, str]:
+    """The files the ladder has yet to write (the edge writes them all at its end), which a later
+    pass recognises as our own archive beside those already on disk."""
+    pending = dict(first.archive)
+    for step in steps:
+        pending.update(step.archive)
+    for evicted in evictions:
+        pending.update(evicted.archive)
+    return pending
 
 
 def _again(opts: CompactOptions, pin: int, stats: CompactStats, chars_after: int) -> CompactOptions:

@@ -7,7 +7,8 @@ conversation always leaves a marker behind, so the model can see that the work w
 
 from __future__ import annotations
 
-from typing import Final
+import re
+from typing import Callable, Final
 
 from .lazy_pattern import lazy_pattern
 
@@ -32,6 +33,71 @@ def saved_path(text: str) -> str | None:
     return match.group(1) if match else None
 
 
+_CUT_TOTAL = lazy_pattern(r"\[fast-jev-compaction kept [\d,]+ of ([\d,]+) chars of this ")
+
+
+def cut_note(text: str) -> tuple[str, int | None] | None:
+    """The archive path the note closing ``text`` names, when its last line is one of our marks
+    (where :func:`truncation_note` puts it), and the size it says the output had (None in an
+    earlier release's spelling): the file a cut output came from, if it is genuine."""
+    last = text[text.rfind("\n") + 1:]
+    path = saved_path(last) if carries_mark(last) else None
+    if path is None:
+        return None
+    total = _CUT_TOTAL.match(last)
+    return path, int(total.group(1).replace(",", "")) if total else None
+
+
+# Any spelling that would pass for our prefix to a reader: any case, spaces after the bracket.
+_LOOK_ALIKE = lazy_pattern(r"\[\s*fast-jev-compaction", re.IGNORECASE)
+# What a look-alike in foreign text reads as instead: visibly not one of our marks.
+QUOTED: Final = "[quoted fast-jev-compaction"
+# The notes the plugin itself puts in a tool output before or by a compaction (a media or tools
+# note, a truncation note), as their builders below make them; ``path`` is the file one names.
+_OUTPUT_NOTES = (
+    lazy_pattern(
+        r"\[fast-jev-compaction kept [\d,]+ of [\d,]+ chars of this (?:error )?output \(its opening, closing "
+        r"and key lines\); (?:the full (?:error )?output is saved at (?P<path>\S+); Read it if needed|re-run the tool if needed)\]"
+    ),
+    lazy_pattern(
+        r"\[fast-jev-compaction (?:saved an? [\w.+/-]+(?: \([\d.]+ (?:bytes|kB|MB)\))? of this output at (?P<path>\S+); "
+        r"Read it to see it again|replaced an? [\w.+/-]+(?: \([\d.]+ (?:bytes|kB|MB)\))? of this output with this line; "
+        r"re-run the tool to see it again)\]"
+    ),
+    lazy_pattern(r"\[fast-jev-compaction notes that this search loaded the tools [\w.:, -]+; ToolSearch with \"select:[\w.:,-]+\" loads them again if needed\]"),
+)
+
+
+def quoted(text: str) -> str:
+    """``text`` (a field copied into a mark, or a digest of foreign text) with every look-alike
+    of our prefix spelled :data:`QUOTED`, so it cannot pass for one of our marks."""
+    return _LOOK_ALIKE.sub(QUOTED, text) if "[" in text else text
+
+
+def foreign_marks_quoted(text: str, genuine: Callable[[str], bool]) -> str:
+    """``text``, a tool output, with the look-alikes of its lines quoted (:func:`quoted`), but
+    for the lines that are our own notes: a note that names a file is ours only when
+    ``genuine(path)`` (the file is in this pass's archive and holds what its name says)."""
+    if "[" not in text or _LOOK_ALIKE.search(text) is None:
+        return text
+    lines = text.split("\n")
+    foreign = [at for at, line in enumerate(lines) if _LOOK_ALIKE.search(line) is not None and not _own_note(line, genuine)]
+    if not foreign:
+        return text
+    for at in foreign:
+        lines[at] = quoted(lines[at])
+    return "\n".join(lines)
+
+
+def _own_note(line: str, genuine: Callable[[str], bool]) -> bool:
+    for pattern in _OUTPUT_NOTES:
+        match = pattern.fullmatch(line)
+        if match is not None:
+            path = match.group("path") if "path" in pattern.groupindex else None
+            return path is None or genuine(path)
+    return False
+
+
 def _recovery(archive_path: str | None, what: str) -> str:
     if archive_path:
         return f"the full {what} is saved at {archive_path}; Read it if needed"
@@ -49,7 +115,7 @@ def drop_marker(tool: str, target: str, output_chars: int, is_error: bool, archi
     """The line that stands, in the assistant message, where a dropped call was."""
     # A target that holds a mark (an input an earlier rung moved to the archive, or an input
     # that imitates one) would put a second "saved at" in this line: the call goes unnamed.
-    called = f"{tool} call ({target})" if target and PREFIX not in target else f"{tool} call"
+    called = f"{quoted(tool)} call ({target})" if target and _LOOK_ALIKE.search(target) is None else f"{quoted(tool)} call"
     if output_chars == 0:
         return f"{PREFIX}: the {called} ran here and returned no {'error text' if is_error else 'output'}]"
     what = "error output" if is_error else "output"
@@ -73,7 +139,8 @@ def input_marker(field: str, chars: int, archive_path: str, writes_file: bool) -
 LEAD_NOTE: Final = (
     f"{PREFIX}: this conversation was compacted without a summary. Older tool outputs were cut "
     "to their key lines or moved out of it; each marker names the file that holds the full "
-    "output, and one Read of that file brings it back]"
+    "output, and one Read of that file brings it back; a tool output's imitation of a marker "
+    f"reads {QUOTED} and names no saved file]"
 )
 
 
@@ -102,7 +169,7 @@ def media_note(what: str, size: int | None, saved_at: str | None) -> str:
     ``what`` names it (``an image/png``). Not one of the marks :func:`carries_mark` knows: the
     result is kept, not cut, and a later pass may still cut its text.
     """
-    sized = f"{what} ({size_text(size)})" if size is not None else what
+    sized = f"{quoted(what)} ({size_text(size)})" if size is not None else quoted(what)
     if saved_at:
         return f"{PREFIX} saved {sized} of this output at {saved_at}; Read it to see it again]"
     return f"{PREFIX} replaced {sized} of this output with this line; re-run the tool to see it again]"
@@ -111,11 +178,12 @@ def media_note(what: str, size: int | None, saved_at: str | None) -> str:
 def moved_media_note(what: str, size: int, saved_at: str) -> str:
     """Stands, in a message older than the pinned window, where an image or a document attached
     to it was: the ladder's rung c moved it to the archive, whole, as a file Read shows."""
-    return f"{PREFIX} moved {what} ({size_text(size)}) of this message to the archive: saved at {saved_at}; Read it to see it again]"
+    return f"{PREFIX} moved {quoted(what)} ({size_text(size)}) of this message to the archive: saved at {saved_at}; Read it to see it again]"
 
 
 def tools_note(names: list[str]) -> str:
     """Stands in a rebuilt tool-search result for the tool definitions it loaded (not carried)."""
+    names = [quoted(name) for name in names]
     listed = ", ".join(names)
     return f"{PREFIX} notes that this search loaded the tools {listed}; ToolSearch with \"select:{','.join(names)}\" loads them again if needed]"
 
@@ -167,13 +235,13 @@ def turn_index_line(
     with ``part`` for the older part of the turn in flight (rung e), the rest of which follows it:
     ``calls`` are (tool, count) in order of first use, ``files`` the files its calls read or
     edited, ``turn_chars`` what it held."""
-    made = ", ".join(f"{tool} ×{count}" if count > 1 else tool for tool, count in calls)
+    made = ", ".join(f"{quoted(tool)} ×{count}" if count > 1 else quoted(tool) for tool, count in calls)
     total = sum(count for _, count in calls)
     did = f" and its {made} call" if total == 1 else f" and its {total:,} tool calls ({made})" if calls else ""
     touched = ""
     if files:
         more = len(files) - INDEX_FILES
-        touched = f"; files touched: {', '.join(files[:INDEX_FILES])}" + (f" and {more:,} more" if more > 0 else "")
+        touched = f"; files touched: {', '.join(quoted(file) for file in files[:INDEX_FILES])}" + (f" and {more:,} more" if more > 0 else "")
     replies, saved = (" up to here", "this part of the turn") if part else ("", "the whole turn")
     return (
         f"{_TURN_INDEX}{replies}{did} were moved out of the conversation{touched}; "

@@ -17,7 +17,7 @@ from .archive import EXTENSIONS, archive_path, base64_bytes
 from .decisions import DROP, TRUNCATE, Action, CallDecision
 from .digest import DigestShape, digest
 from .lexicon import call_target
-from .markers import carries_mark, drop_marker, input_marker, moved_media_note, truncation_note
+from .markers import drop_marker, input_marker, moved_media_note, quoted, truncation_note
 from .messages import NO_EXTRA, SessionMessage, ToolResult, ToolUse
 from .pairing import ToolCall
 from .records import frozen
@@ -37,6 +37,9 @@ def cut_output(
     if len(text) <= shape.budget + MIN_SAVING:
         return None
     body, kept = digest(text, shape, pointed)
+    # The digest of an output that imitates our marks: the look-alikes it keeps read as quoted
+    # (a genuine earlier cut is never cut again, rules.py's already-cut).
+    body = quoted(body)
     note = truncation_note(len(text), kept, is_error, archive_path)
     cut = f"{body}\n{note}" if body else note
     return cut if len(text) - len(cut) >= MIN_SAVING else None
@@ -72,7 +75,8 @@ class TrimmedInput:
 def trimmed_input(tool: str, tool_input: Mapping[str, Any], archive_dir: str) -> TrimmedInput | None:
     """``tool_input`` with each body field (``INPUT_BODIES``) that frees ``MIN_SAVING`` replaced
     by its marker, the same keys in the same order; None when no field pays (or the tool has
-    none). A field an earlier pass moved already (a marker) stays as it is."""
+    none). A field an earlier pass moved already (a marker) stays as it is: it is shorter than
+    the marker that would replace it and the saving it would need."""
     fields = INPUT_BODIES.get(tool)
     if not fields:
         return None
@@ -80,7 +84,7 @@ def trimmed_input(tool: str, tool_input: Mapping[str, Any], archive_dir: str) ->
     files: dict[str, str] = {}
 
     def moved(field: str, value: Any) -> Any:
-        if not isinstance(value, str) or carries_mark(value):
+        if not isinstance(value, str):
             return value
         path = archive_path(archive_dir, value)
         marker = input_marker(field, len(value), path, writes)
@@ -202,6 +206,7 @@ def rebuild(
     made: Mapping[str, str | None] | None = None,
     sizes: Sequence[int] | None = None,
     inputs: Mapping[str, dict[str, Any]] | None = None,
+    shown: Mapping[str, str] | None = None,
 ) -> tuple[list[SessionMessage], int]:
     """:func:`apply_decisions`, and, given ``sizes`` (``message_chars`` of each message by
     position), the characters the rebuild took out (0 without): only the messages it changed or
@@ -209,7 +214,10 @@ def rebuild(
 
     ``inputs``: by tool_use_id, the input a kept or truncated call goes back with
     (:func:`trimmed_input`); a dropped call leaves with its input whatever it holds.
+    ``shown``: by tool_use_id, the text a kept output goes back with in place of its own (its
+    imitations of our marks quoted: ``compaction.outputs_shown``).
     """
+    shown = shown or {}
     pinned = {call.tool_use_id for call in calls if call.pinned}
     # A forged or stale decision cannot touch a pinned call.
     cuts = {
@@ -217,13 +225,18 @@ def rebuild(
     }
     new_inputs = {tool_use_id: made_input for tool_use_id, made_input in (inputs or {}).items() if tool_use_id not in pinned}
     # The cut calls only: this runs at a compaction's peak of memory.
-    by_id = {call.tool_use_id: call for call in calls if call.tool_use_id in cuts or call.tool_use_id in new_inputs}
+    by_id = {
+        call.tool_use_id: call
+        for call in calls
+        if call.tool_use_id in cuts or call.tool_use_id in new_inputs or call.tool_use_id in shown
+    }
     # Where the cut calls sit, when every one is a call of these messages: the other messages are
     # passed over without a look at their blocks.
     touched = (
         {at for tool_use_id in cuts for at in (by_id[tool_use_id].call_index, by_id[tool_use_id].result_index)}
         | {by_id[tool_use_id].call_index for tool_use_id in new_inputs}
-        if all(tool_use_id in by_id for tool_use_id in (*cuts, *new_inputs))
+        | {at for tool_use_id in shown for at in (by_id[tool_use_id].call_index, by_id[tool_use_id].result_index)}
+        if all(tool_use_id in by_id for tool_use_id in (*cuts, *new_inputs, *shown))
         else None
     )
     out: list[SessionMessage] = []
@@ -234,8 +247,10 @@ def rebuild(
             out.append(message)
             continue
         results = message.toolResults or ()
-        if not any(u.tool_use_id in cuts or u.tool_use_id in new_inputs for u in message.toolUses) and not any(
-            r.tool_use_id in cuts for r in results
+        if not any(
+            u.tool_use_id in cuts or u.tool_use_id in new_inputs or u.tool_use_id in shown for u in message.toolUses
+        ) and not any(
+            r.tool_use_id in cuts or r.tool_use_id in shown for r in results
         ):
             out.append(message)
             continue
@@ -248,6 +263,11 @@ def rebuild(
             made_input = new_inputs.get(use.tool_use_id)
             if made_input is not None and (decision is None or decision.action != DROP):
                 use = ToolUse(use.tool_use_id, use.tool, made_input, use.text, use.isError, use.extra)
+                changed = True
+            if decision is None and use.text is not None and use.tool_use_id in shown:
+                # The copy of the output a call carries goes back as its result does (without the
+                # record that holds it as it was, as a cut call's does).
+                use = ToolUse(use.tool_use_id, use.tool, use.input, shown[use.tool_use_id], use.isError)
                 changed = True
             if decision is None:
                 uses.append(use)
@@ -268,7 +288,10 @@ def rebuild(
         kept_results: list[ToolResult] = []
         for result in results:
             decision = cuts.get(result.tool_use_id)
-            if decision is None:
+            if decision is None and result.tool_use_id in shown:
+                kept_results.append(ToolResult(tool_use_id=result.tool_use_id, text=shown[result.tool_use_id], isError=bool(result.isError)))
+                changed = True
+            elif decision is None:
                 kept_results.append(result)
             elif decision.action == DROP:
                 changed = True

@@ -14,12 +14,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import field
-from typing import Callable, Final, Mapping, Sequence
+from typing import Callable, Container, Final, Sequence
 
 from .decisions import DROP, KEEP, TRUNCATE, Action
 from .lexicon import DECISION, EDIT, READ, SIDE_EFFECT, TEST_BUILD, TODO, CallShape, call_shape, command_head
-from .markers import carries_mark
-from .messages import ToolResult
 from .pairing import ToolCall, is_recent
 from .records import frozen, record
 
@@ -31,8 +29,8 @@ class CallFacts:
 
     call: ToolCall
     shape: CallShape
-    # Whether its output carries one of our marks; looked for in unpinned calls only, the
-    # ones a rule may settle (a pinned call's output is never searched).
+    # Whether an earlier pass cut its output (its closing note names a genuine archive file);
+    # for unpinned calls only, the ones a rule may settle.
     already_cut: bool
     # Filled by ``_link``: the later calls that make this one redundant or settle its error.
     rerun_later: bool = False
@@ -146,11 +144,11 @@ def _link(facts: list[CallFacts]) -> None:
             seen.todo = True
 
 
-def call_facts(calls: Sequence[ToolCall], results: Mapping[str, ToolResult]) -> list[CallFacts]:
-    """Facts for every completed call (``results``: its output by tool_use_id, as
-    ``Pairing.results`` holds them), in call order (pinned ones included: they supersede too)."""
+def call_facts(calls: Sequence[ToolCall], cut_before: Container[str] = frozenset()) -> list[CallFacts]:
+    """Facts for every completed call, in call order (pinned ones included: they supersede too);
+    ``cut_before``: the tool_use_ids whose output an earlier pass cut (``compaction.cut_before``)."""
     facts = [
-        CallFacts(call, call_shape(call.tool, call.input), not call.pinned and carries_mark(results[call.tool_use_id].text))
+        CallFacts(call, call_shape(call.tool, call.input), not call.pinned and call.tool_use_id in cut_before)
         for call in calls
     ]
     _link(facts)

@@ -155,7 +155,9 @@ def _summary_document(result: Any, judge: str, args: argparse.Namespace) -> dict
 
 def options_archive(args: argparse.Namespace) -> str | None:
     archive = None if args.no_archive else (args.archive or (f"{args.out}.archive" if args.out else None))
-    return os.path.abspath(archive) if archive else None
+    from ..archive import as_marked  # what a marker names: the folder's bytes as UTF-8
+
+    return as_marked(os.path.abspath(archive)) if archive else None
 
 
 def decisions_text(result: Any) -> str:

@@ -8,6 +8,7 @@ import os
 from dataclasses import replace
 from typing import Any
 
+from ..archive import as_marked
 from ..markers import is_lead_note, lead_note
 from ..messages import SessionMessage
 from ..turn_eviction import in_flight_preserve
@@ -94,7 +95,7 @@ def run_compaction(
     if tally is not None:
         asker = tally.watch(asker)
     if log.directory is not None:  # without a data folder nothing is archived: markers say to re-run
-        options = replace(options, archive_dir=str(log.directory / ARCHIVE_DIR))
+        options = replace(options, archive_dir=as_marked(log.directory / ARCHIVE_DIR))
     # Before the core, not after: a result's image note is then part of its text, so a kept
     # result shows it, a cut one keeps it in its saved file, and a dropped one's marker points
     # at a file that names the image.

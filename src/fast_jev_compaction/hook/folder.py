@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 from typing import Mapping
 
+from ..archive import on_disk
+
 
 def _usable_folder(candidate: str | None) -> bool:
     # Relative would mean "under whatever the cwd is": the user's project.
@@ -21,10 +23,21 @@ def _usable_folder(candidate: str | None) -> bool:
     return "\x00" not in candidate
 
 
+def _named(text: str | None) -> str | None:
+    try:
+        return on_disk(text) if text else None
+    except UnicodeError:  # a lone surrogate no file's bytes decode to
+        return None
+
+
 def data_dir(event_data: str | None = None, env: Mapping[str, str] | None = None) -> Path | None:
-    """The plugin data folder: the event's, then CLAUDE_PLUGIN_DATA; None when neither is usable."""
+    """The plugin data folder: the event's, then CLAUDE_PLUGIN_DATA; None when neither is usable.
+
+    The event's is JSON text, the UTF-8 of the folder's bytes: it names the folder by those
+    bytes whatever this process's locale encodes names with (the environment's is bytes already).
+    """
     env = os.environ if env is None else env
-    for candidate in (event_data, env.get("CLAUDE_PLUGIN_DATA")):
+    for candidate in (_named(event_data), env.get("CLAUDE_PLUGIN_DATA")):
         if _usable_folder(candidate):
             return Path(candidate)  # type: ignore[arg-type]
     return None

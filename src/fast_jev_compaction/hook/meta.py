@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
+from ..archive import on_disk
+
 MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
 
 
@@ -28,7 +30,7 @@ def transcript_file(plugin_data: str | None, session_id: str | None, env: Mappin
         return None
     roots: list[Path] = []
     if plugin_data:
-        data = Path(plugin_data)
+        data = Path(on_disk(plugin_data))
         if data.parent.name == "data" and data.parent.parent.name == "plugins":
             roots.append(data.parent.parent.parent)
     if env.get("CLAUDE_CONFIG_DIR"):

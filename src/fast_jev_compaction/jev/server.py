@@ -38,6 +38,12 @@ __all__ = ["DEFAULT_MODEL", "LOOPBACK_HOSTS", "MAX_BODY_BYTES", "JevServer", "is
 
 DEFAULT_MODEL = JEV_DEFAULT_MODEL
 MAX_BODY_BYTES = 8 * 1024 * 1024
+# The bodies being read and judged at once. Judging takes about a second of CPU per MiB and the
+# workers share one interpreter: eight legal 3.6 MiB requests judged together kept each client
+# waiting for all of them (~57 s, past a client's 15 s deadline). A request that would go past
+# this is answered 503 at once, unless nothing else is being judged (one body up to
+# MAX_BODY_BYTES is always taken); small requests still pass beside a large one.
+MAX_BUSY_BYTES = 4 * 1024 * 1024
 
 # "/" too: the base URL serve prints is a Jev URL as it is.
 _SYSTEM_ONE_PATHS = frozenset({"/", "/v1/systemone", "/systemone", "/api/alpha/decisions", "/v1/decisions"})
@@ -105,10 +111,25 @@ class JevServer(GatedHTTPServer):
         self.judge = judge
         self.access_log = access_log
         super().__init__(address, _Handler, workers=workers, timeout_s=timeout_s)
+        self.busy_bytes = 0  # the bodies taken and not yet answered; changed under _busy_lock
+        self._busy_lock = threading.Lock()
         bound = str(self.server_address[0])
         self.allowed_hosts = frozenset(
             {*LOOPBACK_HOSTS, _host_name(address[0]), _host_name(bound), *(_host_name(h) for h in allow_hosts)}
         )
+
+    def take_work(self, length: int) -> bool:
+        """Count a body of ``length`` bytes in, when it fits beside those being judged
+        (``MAX_BUSY_BYTES``) or none is; False: answer busy."""
+        with self._busy_lock:
+            if self.busy_bytes and self.busy_bytes + length > MAX_BUSY_BYTES:
+                return False
+            self.busy_bytes += length
+            return True
+
+    def give_back_work(self, length: int) -> None:
+        with self._busy_lock:
+            self.busy_bytes -= length
 
     @property
     def url(self) -> str:
@@ -143,25 +164,27 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.access_log:
             sys.stderr.write(f"{self.address_string()} - {format % args}\n")
 
-    def _send_json(self, status: int, payload: Any, close: bool = False) -> None:
+    def _send_json(self, status: int, payload: Any, close: bool = False, retry_after: int | None = None) -> None:
         body = js_json(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
+        if retry_after is not None:
+            self.send_header("Retry-After", str(retry_after))
         if close:
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()
         self.wfile.write(body)
 
-    def _send_error_json(self, status: int, message: str, close: bool = False) -> None:
+    def _send_error_json(self, status: int, message: str, close: bool = False, retry_after: int | None = None) -> None:
         payload: dict[str, Any] = {"error": {"message": message, "code": status}}
         if self.path.startswith(_CF_PREFIX):
             # Workers AI clients read the envelope's errors[]; plain clients read error.message
             code = 7000 if status == HTTPStatus.NOT_FOUND else status
             payload.update({"success": False, "result": None, "errors": [{"code": code, "message": message}],
                             "messages": []})
-        self._send_json(status, payload, close=close)
+        self._send_json(status, payload, close=close, retry_after=retry_after)
 
     def _host_allowed(self) -> bool:
         headers = self.headers.get_all("Host") or []
@@ -251,7 +274,7 @@ class _Handler(BaseHTTPRequestHandler):
         return len(self.rfile.read(length)) == length
 
     def _linger(self) -> None:
-        """After a 413, drain (bounded) what the client still sends, so it reads the reply
+        """After a 413 or a busy 503, drain (bounded) what the client still sends, so it reads the reply
         instead of failing on a reset while writing its body."""
         remaining = min(self._declared_length() or 0, 8 * MAX_BODY_BYTES)
         try:
@@ -308,24 +331,43 @@ class _Handler(BaseHTTPRequestHandler):
             if not self._is_post_route(path):
                 self._send_error_json(HTTPStatus.NOT_FOUND, "No route for that URI", close=not self._discard_body())
                 return
-            try:
-                raw = self._read_body()
-            except _HttpError as exc:
-                # the body was not (fully) read, so this connection cannot carry another request
-                self._send_error_json(exc.status, exc.message, close=True)
-                if exc.status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE:
-                    self._linger()
+            work = min(self._declared_length() or 0, MAX_BODY_BYTES)
+            if not self.server.take_work(work):
+                # Answered before the body is read: the client learns at once, not at its deadline.
+                busy = self.server.busy_bytes / (1024 * 1024)
+                self._send_error_json(
+                    HTTPStatus.SERVICE_UNAVAILABLE,
+                    f"busy: {busy:.1f} MiB of requests are being judged and this one's "
+                    f"{work / (1024 * 1024):.1f} MiB would take them past {MAX_BUSY_BYTES // (1024 * 1024)} MiB; "
+                    "retry shortly, or send smaller requests",
+                    close=True, retry_after=1,
+                )
+                self._linger()
                 return
-            body = self._parse_json(raw)  # from here on the body is consumed: errors keep the connection
-            if path in _SYSTEM_ONE_PATHS:
-                self._send_json(HTTPStatus.OK, self._system_one(body))
-            else:
-                self._send_json(HTTPStatus.OK, self._cloudflare(path, body))
+            try:
+                self._answer(path)
+            finally:
+                self.server.give_back_work(work)
         except _HttpError as exc:
             self._send_error_json(exc.status, exc.message)
         except Exception as exc:  # noqa: BLE001 - the client gets a 500, the operator the trace
             sys.stderr.write(f"fast-jev serve: internal error on {path}: {exc!r}\n")
             self._send_error_json(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error", close=True)
+
+    def _answer(self, path: str) -> None:
+        try:
+            raw = self._read_body()
+        except _HttpError as exc:
+            # the body was not (fully) read, so this connection cannot carry another request
+            self._send_error_json(exc.status, exc.message, close=True)
+            if exc.status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE:
+                self._linger()
+            return
+        body = self._parse_json(raw)  # from here on the body is consumed: errors keep the connection
+        if path in _SYSTEM_ONE_PATHS:
+            self._send_json(HTTPStatus.OK, self._system_one(body))
+        else:
+            self._send_json(HTTPStatus.OK, self._cloudflare(path, body))
 
     def _is_post_route(self, path: str) -> bool:
         return path in _SYSTEM_ONE_PATHS or bool(_CF_CATALOG.match(path) or _CF_CLASSIC.match(path))

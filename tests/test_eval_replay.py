@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import pytest
 
@@ -72,8 +72,8 @@ def test_an_output_cut_then_evicted_with_its_turn_is_recoverable_through_the_tur
     file, whose digest names the Read's."""
     evictions: list[int] = []
 
-    def watched(messages: Sequence[SessionMessage], options: CompactOptions) -> CompactResult:
-        result = compact_pass(messages, options)
+    def watched(messages: Sequence[SessionMessage], options: CompactOptions, archive: Mapping[str, str]) -> CompactResult:
+        result = compact_pass(messages, options, archive)
         evictions.append(result.stats.evicted_turns)
         return result
 
@@ -108,7 +108,7 @@ def test_a_session_with_nothing_to_prune_falls_to_the_built_in_summary(tmp_path:
 
 
 def test_a_pass_that_raises_is_a_failure_and_the_context_restarts_from_the_summary(tmp_path: Path) -> None:
-    def breaks(messages: Sequence[SessionMessage], options: CompactOptions) -> CompactResult:
+    def breaks(messages: Sequence[SessionMessage], options: CompactOptions, archive: Mapping[str, str]) -> CompactResult:
         raise RuntimeError("judge down")
 
     reused_after_the_trigger().write(tmp_path / "s" / "s.jsonl")
@@ -125,10 +125,10 @@ def test_the_plugin_fires_once_per_upward_crossing_and_again_ten_points_higher(t
     the context stays where it was; the trigger fires at 62 % and at 73 %."""
     seen: list[float] = []
 
-    def watched(messages: Sequence[SessionMessage], options: CompactOptions) -> CompactResult:
+    def watched(messages: Sequence[SessionMessage], options: CompactOptions, archive: Mapping[str, str]) -> CompactResult:
         seen.append(round(100 * options.context_tokens / options.window_tokens))
         # Without the window the ladder stays at the pass, which finds no tool output to cut.
-        return compact_pass(messages, dataclasses.replace(options, window_tokens=0))
+        return compact_pass(messages, dataclasses.replace(options, window_tokens=0), archive)
 
     t = Transcript("climb")
     chars = 0.0
@@ -146,9 +146,9 @@ def test_the_plugin_fires_once_per_upward_crossing_and_again_ten_points_higher(t
 def test_a_built_in_summary_leaves_a_summary_sized_stub(tmp_path: Path) -> None:
     sizes: list[int] = []
 
-    def after(messages: Sequence[SessionMessage], options: CompactOptions) -> CompactResult:
+    def after(messages: Sequence[SessionMessage], options: CompactOptions, archive: Mapping[str, str]) -> CompactResult:
         sizes.append(sum(map(message_chars, messages)))
-        return compact_pass(messages, options)
+        return compact_pass(messages, options, archive)
 
     t = Transcript("prose").prompt("Explain the design")
     t.tool("ls1", "Bash", "a.py b.py", command="ls")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import time
 from bisect import bisect_left
-from dataclasses import field
+from dataclasses import field, replace
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Mapping, Sequence, TypeVar
 
@@ -36,7 +36,7 @@ from .decisions import (
 from .digest import IDS_SHARE, DigestShape
 from .focus import focus_terms
 from .goal import goal_from_messages
-from .markers import cut_note, foreign_marks_quoted
+from .markers import cut_note, foreign_marks_quoted, is_lead_note, without_lead_note
 from .messages import SessionMessage, ToolResult
 from .options import CompactOptions, validate_threshold
 from .pairing import Pairing, ToolCall, is_pinned, pair_tool_calls
@@ -119,7 +119,9 @@ async def compact(
     )
     shown = outputs_shown(results, original)
     to_judge = [call for call in pairing.candidates if call.tool_use_id not in verdicts]
-    judging = _Judging(messages, pairing, asker, opts, stats, results, opts.goal or goal_from_messages(messages))
+    judging = _Judging(
+        _without_lead_notes(messages), pairing, asker, opts, stats, results, opts.goal or goal_from_messages(messages)
+    )
     answers = await _answers(judging, to_judge, cache)
 
     shape = shape_of(opts, judging.goal)
@@ -403,6 +405,18 @@ def _ruled(call: ToolCall, verdict: Verdict) -> CallDecision:
     # A rule is certain either way; the probabilities say so, and the reason names the rule.
     value = 1.0 if verdict.action == KEEP else 0.0
     return CallDecision(call.id, call.tool_use_id, call.tool, value, value, verdict.action, verdict.rule)
+
+
+def _without_lead_notes(messages: Sequence[SessionMessage]) -> Sequence[SessionMessage]:
+    """The messages as the judge reads them: without the lead line an earlier pass put first (the
+    engine joins it to the first prompt), which is ours, not the session's, and would cost every
+    later pass its tokens. The same positions, so the pairing still holds."""
+    if not any(is_lead_note(message.text) for message in messages):
+        return messages
+    return [
+        replace(message, text=without_lead_note(message.text)) if is_lead_note(message.text) else message
+        for message in messages
+    ]
 
 
 @frozen

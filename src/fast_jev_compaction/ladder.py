@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from .compaction import CompactResult, compact
 from .decisions import (
@@ -53,12 +53,14 @@ async def compact_to_fit(
     asker: JevAsker,
     options: CompactOptions | None = None,
     cache: AnswerCache | None = None,
+    pending: Mapping[str, str] | None = None,
 ) -> CompactResult:
     """Compact ``messages``, down the ladder as far as the window needs; without a window
-    (``options.window_tokens`` 0) exactly what :func:`compaction.compact` returns."""
+    (``options.window_tokens`` 0) exactly what :func:`compaction.compact` returns. ``pending``:
+    archive files saved elsewhere than on disk (path -> text), as :func:`compaction.compact` takes."""
     started = time.perf_counter()
     opts = options or CompactOptions()
-    first = await compact(messages, asker, opts, cache)
+    first = await compact(messages, asker, opts, cache, pending)
     # The need is of the context before the pass (the engine's count of it when given), so what
     # is left of it is that need less what the ladder freed so far.
     need = chars_to_free(first.stats.chars_before, opts)
@@ -79,7 +81,7 @@ async def compact_to_fit(
     if _left(need, first.stats, chars_after) > 0 and pin < preserve:
         # The pass again over d's history with that pin, then d again.
         again = await compact(
-            history, asker, _again(opts, pin, first.stats, chars_after), cache, _pending(first, steps, evictions)
+            history, asker, _again(opts, pin, first.stats, chars_after), cache, _pending(first, steps, evictions, pending)
         )
         chars_after = again.stats.chars_after
         evicted = evict_turns(
@@ -109,7 +111,7 @@ async def compact_to_fit(
         # least valuable first and only as far as the need; each is archived whole. While less
         # than what is still over, cutting them would not fit the window: they stay whole.
         last = await compact(
-            history, asker, _again(opts, 0, first.stats, chars_after), cache, _pending(first, steps, evictions)
+            history, asker, _again(opts, 0, first.stats, chars_after), cache, _pending(first, steps, evictions, pending)
         )
         chars_after = last.stats.chars_after
         steps.append(last)
@@ -125,10 +127,12 @@ def _trailing_output_chars(history: Sequence[SessionMessage], pin: int) -> int:
     return sum(len(result.text) for message in history[len(history) - pin :] if pin for result in message.toolResults or ())
 
 
-def _pending(first: CompactResult, steps: list[CompactResult], evictions: list[Eviction]) -> dict[str, str]:
+def _pending(
+    first: CompactResult, steps: list[CompactResult], evictions: list[Eviction], given: Mapping[str, str] | None
+) -> dict[str, str]:
     """The files the ladder has yet to write (the edge writes them all at its end), which a later
     pass recognises as our own archive beside those already on disk."""
-    pending = dict(first.archive)
+    pending = {**(given or {}), **first.archive}
     for step in steps:
         pending.update(step.archive)
     for evicted in evictions:

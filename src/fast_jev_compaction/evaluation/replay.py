@@ -62,25 +62,34 @@ ENGINE_PERCENT = 95.0
 # What the built-in summary leaves: Claude Code's summaries run to a few thousand tokens.
 SUMMARY_TOKENS = 2_000
 SUMMARY_NOTE = "[replay: the built-in summary of the conversation so far stands here]"
-# Where the markers of a replay say the cut outputs are; the archive is a dict, never written.
+# Where the markers of a replay say the cut outputs are; the archive is a dict, never written
+# (each pass is handed it, as the hook's finds its files on disk).
 ARCHIVE_DIR = "/replay-archive"
 
 
 async def compaction_pass(
-    messages: Sequence[SessionMessage], asker: JevAsker, options: CompactOptions, cache: AnswerCache | None = None
+    messages: Sequence[SessionMessage],
+    asker: JevAsker,
+    options: CompactOptions,
+    cache: AnswerCache | None = None,
+    archive: Mapping[str, str] | None = None,
 ) -> CompactResult:
     """The one call into the compaction, for either judge: the eviction ladder, as the hook and
-    the CLI run it."""
-    return await compact_to_fit(messages, asker, options, cache)
+    the CLI run it. ``archive``: the files earlier passes saved (kept in memory here, where the
+    hook has them on disk), so a pass knows their marks as its own."""
+    return await compact_to_fit(messages, asker, options, cache, archive)
 
 
-def compact_pass(messages: Sequence[SessionMessage], options: CompactOptions) -> CompactResult:
+def compact_pass(
+    messages: Sequence[SessionMessage], options: CompactOptions, archive: Mapping[str, str] | None = None
+) -> CompactResult:
     """What the plugin runs at a trigger with the embedded judge, which answers at once (no
     event loop, as ``compact_sync``)."""
-    return run_sync(compaction_pass(messages, LocalJudge(), options), waits=False)
+    return run_sync(compaction_pass(messages, LocalJudge(), options, archive=archive), waits=False)
 
 
-Compactor = Callable[[Sequence[SessionMessage], CompactOptions], CompactResult]
+# A pass over the live messages, given the files earlier passes saved.
+Compactor = Callable[[Sequence[SessionMessage], CompactOptions, Mapping[str, str]], CompactResult]
 # The estimated tokens a remote judge is sent for one pass over the messages given.
 Meter = Callable[[Sequence[SessionMessage], CompactOptions], int]
 
@@ -236,7 +245,7 @@ def replay_session(
             preserve_recent_messages=in_flight_preserve(live.messages, CompactOptions().preserve_recent_messages),
         )
         try:
-            result = compactor(live.messages, options)
+            result = compactor(live.messages, options, archive)
         except Exception as exc:  # the hook answers any failure with the built-in summary
             tally.failures.append(f"{type(exc).__name__}: {exc}")
             live.reset(summary_stub(messages, index, live.messages, pending))

@@ -30,7 +30,7 @@ from fast_jev_compaction.options import CompactOptions
 from fast_jev_compaction.policy import CHARS_PER_TOKEN, TARGET_MARGIN_POINTS
 from fast_jev_compaction.stats import CompactStats, message_chars, summarize
 from fast_jev_compaction.transcript import read_messages
-from fast_jev_compaction.turn_eviction import is_prompt, shorten_index_lines
+from fast_jev_compaction.turn_eviction import evict_in_flight, is_prompt, shorten_index_lines
 from test_model_facing_text import ARCHIVE, FORBIDDEN, FORBIDDEN_ANY_CASE
 
 TURNS = 8
@@ -255,6 +255,31 @@ def test_an_output_cut_in_a_moved_part_of_a_turn_later_evicted_is_reached_throug
     assert original not in archive[turn_file] and not any(original in archive[path] for path in named)
     in_view = [turn_file]
     assert any(original in text for text in read_archived(in_view, archive))
+
+
+def test_a_parts_line_merged_with_the_next_calls_leaves_with_them_never_apart_from_their_results(tmp_path: Path) -> None:
+    """The hook writes a part's index line and the reply after it back as one message (the
+    engine's turn shape): the next pass's part starts there, the calls with their results."""
+    line = turn_index_line([("Bash", 1)], [], 924, str(tmp_path / "part.txt"), part=True)
+    messages = regroup([
+        SessionMessage(role="user", text="prompt: do round two"),
+        SessionMessage(role="assistant", text=line),
+        SessionMessage(role="assistant", toolUses=(ToolUse("toolu_x", "Bash", {"command": "make"}),)),
+        SessionMessage(role="user", toolResults=(ToolResult("toolu_x", "build output\n" * 400),)),
+        SessionMessage(role="assistant", text="Almost done.", toolUses=(ToolUse("toolu_y", "Bash", {"command": "echo done"}),)),
+        SessionMessage(role="user", toolResults=(ToolResult("toolu_y", "done"),)),
+    ])
+    assert len(messages) == 5 and is_turn_index_line(messages[1].text) and messages[1].toolUses
+    part = evict_in_flight(messages, [], 2, 1000, str(tmp_path))
+    assert [t.part for t in part.turns] == [True]
+    assert_whole(messages, part.messages)
+    # The trailing exchange stays in place; the moved part's file holds toolu_x, its output and
+    # the earlier line (the way back to the earlier part's file).
+    assert part.messages[-2:] == messages[-2:]
+    (text,) = part.archive.values()
+    assert "toolu_x" in text and "build output" in text and str(tmp_path / "part.txt") in text
+    # With nothing but the merged message before the trailing exchange held back, nothing moves apart.
+    assert evict_in_flight(messages[:3], [], 0, 1000, str(tmp_path)).messages == messages[:3]
 
 
 def wide_session(turns: int = 30) -> list[SessionMessage]:

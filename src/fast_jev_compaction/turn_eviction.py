@@ -177,7 +177,9 @@ def evict_in_flight(
     if need <= 0 or not prompts:
         return Eviction(list(messages), [], {})
     start = prompts[-1] + 1
-    while start < len(messages) and is_turn_index_line(messages[start].text):
+    # Past the lines of parts moved before; not past one the hook merged with the next reply's
+    # calls (``hook.turns.regroup``): those calls and their results stay or go together.
+    while start < len(messages) and is_turn_index_line(messages[start].text) and not messages[start].toolUses:
         start += 1
     limit = min(len(messages) - preserve_recent_messages, _last_exchange(messages, start))
     by_id = {call.tool_use_id: call for call in calls}

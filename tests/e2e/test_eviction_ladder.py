@@ -5,9 +5,13 @@ The fake reports a context of some 45 % of the default model's 1,000,000-token w
 tokens stand for what the conversation's characters leave out: system prompt, tools, memory),
 so every ``/compact`` aims under the 40 % ``targetPercent`` and goes down the ladder: the outputs
 are cut (rung a), then a Write call's body moves to the archive (rung b), then the oldest whole
-turns (rung d). The model then follows the markers with the Read tool, from the old turn's
-index line to the turn's file and from there to the Write body's file, and gets the originals
-back. No summary is asked for at any point.
+turns (rung d), then the older part of the turn in flight (rung e): the need is more than the
+whole conversation holds. (A manual ``/compact`` gets a window only from 40 % on, so its need is
+at least the 2-point margin, 80,000 characters: more than rungs a and b can free here, and pass
+one always reaches rung e.) The model then follows the markers with the Read tool, from the old
+turn's index line to the turn's file, from there to the file of the part of it moved before,
+and from that to the Write body's file, and gets the originals back. No summary is asked for at
+any point.
 """
 
 from __future__ import annotations
@@ -31,10 +35,12 @@ ROUNDS = ("do the writing thing", "do round two", "do round three")
 # tokens, about 245,000 characters, away; the whole conversation holds less than that.
 CONTEXT_TOKENS = 450_000
 OLD_TURN = "old-turn"
-INPUT_ARCHIVED = "input-archived"
 INPUT_MARKER = re.compile(r"moved this ([\d,]+)-char content to the archive: saved at (\S+?); Read it if needed; the file on disk holds its current content\]")
 LINE_NUMBER = re.compile(r"^\s*\d+[→\t]")
-INDEX_PATH = re.compile(r"the whole turn \([\d,]+ chars\) is saved at (\S+?); Read it if needed\]")
+# An old turn's index line, whole or shrunk to the file it names (rung e).
+INDEX_PATH = re.compile(r"the whole turn (?:\([\d,]+ chars\) )?is saved at (\S+?); Read it if needed\]")
+PART_PATH = re.compile(r"this part of the turn \([\d,]+ chars\) is saved at (\S+?); Read it if needed\]")
+TURN_HEAD = "## the user's prompt\n"
 
 
 def shown(read_result: str) -> str:
@@ -63,13 +69,11 @@ def test_a_write_body_and_old_turns_go_to_the_archive_and_are_read_back_without_
         assert grown.returncode == 0 and grown.result["result"] == FINAL_TEXT, grown.stderr[-2000:]
         sid = sid or grown.session_id
         if number == 2:
-            # Round two went on from pass one's history: the Write call is there, its body a
-            # marker naming the file that holds it.
-            [write] = write_inputs(claude.api.message_requests()[asked])
-            moved = INPUT_MARKER.fullmatch(write["content"][len("[fast-jev-compaction "):])
-            assert moved and write["file_path"].endswith("report.md"), write
-            assert int(moved.group(1).replace(",", "")) == len(REPORT)
-            assert Path(moved.group(2)).read_text(encoding="utf-8") == REPORT
+            # Round two went on from pass one's history: the Write call is not there, an index
+            # line after the first prompt names the file of the turn's older part that holds it.
+            went_on = claude.api.message_requests()[asked]
+            assert not write_inputs(went_on)
+            parts = [m.group(1) for t in assistant_texts(went_on) for m in PART_PATH.finditer(t)]
         compacted = claude.run("/compact", resume=sid, settings=settings)
         assert compacted.returncode == 0, compacted.stderr[-2000:]
         assert [b["trigger"] for b in compacted.boundaries()] == ["manual"], f"pass {number}: {compacted.result}"
@@ -80,22 +84,39 @@ def test_a_write_body_and_old_turns_go_to_the_archive_and_are_read_back_without_
         passes.append(list(rows[-1][1]))
         assert claude.api.summarizer_requests() == [], f"pass {number} asked for a summary"
 
-    # Pass one: the outputs cut (rung a) fell short, and the Write body went to the archive
-    # (rung b); one turn only, the one in flight, so none moved.
+    # Pass one: the outputs cut (rung a) and the Write body moved to the archive (rung b) fell
+    # short; one turn only, the one in flight, so no old turn moved, and its older part, the
+    # Write call included, went to one file (rung e), its last exchange staying in place.
+    reasons = [row.reason for row, _ in claude.decisions()]
+    assert "1 input(s) archived" in reasons[0] and "1 older part(s) of the turn in flight moved" in reasons[0], reasons[0]
+    assert "old turn(s)" not in reasons[0]
     [write] = [d for d in passes[0] if d.tool == "Write"]
-    assert write.reason == INPUT_ARCHIVED and write.action == "keep", (write.action, write.reason)
-    assert any(d.action != "keep" and d.tool == "Bash" for d in passes[0])
-    assert not any(d.reason == OLD_TURN for d in passes[0])
+    assert (write.action, write.reason) == ("drop", OLD_TURN) and [write.archive_path] == parts, (write, parts)
+    assert [d.reason for d in passes[0] if d.action == "keep"] == ["pinned"]
+    part_file = write.archive_path
+    part_held = Path(part_file).read_text(encoding="utf-8")
+    assert part_held.startswith(TURN_HEAD + "do the writing thing\n") and "Writing the report." in part_held
+    # The part's file holds the Write call as rung b left it: its body a marker naming the file
+    # that holds it.
+    [(size, body_file)] = INPUT_MARKER.findall(part_held)
+    assert int(size.replace(",", "")) == len(REPORT) and Path(body_file).read_text(encoding="utf-8") == REPORT
+    assert REPORT not in part_held
     # Passes two and three: each moved the turn before its own to the archive (rung d), one file
-    # per turn; the Write call left with round one's turn.
-    first_turn = {d.archive_path for d in passes[1] if d.reason == OLD_TURN}
-    second_turn = {d.archive_path for d in passes[2] if d.reason == OLD_TURN}
+    # per turn (and the older part of its own turn, rung e); round one's turn file holds the
+    # index line of the part moved before.
+    def whole_turns(decisions: list[Any], prompt: str) -> set[str]:
+        return {
+            d.archive_path for d in decisions
+            if d.reason == OLD_TURN and Path(d.archive_path).read_text(encoding="utf-8").startswith(TURN_HEAD + prompt + "\n")
+        }
+
+    first_turn = whole_turns(passes[1], ROUNDS[0])
+    second_turn = whole_turns(passes[2], ROUNDS[1])
     assert len(first_turn) == 1 and len(second_turn) == 1 and first_turn != second_turn
-    assert any(d.tool == "Write" and d.reason == OLD_TURN for d in passes[1])
-    assert "1 old turn(s) moved to the archive" in claude.decisions()[1][0].reason
+    assert all("1 old turn(s) moved to the archive" in reason for reason in reasons[1:]), reasons
     [turn_file] = first_turn
     held = Path(turn_file).read_text(encoding="utf-8")
-    assert held.startswith("## the user's prompt\ndo the writing thing\n") and "Writing the report." in held
+    assert held.startswith(TURN_HEAD + "do the writing thing\n") and PART_PATH.findall(held) == [part_file]
 
     # The model is sent the prompts verbatim, each old turn as one index line, the lead line once.
     asked = len(claude.api.message_requests())
@@ -108,10 +129,14 @@ def test_a_write_body_and_old_turns_go_to_the_archive_and_are_read_back_without_
     assert all(prompt in texts for prompt in ROUNDS)
     index_lines = [t for t in assistant_texts(first) if is_turn_index_line(t)]
     assert [INDEX_PATH.search(t).group(1) for t in index_lines if INDEX_PATH.search(t)] == [turn_file, *second_turn]
+    # After them, the line of round three's older part, which pass three moved (rung e).
+    [third_part] = {d.archive_path for d in passes[2] if d.reason == OLD_TURN} - second_turn
+    assert [m.group(1) for t in index_lines for m in PART_PATH.finditer(t)] == [third_part] and len(index_lines) == 3
     assert "Writing the report." not in texts and not write_inputs(first)
 
-    # It reads the first old turn's file through its index line's path, finds there the Write
-    # call's marker, reads that file too, and gets the turn and the report back as they were.
+    # It reads the first old turn's file through its index line's path, finds there the index
+    # line of the part moved before, reads that part's file, finds there the Write call's
+    # marker, reads that file too, and gets the turn, its part and the report back as they were.
     last = requests[-1]
     turn = conversation(last)
     at = max(i for i, m in enumerate(turn) if m["role"] == "user" and any(RECOVER_ALL in b.get("text", "") for b in _blocks(m)))
@@ -121,9 +146,10 @@ def test_a_write_body_and_old_turns_go_to_the_archive_and_are_read_back_without_
     }
     got = {reads[b["tool_use_id"]]: _result_text(b) for m in turn[at:] for b in _blocks(m) if b.get("type") == "tool_result"}
     assert turn_file in got and shown(got[turn_file]) == held
-    [(size, body_file)] = INPUT_MARKER.findall(held)
-    assert int(size.replace(",", "")) == len(REPORT) and body_file in got, sorted(got)
-    assert list(reads.values()).index(turn_file) < list(reads.values()).index(body_file)
+    assert part_file in got and shown(got[part_file]) == part_held
+    assert body_file in got, sorted(got)
+    order = list(reads.values())
+    assert order.index(turn_file) < order.index(part_file) < order.index(body_file)
     assert shown(got[body_file]) == REPORT
     # The file the Write call made is on disk as written.
     assert (claude.project / "report.md").read_text(encoding="utf-8") == REPORT

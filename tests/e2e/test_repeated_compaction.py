@@ -60,6 +60,21 @@ def originals_seen(requests: list[dict[str, Any]]) -> dict[str, str]:
     return found
 
 
+def reachable_paths(body: dict[str, Any]) -> set[str]:
+    """Every path a request's markers name, and every path named in a named turn's file, on
+    down the chain: rung e's index line names the file of the turn in flight's older part, and
+    once that turn is old its own file holds that line."""
+    found = {path for text in texts_of(body) for path in NAMED_PATH.findall(text)}
+    todo = list(found)
+    while todo:
+        held = Path(todo.pop()).read_text(encoding="utf-8")
+        if held.startswith(TURN_HEAD):
+            new = set(NAMED_PATH.findall(held)) - found
+            found |= new
+            todo.extend(new)
+    return found
+
+
 def assert_pass_applied(body: dict[str, Any], decisions: list[Any], originals: dict[str, str], before: dict[str, str]) -> None:
     """The request after a pass: kept results as they were, cut ones carry a note whose file
     holds the original, dropped calls are gone and a marker names where their output went."""
@@ -86,8 +101,9 @@ def assert_pass_applied(body: dict[str, Any], decisions: list[Any], originals: d
 def assert_history_holds(body: dict[str, Any], passes: list[list[Any]], originals: dict[str, str]) -> None:
     """A request after several passes: each call as its first cut left it (a later pass keeps a
     cut as it is), a never-cut result whole; or, once the ladder moved its old turn to the
-    archive (rung d), the call gone, an index line naming the turn's file, and that file holding
-    the call as the passes before left it."""
+    archive (rung d, or rung e's older part of the turn in flight), the call gone, an index line
+    naming the turn's file (or a file down the chain of turn files the request names), and that
+    file holding the call as the passes before left it."""
     first_cut: dict[str, Any] = {}
     evicted: dict[str, Any] = {}
     for decisions in passes:
@@ -101,10 +117,12 @@ def assert_history_holds(body: dict[str, Any], passes: list[list[Any]], original
             first_cut.setdefault(decision.tool_use_id, None)
     now = results_of(body)
     named = {path for text in texts_of(body) for path in NAMED_PATH.findall(text)}
+    reachable = reachable_paths(body)
     for tool_use_id, cut in first_cut.items():
         turn = evicted.get(tool_use_id)
         if turn is not None:
-            assert tool_use_id not in json.dumps(body) and turn.archive_path in named, f"evicted call {tool_use_id}"
+            assert tool_use_id not in json.dumps(body), f"evicted call {tool_use_id} is still sent"
+            assert turn.archive_path in reachable, f"no marker or turn file leads to {turn.archive_path}"
             held = Path(turn.archive_path).read_text(encoding="utf-8")
             assert f" call {tool_use_id}\n" in held
             if cut is None:
@@ -284,8 +302,9 @@ def test_the_engine_firing_right_after_a_large_output_over_a_pruned_history_neve
     The mod now hands the hook the engine's threshold and compaction window (the usage
     breakdown): a pass is judged by them. Four rounds: the first pass replaces; the second
     round's passes replace, the first of them over the threshold with room left in the model's
-    window; the third round's pass, with nothing of its own to cut, moves round two's turn to
-    the archive (the ladder's rung d) and replaces; the fourth round's pass finds nothing left
+    window (a later one also moves the older part of that turn in flight, rung e, its last
+    exchange staying whole); the third round's pass, with nothing of its own to cut, moves round
+    two's turn to the archive (the ladder's rung d) and replaces; the fourth round's pass finds nothing left
     to prune (round three's turn is smaller than its index line would be) and skips (the engine
     says "not compacted" and goes on with the turn)."""
     claude.api.token_factor = 4.0
@@ -330,7 +349,13 @@ def test_the_engine_firing_right_after_a_large_output_over_a_pruned_history_neve
             assert (row.trigger, row.outcome) == ("auto", "replaced"), row.reason
             assert "1 old turn(s) moved to the archive" in row.reason and "67k threshold" in run.toasts()[0], run.toasts()
             assert {(d.action, d.reason) for d in decisions if d.reason != "pinned"} == {("drop", OLD_TURN)}
-            assert {d.input_preview for d in decisions if d.reason == OLD_TURN} >= {d.input_preview for d in claude.decisions()[1][1] if d.reason == "pinned"}
+            # This pass moved round two's turn, its last call in it; the older part of that turn
+            # (the calls pinned in flight by round two's earlier passes) left with those passes'
+            # later ones (rung e): by now every call of round two is in the archive.
+            round_two = claude.decisions()[1:-1]
+            assert {d.input_preview for d in decisions if d.reason == OLD_TURN} >= {d.input_preview for d in round_two[-1][1] if d.reason == "pinned"}
+            moved = {d.input_preview for _row, ds in claude.decisions() for d in ds if d.reason == OLD_TURN}
+            assert moved >= {d.input_preview for _row, ds in round_two for d in ds}
         else:
             # The engine may ask before the round's first request too (the round starts over its
             # threshold): each pass skips.

@@ -16,11 +16,11 @@ import os
 import re
 import stat
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from .private_files import check_own_folder, make_private_dirs, write_private
-from .records import record
 
 # The interpreter's own SHA-256 (``_sha256`` up to 3.11, ``_sha2`` from 3.12), the same digest as
 # hashlib's: importing hashlib loads OpenSSL first, about a tenth of the hook's start on one name.
@@ -110,7 +110,7 @@ def archived(directory: str, path: str) -> bytes | None:
     return data if archive_name(data, name[NAME_HEX:]) == name else None
 
 
-@record
+@dataclass
 class ArchiveReport:
     """How many archive files one write made, found already there, or removed to bound the folder."""
 

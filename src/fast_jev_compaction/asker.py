@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, runtime_checkable
 
-from .records import record
 
-
-@record
+@dataclass
 class Usage:
     """Tokens the judge reports having read and written."""
 
@@ -20,7 +18,7 @@ class Usage:
         self.output_tokens += other.output_tokens
 
 
-@record
+@dataclass
 class AskResult:
     """One answered request.
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import time
 from bisect import bisect_left
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Mapping, Sequence, TypeVar
 
@@ -51,7 +51,6 @@ from .policy import (
     threshold_decisions,
 )
 from .rebuild import MIN_SAVING, Cut, cut_of, media_blocks, moved_media, rebuild, trimmed_input
-from .records import frozen, record
 from .rules import Verdict, call_facts, settle
 from .stats import CompactStats, input_chars, measured
 
@@ -63,7 +62,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-@frozen
+@dataclass(frozen=True)
 class CompactResult:
     messages: list[SessionMessage]
     decisions: list[CallDecision]
@@ -391,7 +390,7 @@ def _position(calls: Sequence[ToolCall], call: ToolCall) -> int:
     return at
 
 
-@record(slots=True)
+@dataclass(slots=True)
 class _Probes:
     """One call's cuts, each made once, and the file its output is saved to. Two slots, not a
     dict by action: every call probed has one while the policy weighs them all."""
@@ -419,7 +418,7 @@ def _without_lead_notes(messages: Sequence[SessionMessage]) -> Sequence[SessionM
     ]
 
 
-@frozen
+@dataclass(frozen=True)
 class _Judging:
     """What asking the judge about some calls needs, shared by :func:`_answers` and :func:`_ask`."""
 

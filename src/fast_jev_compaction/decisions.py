@@ -20,11 +20,11 @@ fit a window, ``turn_eviction.py``; its action is ``drop``).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Final, Literal
 
 from .options import validate_threshold
 from .pairing import ToolCall
-from .records import frozen
 
 Action = Literal["keep", "truncate", "drop"]
 KEEP: Final = "keep"
@@ -53,7 +53,7 @@ def action_name(value: str) -> str:
     return LEGACY_ACTIONS.get(value, value)
 
 
-@frozen(slots=True)
+@dataclass(frozen=True, slots=True)
 class CallDecision:
     """What becomes of one tool call, with the judge's probabilities and why."""
 

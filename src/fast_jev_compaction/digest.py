@@ -20,24 +20,23 @@ from __future__ import annotations
 
 import heapq
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Iterator
 
 from . import runs
 from .focus import focus_lines, pointed_lines
-from .lazy_pattern import lazy_pattern
 from .markers import gap, ids_line
-from .records import frozen
 
 # A line worth keeping from the middle of a long output.
-_KEY_LINE = lazy_pattern(
+_KEY_LINE = re.compile(
     r"error|exception|traceback|assert|fail|fatal|panic|denied|refused|timed? ?out|warning|"
     r"\bexit(?:ed)?(?: code| status)?\b|\b\d+ (?:passed|failed|errors?|skipped|tests?)\b|"
     r"^(?:=+|-+|#+) |\bsummary\b|\btotal\b|\bdone\b|\bcreated\b|\bdeployed\b|\bcommit\b",
     re.IGNORECASE | re.MULTILINE,
 )
 # Tokens that cannot be guessed back: hashes, uuids, long ids, URLs.
-_ID_TOKEN = lazy_pattern(
+_ID_TOKEN = re.compile(
     r"\b[0-9a-f]{12,64}\b|\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b|"
     r"https?://\S{6,}|\b[A-Za-z]+_[A-Za-z0-9]{16,}\b"
 )
@@ -52,11 +51,11 @@ KEY_LINE_CHARS = 240
 # An id-like token: a path, a dotted or snake_case name, a hash, a URL, a long id. At least
 # ``ID_MIN_CHARS`` characters, at least one of the marks, and not a plain word.
 ID_MIN_CHARS = 20
-_ID_LIKE = lazy_pattern(r"[\w\-./~@+=%:]{" + str(ID_MIN_CHARS) + ",}")
-_ID_MARK = lazy_pattern(r"[0-9/_.\-]")
+_ID_LIKE = re.compile(r"[\w\-./~@+=%:]{" + str(ID_MIN_CHARS) + ",}")
+_ID_MARK = re.compile(r"[0-9/_.\-]")
 _ID_TRIM = ".,-/:"
 # ... and at least 8 letters or digits: a rule of dashes or dots names nothing.
-_EIGHT_ALNUM = lazy_pattern(r"(?:[^A-Za-z0-9]*[A-Za-z0-9]){8}")
+_EIGHT_ALNUM = re.compile(r"(?:[^A-Za-z0-9]*[A-Za-z0-9]){8}")
 # The line of ids gets up to this part (1/IDS_SHARE) of what the opening leaves of the budget.
 IDS_SHARE = 2
 # Lines are only searched this far into a huge output, so a digest stays cheap; ids, which cost
@@ -71,7 +70,7 @@ _IDS_SCAN_CHARS = 200_000
 FAILURES_FACTOR = 4
 
 
-@frozen
+@dataclass(frozen=True)
 class DigestShape:
     """Character budgets: the whole digest, its opening and its line of ids; the closing and the
     key lines of the middle share the rest equally."""

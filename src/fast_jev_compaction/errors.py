@@ -24,8 +24,6 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from .lazy_pattern import lazy_pattern
-
 Audience = Literal["cli", "plugin"]
 
 EXIT_OK = 0
@@ -152,7 +150,7 @@ class JevConfigError(JevError):
         super().__init__(message)
 
 
-_PLACEHOLDER = lazy_pattern(r"\{(\w+)(?:=([^}]*))?\}")
+_PLACEHOLDER = re.compile(r"\{(\w+)(?:=([^}]*))?\}")
 
 
 def render_hint(hint: str, audience: Audience = "cli") -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache, lru_cache
 from operator import attrgetter
 from typing import Any, Iterator, Sequence
@@ -19,7 +20,6 @@ from .history import (
 from .messages import SessionMessage
 from .pairing import Pairing, PendingCall, ToolCall, is_pinned
 from .questions import STATE_CONTEXT
-from .records import frozen
 from .textutil import ELLIPSIS, abridge, collapsed, format_number, js_json, plain_json
 from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, json_tally, ordered_estimate, tally, tally_bounds
 
@@ -31,7 +31,7 @@ ABRIDGE_HEAD, ABRIDGE_TAIL = 400, 150
 ABRIDGE_OVER = ABRIDGE_HEAD + ABRIDGE_TAIL + 40
 
 
-@frozen
+@dataclass(frozen=True)
 class FittedState:
     state: dict[str, Any]
     tokens: int

@@ -17,10 +17,8 @@ from collections import Counter
 from functools import lru_cache
 from typing import Iterator
 
-from .lazy_pattern import lazy_pattern
-
 # A word's parts: an upper-case run (an acronym), a capitalised or lower-case word, digits.
-_PART = lazy_pattern(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 # Words that say how a question is asked, not what it is about.
 _STOP = frozenset(
     "a an and any are as at be but by can could did do does doing done for from get got had has have how i if in "
@@ -34,7 +32,7 @@ _RARE = math.log(RARE_LINES)
 # (``str.lower`` may lengthen a non-ASCII character), and terms are ASCII.
 _ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
 # The Read tool's numbered lines: "    42→text" (or a tab after the number, in older versions).
-_NUMBERED = lazy_pattern(r"^ *(\d+)(?:→|\t)", re.MULTILINE)
+_NUMBERED = re.compile(r"^ *(\d+)(?:→|\t)", re.MULTILINE)
 
 
 def terms(text: str) -> frozenset[str]:

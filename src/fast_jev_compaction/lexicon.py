@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, Final, Mapping
 
-from .lazy_pattern import lazy_pattern
-from .records import frozen
 from .textutil import c_encoder
 
 READ: Final = "read"
@@ -68,12 +67,12 @@ _KIND_BY_NAME: Mapping[str, str] = {**KIND_BY_TOOL, **dict.fromkeys(SHELL_TOOLS,
 
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 # MCP and other unknown tools: the verb in the name says whether a call mutates.
-_MUTATING_VERB = lazy_pattern(
+_MUTATING_VERB = re.compile(
     r"(?:^|[_\-.])(create|update|delete|remove|send|post|push|merge|write|comment|publish|deploy|"
     r"close|set|add|edit|upload|move|rename|approve|assign|trigger|run|execute|insert|patch|put)"
     r"(?:$|[_\-.])"
 )
-_READING_VERB = lazy_pattern(
+_READING_VERB = re.compile(
     r"(?:^|[_\-.])(get|list|search|fetch|read|view|find|query|describe|show|lookup|browse|"
     r"status|info)(?:$|[_\-.])"
 )
@@ -110,7 +109,7 @@ _SIDE_EFFECT_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (r"[^0-9&>\-=]>>?\s*(?!&|/dev/null)[^\s&|;>]", (">",)),  # redirection into a file
 )
 # Compiled when a command first holds one of its words (lazy_pattern).
-_SIDE_EFFECT = tuple((lazy_pattern(pattern), words) for pattern, words in _SIDE_EFFECT_PATTERNS)
+_SIDE_EFFECT = tuple((re.compile(pattern), words) for pattern, words in _SIDE_EFFECT_PATTERNS)
 # One word boundary on each side of the whole alternation, not of each branch: ``re`` then tries
 # one boundary at each position of the command instead of one per branch.
 _TEST_BUILD = re.compile(
@@ -285,7 +284,7 @@ def _named_kind(tool: str) -> str:
     return OTHER
 
 
-@frozen(slots=True)  # one per call, beside its facts
+@dataclass(frozen=True, slots=True)  # one per call, beside its facts
 class CallShape:
     """What one call is: its kind and the keys that say when two calls did the same thing."""
 

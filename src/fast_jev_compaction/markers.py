@@ -10,13 +10,11 @@ from __future__ import annotations
 import re
 from typing import Callable, Final
 
-from .lazy_pattern import lazy_pattern
-
 PREFIX: Final = "[fast-jev-compaction"
 
 # Recognises our own marks, current and earlier spellings, so a later pass never cuts a cut.
-_OWN_MARK = lazy_pattern(r"\[fast-jev-compaction (?:kept |truncated |removed |moved |ran |trimmed )|\[fast-jev-compaction: ")
-_SAVED_AT = lazy_pattern(r"(?:saved at|full output:) (\S+?)(?:;|\s|\])")
+_OWN_MARK = re.compile(r"\[fast-jev-compaction (?:kept |truncated |removed |moved |ran |trimmed )|\[fast-jev-compaction: ")
+_SAVED_AT = re.compile(r"(?:saved at|full output:) (\S+?)(?:;|\s|\])")
 
 
 def carries_mark(text: str) -> bool:
@@ -33,7 +31,7 @@ def saved_path(text: str) -> str | None:
     return match.group(1) if match else None
 
 
-_CUT_TOTAL = lazy_pattern(r"\[fast-jev-compaction kept [\d,]+ of ([\d,]+) chars of this ")
+_CUT_TOTAL = re.compile(r"\[fast-jev-compaction kept [\d,]+ of ([\d,]+) chars of this ")
 
 
 def cut_note(text: str) -> tuple[str, int | None] | None:
@@ -49,22 +47,22 @@ def cut_note(text: str) -> tuple[str, int | None] | None:
 
 
 # Any spelling that would pass for our prefix to a reader: any case, spaces after the bracket.
-_LOOK_ALIKE = lazy_pattern(r"\[\s*fast-jev-compaction", re.IGNORECASE)
+_LOOK_ALIKE = re.compile(r"\[\s*fast-jev-compaction", re.IGNORECASE)
 # What a look-alike in foreign text reads as instead: visibly not one of our marks.
 QUOTED: Final = "[quoted fast-jev-compaction"
 # The notes the plugin itself puts in a tool output before or by a compaction (a media or tools
 # note, a truncation note), as their builders below make them; ``path`` is the file one names.
 _OUTPUT_NOTES = (
-    lazy_pattern(
+    re.compile(
         r"\[fast-jev-compaction kept [\d,]+ of [\d,]+ chars of this (?:error )?output \(its opening, closing "
         r"and key lines\); (?:the full (?:error )?output is saved at (?P<path>\S+); Read it if needed|re-run the tool if needed)\]"
     ),
-    lazy_pattern(
+    re.compile(
         r"\[fast-jev-compaction (?:saved an? [\w.+/-]+(?: \([\d.]+ (?:bytes|kB|MB)\))? of this output at (?P<path>\S+); "
         r"Read it to see it again|replaced an? [\w.+/-]+(?: \([\d.]+ (?:bytes|kB|MB)\))? of this output with this line; "
         r"re-run the tool to see it again)\]"
     ),
-    lazy_pattern(r"\[fast-jev-compaction notes that this search loaded the tools [\w.:, -]+; ToolSearch with \"select:[\w.:,-]+\" loads them again if needed\]"),
+    re.compile(r"\[fast-jev-compaction notes that this search loaded the tools [\w.:, -]+; ToolSearch with \"select:[\w.:,-]+\" loads them again if needed\]"),
 )
 
 

@@ -11,11 +11,9 @@ in.
 from __future__ import annotations
 
 import sys
-from dataclasses import field
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, Mapping
-
-from .records import frozen
 
 Role = Literal["user", "assistant"]
 ROLES: tuple[Role, ...] = ("user", "assistant")
@@ -54,7 +52,7 @@ def shared_input(fields: Mapping[str, Any], shared: dict[Any, Any]) -> dict[str,
     return shared.setdefault(tuple(item for pair in made.items() for item in pair), made)
 
 
-@frozen(slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolUse:
     """A tool_use block of an assistant message; ``text``/``isError`` copy its outcome."""
 
@@ -73,7 +71,7 @@ class ToolUse:
         )
 
 
-@frozen(slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """A tool_result block of a user message."""
 
@@ -86,7 +84,7 @@ class ToolResult:
         return _wire((("tool_use_id", self.tool_use_id), ("text", self.text), ("isError", self.isError)), self.extra)
 
 
-@frozen(slots=True)
+@dataclass(frozen=True, slots=True)
 class SessionMessage:
     """One conversation message: text plus its tool blocks.
 

@@ -14,10 +14,10 @@ hand-edited setting never costs the user a compaction).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
 from .digest import FAILURES_FACTOR
-from .records import frozen
 
 Kind = Literal["number", "integer", "string", "choice", "flag"]
 # core: a CompactOptions field; cli: a `fast-jev compact` flag; hook: read by the Python hook;
@@ -47,7 +47,7 @@ class OptionValueError(ValueError):
         super().__init__(f"{option.name}: {why}")
 
 
-@frozen
+@dataclass(frozen=True)
 class Option:
     name: str
     kind: Kind
@@ -352,7 +352,7 @@ def read_plugin_options(raw: Mapping[str, Any] | None) -> tuple[dict[str, Any], 
     return values, notes
 
 
-@frozen
+@dataclass(frozen=True)
 class CompactOptions:
     """Resolved options; build them with :func:`resolve_options` to apply the rules."""
 

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .errors import PairingError
 from .messages import SessionMessage, ToolResult
-from .records import frozen, record
 
 
 # Slotted: a session of 200k messages has some 100k calls, each alive for the whole compaction.
-@frozen(slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """A completed call: its tool_use and its tool_result are both in the transcript."""
 
@@ -26,7 +25,7 @@ class ToolCall:
     pinned: bool
 
 
-@frozen
+@dataclass(frozen=True)
 class PendingCall:
     """A tool_use whose result is not in the transcript yet: visible to the judge, never dropped."""
 
@@ -36,7 +35,7 @@ class PendingCall:
     call_index: int
 
 
-@record
+@dataclass
 class Pairing:
     calls: list[ToolCall] = field(default_factory=list)
     pending: list[PendingCall] = field(default_factory=list)

@@ -9,10 +9,10 @@ file an absolute path reads).
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import Mapping, Sequence
 
-from .lazy_pattern import lazy_pattern
 from .lexicon import READ, call_shape
 from .messages import ToolResult
 from .pairing import ToolCall
@@ -20,7 +20,7 @@ from .pairing import ToolCall
 # A pointer: a path (a run of path characters, never starting inside a longer run) followed by
 # ":<line>" or '", line <line>'. One pass over an output finds them all, whatever files were read.
 _PATH = r"[A-Za-z0-9_.~/\\-]"
-_POINTER = lazy_pattern(rf"(?<!{_PATH})({_PATH}+)(?::|\", line )(\d{{1,7}})\b")
+_POINTER = re.compile(rf"(?<!{_PATH})({_PATH}+)(?::|\", line )(\d{{1,7}})\b")
 # An output is searched this far for pointers: the far end of a huge output (a log, a dump)
 # points at nothing the session read for.
 POINTER_SCAN_CHARS = 200_000

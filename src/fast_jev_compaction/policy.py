@@ -85,12 +85,12 @@ same 14 outputs are lost, at 61 % removed (58 % on the tune half).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .decisions import BUDGET, DROP, KEEP, TRUNCATE, Action, CallDecision, decide_call
 from .options import CompactOptions
 from .pairing import ToolCall, is_recent, messages_since
-from .records import frozen
 from .stats import input_chars
 
 # Outputs up to these sizes stay whole under the budget policy (see the table above): recent ones
@@ -179,7 +179,7 @@ def _may_be_cheap(call: ToolCall, messages_total: int) -> bool:
     return MIN_DROP_CHARS <= call.result_chars <= CHEAP_MAX_CHARS and not is_recent(call, messages_total)
 
 
-@frozen(slots=True)
+@dataclass(frozen=True, slots=True)
 class Scored:
     call: ToolCall
     keep_call: float

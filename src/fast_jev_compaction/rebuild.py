@@ -10,7 +10,7 @@ file.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from .archive import EXTENSIONS, archive_path, base64_bytes
@@ -20,7 +20,6 @@ from .lexicon import call_target
 from .markers import drop_marker, input_marker, moved_media_note, quoted, truncation_note
 from .messages import NO_EXTRA, SessionMessage, ToolResult, ToolUse
 from .pairing import ToolCall
-from .records import frozen
 from .stats import message_chars
 
 # A cut must free at least this many characters, marker included, or the output stays whole.
@@ -63,7 +62,7 @@ WRITES_FILES = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
 _MEDIA_KINDS = frozenset({"image", "document"})
 
 
-@frozen
+@dataclass(frozen=True)
 class TrimmedInput:
     """A call's input with its long bodies replaced by markers, and the files that hold them
     (path -> body, each saved whole)."""
@@ -107,7 +106,7 @@ def trimmed_input(tool: str, tool_input: Mapping[str, Any], archive_dir: str) ->
     return TrimmedInput(trimmed, files) if files else None
 
 
-@frozen
+@dataclass(frozen=True)
 class MovedMedia:
     """A message whose attached images and documents moved to the archive: the message with a
     note in each one's place, the files (path -> bytes) and how many moved."""
@@ -152,7 +151,7 @@ def moved_media(message: SessionMessage, archive_dir: str) -> MovedMedia | None:
     return MovedMedia(replace(message, handle=None, extra={**extra, "extraBlocks": kept}), files, len(files))
 
 
-@frozen(slots=True)
+@dataclass(frozen=True, slots=True)
 class Cut:
     """What truncating or dropping one call does, made once for the budget policy's probes and
     the rebuild alike: the characters of context it frees (as ``message_chars`` counts them,

@@ -34,8 +34,6 @@ import re
 from collections import Counter
 from typing import Any, Callable
 
-from .lazy_pattern import lazy_pattern
-
 MASK = "***"
 PEM_MASK = "[private key redacted]"
 
@@ -110,8 +108,8 @@ def _quoted_mask(value: str) -> str:
 
 # --------------------------------------------------------------------------- PEM blocks
 
-_PEM_BEGIN = lazy_pattern(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----")
-_PEM_END = lazy_pattern(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----")
+_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----")
+_PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----")
 
 
 def _mask_pem(text: str) -> str:
@@ -140,27 +138,27 @@ def _mask_pem(text: str) -> str:
 
 # --------------------------------------------------------------------------- value patterns
 
-_URL_USERINFO = lazy_pattern(r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]*+://[^\s/?#@:]++:)[^\s/?#@]++@")
-_AUTH_SCHEME = lazy_pattern(r"(?<![A-Za-z0-9_])((?i:bearer|basic)[ \t]++)([A-Za-z0-9._~+/\-]++=*+)")
+_URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]*+://[^\s/?#@:]++:)[^\s/?#@]++@")
+_AUTH_SCHEME = re.compile(r"(?<![A-Za-z0-9_])((?i:bearer|basic)[ \t]++)([A-Za-z0-9._~+/\-]++=*+)")
 _AWS_PREFIXES = ("AKIA", "ASIA", "AIDA", "AROA", "AGPA", "ANPA", "ANVA", "AIPA", "ABIA", "ACCA")
-_AWS_ACCESS_KEY = lazy_pattern(r"(?<![A-Za-z0-9])(?:" + "|".join(_AWS_PREFIXES) + r")[0-9A-Z]{16}(?![A-Za-z0-9])")
-_AWS_SECRET_KEY = lazy_pattern(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
-_GITHUB_TOKEN = lazy_pattern(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{20}|github_pat_[A-Za-z0-9_]{20})[A-Za-z0-9_]*+")
-_SLACK_TOKEN = lazy_pattern(r"(?<![A-Za-z0-9_\-])xox[abposr]-[A-Za-z0-9\-]{10}[A-Za-z0-9\-]*+")
-_SK_KEY = lazy_pattern(r"(?<![A-Za-z0-9_\-])sk-[A-Za-z0-9_\-]{16}[A-Za-z0-9_\-]*+")
+_AWS_ACCESS_KEY = re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(_AWS_PREFIXES) + r")[0-9A-Z]{16}(?![A-Za-z0-9])")
+_AWS_SECRET_KEY = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_GITHUB_TOKEN = re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{20}|github_pat_[A-Za-z0-9_]{20})[A-Za-z0-9_]*+")
+_SLACK_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-])xox[abposr]-[A-Za-z0-9\-]{10}[A-Za-z0-9\-]*+")
+_SK_KEY = re.compile(r"(?<![A-Za-z0-9_\-])sk-[A-Za-z0-9_\-]{16}[A-Za-z0-9_\-]*+")
 # Vendor keys known by their prefix alone.
 _VENDOR_PREFIXES = ("sk_live_", "sk_test_", "rk_live_", "rk_test_", "AIza", "glpat-", "hf_", "SG.")
-_VENDOR_KEY = lazy_pattern(
+_VENDOR_KEY = re.compile(
     r"(?<![A-Za-z0-9_\-.])(?:[sr]k_(?:live|test)_[A-Za-z0-9]{8}|AIza[A-Za-z0-9_\-]{30}|glpat-[A-Za-z0-9_\-]{16}"
     r"|hf_[A-Za-z0-9]{24}|SG\.[A-Za-z0-9_\-]{16,}+\.[A-Za-z0-9_\-]{16})[A-Za-z0-9_\-.]*+"
 )
 # curl's -u/--user (and -U/--proxy-user) user:password, quoted (to the quote) or not (to a space);
 # the user stays.
-_USER_PASSWORD = lazy_pattern(
+_USER_PASSWORD = re.compile(
     r"(?<![A-Za-z0-9_\-])((?:-[uU]|--user|--proxy-user)(?:[ \t]++|=)?+)"
     r"(?:(\\?[\"'])([^\s:\"'\\]++:)[^\"'\\\n]*+|([^\s:\"'\\]++:)[^\s\"'\\]++)"
 )
-_JWT = lazy_pattern(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]++\.eyJ[A-Za-z0-9_\-]++\.[A-Za-z0-9_\-]*+")
+_JWT = re.compile(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]++\.eyJ[A-Za-z0-9_\-]++\.[A-Za-z0-9_\-]*+")
 
 
 def _mask_auth_scheme(match: re.Match[str]) -> str:
@@ -188,22 +186,22 @@ def _maybe_secret(name_class: str) -> str:
 
 
 # NAME=value (shell, .env lines, query strings, --flag=value).
-_ASSIGN_NAME = lazy_pattern(r"(?<![A-Za-z0-9_.\-])-{0,2}" + _maybe_secret(r"A-Za-z0-9_.\-") + r"([A-Za-z_][A-Za-z0-9_.\-]*+)[ \t]*+=(?!=)[ \t]*+")
+_ASSIGN_NAME = re.compile(r"(?<![A-Za-z0-9_.\-])-{0,2}" + _maybe_secret(r"A-Za-z0-9_.\-") + r"([A-Za-z_][A-Za-z0-9_.\-]*+)[ \t]*+=(?!=)[ \t]*+")
 # Quotes may come escaped (\"): tool inputs often sit in the state as serialised JSON.
-_ASSIGN_VALUE = lazy_pattern(r"\\?\"[^\"\n]*+\"?|\\?'[^'\n]*+'?|[^\s&;,\"'`}\\]++")
+_ASSIGN_VALUE = re.compile(r"\\?\"[^\"\n]*+\"?|\\?'[^'\n]*+'?|[^\s&;,\"'`}\\]++")
 # =value that looks like a generated key, whatever the name ("SIGNING=q8Zr4TbX2mWn7KpL9vYc").
-_ASSIGNED_RANDOM = lazy_pattern(r"(?<==)([\"']?+)([A-Za-z0-9+/_\-.~]{20,}+)")
+_ASSIGNED_RANDOM = re.compile(r"(?<==)([\"']?+)([A-Za-z0-9+/_\-.~]{20,}+)")
 # "name": value / name: value (JSON, YAML, HTTP headers).
-_COLON_NAME = lazy_pattern(
+_COLON_NAME = re.compile(
     r"(?<![A-Za-z0-9_\-])([\"']?)" + _maybe_secret(r"A-Za-z0-9_\-") + r"([A-Za-z_][A-Za-z0-9_\-]*+)\\?\1[ \t]*+:(?!//)[ \t]*+"
 )
 # One word, or two when the first is an auth scheme ("Authorization: Token abc").
-_COLON_VALUE = lazy_pattern(
+_COLON_VALUE = re.compile(
     r"\\?\"[^\"\n]*+\"?|\\?'[^'\n]*+'?|(?:(?i:bearer|basic|token|digest|negotiate)[ \t]++)?[^\s,}\"'\\]++"
 )
 # --password value
-_FLAG_NAME = lazy_pattern(r"(?<![A-Za-z0-9_\-])--?" + _maybe_secret(r"A-Za-z0-9\-") + r"([A-Za-z][A-Za-z0-9\-]*+)[ \t]++")
-_FLAG_VALUE = lazy_pattern(r"\"[^\"\n]*+\"?|'[^'\n]*+'?|[^\s\-*][^\s]*+")
+_FLAG_NAME = re.compile(r"(?<![A-Za-z0-9_\-])--?" + _maybe_secret(r"A-Za-z0-9\-") + r"([A-Za-z][A-Za-z0-9\-]*+)[ \t]++")
+_FLAG_VALUE = re.compile(r"\"[^\"\n]*+\"?|'[^'\n]*+'?|[^\s\-*][^\s]*+")
 
 
 def _colon_secret(name: str) -> bool:
@@ -213,11 +211,11 @@ def _colon_secret(name: str) -> bool:
 
 
 # Commands whose -p flag takes a password: mysql -pSECRET, sshpass -p SECRET, docker login -p SECRET.
-_P_COMMAND = lazy_pattern(r"(?<![A-Za-z0-9_\-])(?:mysql[a-z]*+|mariadb[a-z\-]*+|sshpass|login)(?![A-Za-z0-9_\-])")
+_P_COMMAND = re.compile(r"(?<![A-Za-z0-9_\-])(?:mysql[a-z]*+|mariadb[a-z\-]*+|sshpass|login)(?![A-Za-z0-9_\-])")
 # The command's arguments before its -p, within one command; possessive, so the scan can resume
 # at its end when no -p follows.
-_P_ARGUMENTS = lazy_pattern(r"(?:[ \t]++(?!-p)[^\s|;&]++)*+")
-_P_FLAG = lazy_pattern(r"[ \t]++-p[ \t]*+")
+_P_ARGUMENTS = re.compile(r"(?:[ \t]++(?!-p)[^\s|;&]++)*+")
+_P_FLAG = re.compile(r"[ \t]++-p[ \t]*+")
 
 
 def _mask_p_flags(text: str) -> str:
@@ -280,7 +278,7 @@ def _mask_assigned_random(match: re.Match[str]) -> str:
 
 # Every match of a secret name or an auth scheme holds one of these words (the same case-insensitive
 # alternatives as the patterns'), so a text without any skips those patterns.
-_HINT = lazy_pattern(rf"(?i:{_SECRET_WORDS}|bearer|basic)")
+_HINT = re.compile(rf"(?i:{_SECRET_WORDS}|bearer|basic)")
 
 
 def _hinted(text: str) -> bool:

@@ -13,17 +13,16 @@ itself as the decision's reason.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Callable, Container, Final, Sequence
 
 from .decisions import DROP, KEEP, TRUNCATE, Action
 from .lexicon import DECISION, EDIT, READ, SIDE_EFFECT, TEST_BUILD, TODO, CallShape, call_shape, command_head
 from .pairing import ToolCall, is_recent
-from .records import frozen, record
 
 
 # Slotted: one per call (some 100k in a long session), alive together at the compaction's peak.
-@record(slots=True)
+@dataclass(slots=True)
 class CallFacts:
     """One call as the rules see it, with what the rest of the conversation says about it."""
 
@@ -50,7 +49,7 @@ LOG_CAP = 16_000
 EDIT_CAP = 1500
 
 
-@frozen
+@dataclass(frozen=True)
 class Rule:
     name: str
     action: Action
@@ -87,13 +86,13 @@ RULES: Final[tuple[Rule, ...]] = (
 RULE_NAMES: Final = tuple(rule.name for rule in RULES)
 
 
-@frozen(slots=True)
+@dataclass(frozen=True, slots=True)
 class Verdict:
     rule: str
     action: Action
 
 
-@record
+@dataclass
 class _Seen:
     """What calls later than the one being looked at did, walking the calls newest first."""
 

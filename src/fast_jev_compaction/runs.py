@@ -11,11 +11,9 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from .lazy_pattern import lazy_pattern
-
 # The runner's own framing, one of which every run prints: its totals, a pass or fail status
 # line, or its announcement of how many tests it collected.
-_SIGNATURE = lazy_pattern(
+_SIGNATURE = re.compile(
     r"^=+ .*\b\d+ (?:passed|failed|errors?)\b|^=+ (?:FAILURES|ERRORS|short test summary info) =+$|"
     r"^collect(?:ing \.\.\. collect)?ed \d+ items?|::\S+ (?:PASSED|FAILED)\b|"
     r"^\s*Tests?:?\s+(?:\d+ \w+[,|] +)*\d+ (?:failed|passed)\b|^\s*Test (?:Suites|Files):?\s+\d+|"
@@ -25,14 +23,14 @@ _SIGNATURE = lazy_pattern(
 )
 # What only a run with a failure prints: a failure count, a failing test's status line, the
 # heading of the failures' section.
-_FAILURE = lazy_pattern(
+_FAILURE = re.compile(
     r"\b[1-9]\d* (?:failed|failing)\b|^=+ (?:FAILURES|ERRORS) =+$|::\S+ (?:FAILED|ERROR)\b|^(?:FAILED|ERROR) \S|"
     r"^\s*[✕×✗]\s|^\s*FAIL\s+\S|^\s*--- FAIL: |^test \S+ \.\.\. FAILED$|^test result: FAILED",
     re.MULTILINE,
 )
 _FAILURE_WORDS = ("FAIL", "ERROR", "failed", "failing", "✕", "×", "✗")
 # A line that names a failing test, or the run's totals.
-_FAILED_TEST = lazy_pattern(
+_FAILED_TEST = re.compile(
     r"^_{3,} .+ _{3,}$|^(?:FAILED|ERROR) \S|::\S+ (?:FAILED|ERROR)\b|"  # pytest
     r"^\s*[●✕×✗]\s|^\s*FAIL\s+\S|"  # jest, vitest
     r"^\s*--- FAIL: |"  # go
@@ -40,22 +38,22 @@ _FAILED_TEST = lazy_pattern(
     r"^\s+\d+\) \S",  # mocha
     re.MULTILINE,
 )
-_TOTALS = lazy_pattern(
+_TOTALS = re.compile(
     r"\b\d+ (?:failed|passed|failing|passing|errors?)\b|^test result: |^FAIL\s+\S+\s+[\d.]+s$|^FAIL$"
 )
 # What a failure says: the assertion, expected and actual values, the panic or exception.
-_ASSERTION = lazy_pattern(
+_ASSERTION = re.compile(
     r"\bassert|\bexpect(?:ed)?\b|\breceived\b|\bactual\b|\bgot\b|\bwant(?:ed)?\b|\bshould\b|"
     r"\bmismatch|\bnot equal\b|\bdiffer|!=|==|^\s*(?:left|right):|\bpanic|"
     r"\b\w*(?:Error|Exception)\b:|^E\s{2,}\S",
     re.IGNORECASE,
 )
 # Where and around what it failed: file:line, the failing statement, a stack frame, a diff.
-_DETAIL = lazy_pattern(
+_DETAIL = re.compile(
     r"\S\.\w{1,6}:\d+|^E\s|^>\s|^\s*>\s*\d+\s*\||^\s+at \S|^\s*❯ \S|^\s*[-+]\s*\S"
 )
 # A line that reports a test that passed (or a step of the runner): never worth keeping here.
-_PASSED = lazy_pattern(
+_PASSED = re.compile(
     r"\bPASS(?:ED)?\b|^\s*[✓✔√]\s|\.\.\. ok$|^\s*(?:ok|PASS)\s+\S+\s+[\d.]+s$|^=== (?:RUN|PAUSE|CONT)\s|"
     r"\bSKIPPED\b|\bXFAIL\b"
 )

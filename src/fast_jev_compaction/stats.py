@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 from array import array
+from dataclasses import dataclass
 from json.encoder import encode_basestring
 from typing import Sequence
 
 from .decisions import BUDGET, PINNED, THRESHOLD, CallDecision
 from .messages import SessionMessage
 from .pairing import ToolCall
-from .records import record
 from .textutil import JSON_SHORT_ESCAPES, js_json
 
 UI_LOG_MAX_CHARS = 4096
@@ -96,7 +96,7 @@ def measured(messages: Sequence[SessionMessage], calls: Sequence[ToolCall]) -> t
     return sizes, array("q", [size for size, use in zip(inputs, uses) if use.tool_use_id in completed])
 
 
-@record
+@dataclass
 class CompactStats:
     messages_before: int = 0
     messages_after: int = 0

@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Callable
-
-from .lazy_pattern import lazy_pattern
 
 ELLIPSIS = "\u2026"
 # The bytes a JSON string writes with a backslash and one character (``\n``, ``\"``); the other
 # bytes below 0x20 take six (``\u001b``), and every other byte is written as it is.
 JSON_SHORT_ESCAPES = b'"\\\b\f\n\r\t'
-_LONE_SURROGATE = lazy_pattern("[\ud800-\udfff]")
-_UNWRITABLE = lazy_pattern("[\ud800-\udfff\x00]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNWRITABLE = re.compile("[\ud800-\udfff\x00]")
 # C0 controls but line feed and tab, DEL, and C1 controls (the 8-bit CSI among them).
-_TERMINAL_CONTROL = lazy_pattern("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_TERMINAL_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # One encoder each, built once: json.dumps with options builds a new one per call, which costs
 # more than encoding a short value, and so does JSONEncoder.encode (a closure, a C encoder and a
 # dict of the containers it is in, per value). Values here come from parsed JSON or are built by

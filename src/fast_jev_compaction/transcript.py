@@ -16,11 +16,10 @@ import sys
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import records  # as a module: "record" names a transcript line here
 from .errors import TranscriptError
 from .messages import NO_EXTRA, MessageError, SessionMessage, ToolResult, ToolUse, parse_messages, shared_input
 
@@ -66,7 +65,7 @@ _KNOWN_RECORD_TYPES = frozenset(
 _CONVERSATION_TYPES = frozenset({"user", "assistant"})
 
 
-@records.record
+@dataclass
 class TranscriptStats:
     """What the reader skipped, so callers can report it instead of losing it silently."""
 
@@ -101,7 +100,7 @@ class TranscriptStats:
         return any(t in _KNOWN_RECORD_TYPES for t in self.record_types)
 
 
-@records.record
+@dataclass
 class TranscriptParse:
     messages: list[SessionMessage]
     stats: TranscriptStats
@@ -182,7 +181,7 @@ def _append(items: list[Any] | None, item: Any) -> list[Any]:
     return items
 
 
-@records.record(slots=True)
+@dataclass(slots=True)
 class _Held:
     """A result record read before its call, waiting for the record its ``parentUuid`` names."""
 
@@ -195,7 +194,7 @@ class _Held:
     order: int  # its rank among held records, in file order
 
 
-@records.record(slots=True)
+@dataclass(slots=True)
 class _Early:
     """A result whose call has not come yet, and where it sits."""
 
@@ -556,7 +555,7 @@ def _streamed_records(records: _Lines) -> TranscriptParse | None:
         return None
 
 
-@records.record
+@dataclass
 class _Plan:
     """What a first reading of a transcript says about its live part."""
 

@@ -26,6 +26,7 @@ turns, hundreds in a very long session, shrink to the file they name, oldest fir
 from __future__ import annotations
 
 from bisect import bisect_right
+from dataclasses import dataclass
 from typing import Sequence
 
 from .archive import archive_path
@@ -33,7 +34,6 @@ from .lexicon import EDIT, READ, call_shape
 from .markers import is_turn_index_line, saved_path, short_index_line, turn_index_line
 from .messages import SessionMessage
 from .pairing import ToolCall, pinned_positions
-from .records import frozen
 from .stats import message_chars
 from .textutil import js_json
 
@@ -73,7 +73,7 @@ def in_flight_preserve(messages: Sequence[SessionMessage], preserve: int) -> int
     return max(preserve, len(messages) - first)
 
 
-@frozen(slots=True)
+@dataclass(frozen=True, slots=True)
 class EvictedTurn:
     """One turn moved to the archive: the calls it held (pairing's, dropped ones included), its
     file and the characters its eviction freed."""
@@ -84,7 +84,7 @@ class EvictedTurn:
     part: bool = False  # the older part of the turn in flight, not a whole turn
 
 
-@frozen
+@dataclass(frozen=True)
 class Eviction:
     messages: list[SessionMessage]
     turns: list[EvictedTurn]

@@ -14,6 +14,7 @@ sends a small state.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .errors import FittingError
@@ -31,7 +32,6 @@ from .history import RenderMemo, one_line_most_chars
 from .messages import ROLES, SessionMessage
 from .pairing import Pairing, ToolCall, pinned_positions
 from .questions import REQUEST_OVERHEAD_TOKENS, batch_calls
-from .records import frozen
 from .textutil import abridge, collapsed, format_number
 from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, most_tokens, ordered_estimate, tally_bounds
 
@@ -57,7 +57,7 @@ MAX_MISSES = 64
 _ROLE = {role: role for role in ROLES}
 
 
-@frozen
+@dataclass(frozen=True)
 class Request:
     """One judge request: a state and the calls asked about next to it."""
 

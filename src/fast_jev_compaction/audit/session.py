@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..decisions import ACTIONS, action_name
-from ..records import frozen
 from .report import EMPTY_STATE, format_pct, kept_out_tenths
 from .store import CompactionRow, DecisionRow
 
@@ -42,7 +42,7 @@ def reason_category(compaction: CompactionRow) -> str:
     return compaction.fallback_reason or compaction.reason or "(no reason given)"
 
 
-@frozen
+@dataclass(frozen=True)
 class Compaction:
     row: CompactionRow
     decisions: tuple[DecisionRow, ...]
@@ -52,7 +52,7 @@ class Compaction:
         return {kind: counted.get(kind, 0) for kind in KINDS}
 
 
-@frozen
+@dataclass(frozen=True)
 class SessionSummary:
     """Totals over one session. Context sizes and call counts cover *replaced* compactions only,
     as in ``fast-jev stats``: a fallback or a skip frees nothing."""

@@ -21,13 +21,12 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ..private_files import FILE_MODE, make_private_dirs
-from ..records import frozen, record
 from ..redaction import redact_text
 from . import spill
 from .redact import PREVIEW_LIMIT, clip
@@ -83,7 +82,7 @@ class DecisionLogBusy(DecisionLogError):
         )
 
 
-@record(kw_only=True)
+@dataclass(kw_only=True)
 class CompactionRow:
     """One compaction attempt. ``freed_chars`` counts only chars that were in the context."""
 
@@ -110,7 +109,7 @@ class CompactionRow:
     id: int | None = None  # set when read back
 
 
-@record(kw_only=True)
+@dataclass(kw_only=True)
 class DecisionRow:
     """One per-call decision of a compaction."""
 
@@ -129,7 +128,7 @@ class DecisionRow:
     compaction_id: int | None = None  # set when read back
 
 
-@frozen(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class Totals:
     """Aggregates over compactions. Context sizes count *replaced* compactions only."""
 

@@ -15,10 +15,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
-
-from ..records import frozen
 
 # The hook as the plugin runs it; present in a checkout (the package sits in src/ beside hooks/).
 HOOK_SCRIPT = Path(__file__).resolve().parents[3] / "hooks" / "fast_jev_hook.py"
@@ -29,7 +28,7 @@ HOOK_EVENT_MESSAGES = 30
 HOOK_OPTIONS = {"judge": "local", "minReductionRatio": 0}
 
 
-@frozen
+@dataclass(frozen=True)
 class Child:
     """One finished child process: its exit code, CPU seconds (user + system) and peak RSS in
     bytes; for a hook, the ``action`` it answered ("none" when its output was not one answer)."""

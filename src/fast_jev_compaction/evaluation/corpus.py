@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from ..errors import CompactionError
 from ..messages import SessionMessage
 from ..pairing import pair_tool_calls
-from ..records import frozen
 from ..transcript import read_messages
 
 _REPO = Path(__file__).resolve().parents[3]
@@ -89,7 +89,7 @@ def recorded_session_id(path: Path) -> str | None:
     return None
 
 
-@frozen
+@dataclass(frozen=True)
 class Session:
     path: Path
     group: str
@@ -100,7 +100,7 @@ class Session:
     session_id: str = ""
 
 
-@frozen
+@dataclass(frozen=True)
 class Skipped:
     path: Path
     reason: str

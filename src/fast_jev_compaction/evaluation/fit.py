@@ -10,7 +10,7 @@ and every source (a published collection of sessions) by one fitted without that
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Mapping, Sequence
 
 from ..goal import goal_from_messages
@@ -21,7 +21,6 @@ from ..messages import SessionMessage
 from ..options import CompactOptions
 from ..pairing import Pairing, pair_tool_calls
 from ..policy import CHEAP
-from ..records import frozen
 from .firepoints import fire_index
 from .labels import OutputLabel, label_outputs
 from .metrics import auc
@@ -70,7 +69,7 @@ _MAX_ITERATIONS = 100
 _TOLERANCE = 1e-9
 
 
-@frozen
+@dataclass(frozen=True)
 class Row:
     group: str  # the session: rows of one group are held out together
     fraction: float
@@ -252,7 +251,7 @@ def reused_outputs(rows: Iterable[Row]) -> int:
     return len({(row.group, row.tool_use_id) for row in rows if row.label})
 
 
-@frozen
+@dataclass(frozen=True)
 class SourceFold:
     source: str
     sessions: int
@@ -317,7 +316,7 @@ def group_transfer(rows: Sequence[Row], features: Sequence[str], l2: float = L2)
     return out
 
 
-@frozen
+@dataclass(frozen=True)
 class FitReport:
     features: tuple[str, ...]  # the features fitted, in FEATURE_NAMES order
     weights: list[float]  # [bias, *features]

@@ -10,11 +10,11 @@ like the pipeline's (:func:`.outcome.measure`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from ..messages import SessionMessage
 from ..pairing import Pairing, ToolCall
-from ..records import frozen
 from .outcome import rewritten
 
 PRICES = (0.25, 0.5, 1.0, 2.0, 4.0)  # keep_result per 10,000 chars freed
@@ -24,7 +24,7 @@ DIGESTS: Mapping[str, tuple[int, int]] = {"head 300": (300, 0), "head 500 + tail
 _MARGIN = 120
 
 
-@frozen
+@dataclass(frozen=True)
 class Policy:
     ranker: str  # "judge" or "size"
     digest: str  # a key of DIGESTS

@@ -9,13 +9,12 @@ client, with the project's token estimator. ``fast-jev bench --jev-tokens`` prin
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..messages import SessionMessage
 from ..options import CompactOptions
-from ..records import record
 
 FIRST_BYTES = 800_000
 # How much the session grows between the first and the second pass: 44 calls, of which
@@ -23,7 +22,7 @@ FIRST_BYTES = 800_000
 GROWTH = 0.1
 
 
-@record
+@dataclass
 class PassCost:
     """One pass: its requests, the calls asked about and the estimated tokens of the bodies."""
 
@@ -35,7 +34,7 @@ class PassCost:
     remembered: int = 0
 
 
-@record
+@dataclass
 class CostReport:
     policy: str
     messages: int

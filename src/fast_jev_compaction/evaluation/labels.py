@@ -8,16 +8,16 @@ identically, was *reproducible*: it still counts as needed, and is reported sepa
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 from ..judge.features import call_target, replaces, result_text
 from ..judge.reuse import ReuseIndex, build_reuse_index
 from ..messages import SessionMessage
 from ..pairing import pair_tool_calls
-from ..records import frozen
 
 
-@frozen
+@dataclass(frozen=True)
 class OutputLabel:
     tool_use_id: str
     result_index: int

@@ -11,7 +11,7 @@ a saved file whose own markers name one (``read_archived``).
 from __future__ import annotations
 
 import re
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
@@ -19,7 +19,6 @@ from typing import Callable, Iterable, Mapping, Sequence
 from ..judge.reuse import snippets, string_values
 from ..messages import SessionMessage, ToolResult
 from ..pairing import Pairing, ToolCall
-from ..records import record
 from .labels import OutputLabel
 
 # A marker names where the whole output is: "saved at <path>", "saved to <path>", "full output: <path>".
@@ -34,7 +33,7 @@ def _snippets_of(text: str) -> frozenset[str]:
 CUT_RULE_HEAD = 300
 
 
-@record
+@dataclass
 class Outcome:
     """Counts for one policy at one or more fire points (they add up)."""
 
@@ -58,7 +57,7 @@ class Outcome:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
-@record
+@dataclass
 class Context:
     """What a compacted prefix still holds, in the terms the outcome needs."""
 
@@ -236,7 +235,7 @@ BASELINES: dict[str, Callable[[Sequence[SessionMessage], Pairing], list[SessionM
 }
 
 
-@record
+@dataclass
 class Scores:
     """Ranking inputs for the labelled candidate calls of one fire point."""
 

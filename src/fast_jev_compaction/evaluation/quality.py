@@ -9,7 +9,7 @@ unpinned calls are ranked by the judges and by size and recency (:mod:`.metrics`
 from __future__ import annotations
 
 import math
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -26,7 +26,6 @@ from ..messages import SessionMessage
 from ..options import CompactOptions
 from ..pairing import Pairing, ToolCall, is_recent, pair_tool_calls
 from ..policy import CHARS_PER_TOKEN
-from ..records import frozen, record
 from ..stats import message_chars
 from ..turn_eviction import in_flight_preserve
 from .corpus import Session, session_split
@@ -85,7 +84,7 @@ def compact_in_window(fill_percent: float) -> Compactor:
     return compactor
 
 
-@frozen
+@dataclass(frozen=True)
 class _Point:
     """One compacted prefix, kept for the frontier (which needs the held-out scores first)."""
 
@@ -99,7 +98,7 @@ class _Point:
     before: int
 
 
-@record
+@dataclass
 class Evaluation:
     fractions: tuple[float, ...]
     sessions: int = 0

@@ -31,7 +31,7 @@ moment it needs it. Per session and window:
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
 from ..answer_cache import AnswerCache, MemoryAnswerCache
@@ -44,7 +44,6 @@ from ..ladder import compact_to_fit
 from ..messages import SessionMessage
 from ..options import OPTION, CompactOptions
 from ..policy import CHARS_PER_TOKEN
-from ..records import record
 from ..stats import message_chars
 from ..turn_eviction import in_flight_preserve
 from .corpus import Session
@@ -112,7 +111,7 @@ def served_meter(url: str) -> Meter:
     return tokens
 
 
-@record
+@dataclass
 class Tally:
     """One session's replay at one window, or a sum of them."""
 
@@ -294,7 +293,7 @@ def replay_session(
     return tally
 
 
-@record
+@dataclass
 class _Since:
     change: int = -1
     summary: int = -1
@@ -315,7 +314,7 @@ def _check(
         tally.summarized += 1 if summarized else 0
 
 
-@record
+@dataclass
 class Replay:
     """The replay of a set of sessions: window -> source -> totals."""
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import random
+from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from ..records import frozen
 from .metrics import ratio
 from .outcome import Outcome
 
@@ -31,7 +31,7 @@ LEVEL = 0.9
 _SEED = 9  # the issue that set the bar: the interval is the same on every run
 
 
-@frozen
+@dataclass(frozen=True)
 class Fold:
     scheme: str  # "source", "project" or "fold"
     name: str
@@ -39,13 +39,13 @@ class Fold:
     outcome: Outcome
 
 
-@frozen
+@dataclass(frozen=True)
 class Interval:
     low: float | None
     high: float | None
 
 
-@frozen
+@dataclass(frozen=True)
 class CutOutput:
     """An unpinned output the pipeline truncated or dropped at a fire point, and what it shows."""
 
@@ -141,7 +141,7 @@ def _central(values: list[float], level: float) -> Interval:
     return Interval(values[int(tail * (len(values) - 1))], values[int((1 - tail) * (len(values) - 1) + 0.5)])
 
 
-@frozen
+@dataclass(frozen=True)
 class SignalRow:
     name: str
     cut: int

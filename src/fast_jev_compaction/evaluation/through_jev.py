@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 from contextlib import contextmanager
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
@@ -38,7 +38,6 @@ from ..messages import SessionMessage
 from ..options import CompactOptions
 from ..pairing import Pairing
 from ..questions import question_tokens
-from ..records import frozen, record
 from ..tokens import estimate_tokens
 from ..windows import WINDOWED, plan_requests
 from .fit import Row
@@ -59,13 +58,13 @@ HELD_OUT_STATE = "fitted judge over the state, held out"
 _START_TIMEOUT_S = 60.0
 
 
-@frozen
+@dataclass(frozen=True)
 class Budgets:
     max_state_tokens: int
     max_request_tokens: int
 
 
-@record
+@dataclass
 class JevFigures:
     """What the compactions through the endpoint came to, beside the in-process ones."""
 
@@ -90,7 +89,7 @@ class JevFigures:
     by_session: dict[str, Outcome] = field(default_factory=dict)  # session id -> the one-state compactions' totals
 
 
-@frozen
+@dataclass(frozen=True)
 class Point:
     """One fire point, as the in-process evaluation has measured it."""
 

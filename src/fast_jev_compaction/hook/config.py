@@ -8,13 +8,12 @@ compaction, and ``notes`` says which value was ignored.
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
 from ..goal import compaction_goal
 from ..messages import SessionMessage
 from ..options import OPTION, CompactOptions, read_plugin_options, resolve_options
-from ..records import frozen
 
 Judge = Literal["auto", "local", "jev"]
 
@@ -24,7 +23,7 @@ def _d(name: str) -> Any:
 
 
 # repr=False: the class writes its own, which never shows the key.
-@frozen(repr=False)
+@dataclass(frozen=True, repr=False)
 class HookConfig:
     """The plugin options one hook run works with, each checked or at its default."""
 

@@ -9,9 +9,7 @@ still, keeping a reserve for writing the row, the log line and the answer.
 from __future__ import annotations
 
 import time
-from dataclasses import field
-
-from ..records import frozen
+from dataclasses import dataclass, field
 
 MIN_MARGIN_S = 1.0
 MARGIN_SHARE = 0.10
@@ -36,7 +34,7 @@ class DeadlineError(Exception):
         )
 
 
-@frozen
+@dataclass(frozen=True)
 class Deadline:
     """The hook run's time: ``timeout_s`` from ``started`` (monotonic), as the mod counts it."""
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 import json
 import re
 import sys
-from dataclasses import field
+from dataclasses import dataclass, field
 from json.decoder import JSONDecodeError
 from typing import Any, Callable, Mapping, Protocol
 
 from ..messages import MessageError, SessionMessage, Shared, message_from_wire, parse_messages
-from ..records import record
 
 _FIELDS = ("event", "trigger", "instructions", "agentId", "sessionId", "pluginRoot", "pluginData", "cwd", "options", "context")
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -35,7 +34,7 @@ class TextSource(Protocol):
     def read(self, least: int) -> str: ...
 
 
-@record
+@dataclass
 class HookEvent:
     """``session.compact`` as the mod forwards it, plus the context the child cannot look up.
 

@@ -36,15 +36,15 @@ messages, and the window a pass is judged in holds them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal, Mapping, Sequence, TypeGuard
 
 from ..messages import SessionMessage
 from ..policy import CHARS_PER_TOKEN
-from ..records import frozen
 from ..stats import CompactStats, message_chars, percent
 
 
-@frozen
+@dataclass(frozen=True)
 class Window:
     """How full a context window is (tokens of ``size``), as the engine measured it before the compaction."""
 
@@ -62,7 +62,7 @@ class Window:
         return 100.0 * self.tokens_after(freed_chars) / self.size
 
 
-@frozen
+@dataclass(frozen=True)
 class EngineLimit:
     """Where the engine's own compaction fires: the context in its compaction window, its
     threshold there, and the model's window."""
@@ -126,7 +126,7 @@ def engine_limit_of(context: Any, unmeasured: int = 0) -> EngineLimit | None:
 Verdict = Literal["replace", "skip", "fallback"]
 
 
-@frozen
+@dataclass(frozen=True)
 class GateResult:
     """Whether a pass's history replaces the context, and why."""
 

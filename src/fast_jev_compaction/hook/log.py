@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..private_files import make_private_dirs, open_private_append, user_temp_dir
-from ..records import record
 from ..redaction import redact_text
 from ..textutil import escape_unwritable
 
@@ -27,7 +26,7 @@ def rotate_if_full(path: Path, limit: int = HOOK_LOG_MAX_BYTES) -> None:
         pass  # missing, or a race with another hook rotating it: appending is what matters
 
 
-@record
+@dataclass
 class HookLog:
     """Appends redacted lines to ``hook.log`` (0600) in the data folder, else in the per-user
     temp folder; a log that cannot be written anywhere is given up on, never raised."""

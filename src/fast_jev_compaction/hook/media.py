@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -29,7 +29,6 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from ..archive import EXTENSIONS, archive_path, base64_bytes, write_archive
 from ..markers import media_note, tools_note
 from ..messages import SessionMessage, ToolResult, ToolUse
-from ..records import frozen
 from .archive import MAX_ARCHIVE_AGE_DAYS, MAX_ARCHIVE_BYTES
 from .event import HookEvent
 from .meta import MAX_TRANSCRIPT_BYTES, transcript_file
@@ -39,7 +38,7 @@ from .turns import keeps_handle
 _HINTS = (b'"image"', b'"document"', b'"tool_reference"')
 
 
-@frozen(slots=True)
+@dataclass(frozen=True, slots=True)
 class Media:
     """One non-text item of a tool result: an image or document, or the tools a search loaded."""
 

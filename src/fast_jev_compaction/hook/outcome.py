@@ -6,16 +6,16 @@ writes them, all import it and not each other.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from ..records import record
 from .tally import Tally
 
 # The JSON document the mod reads: {"action": "replace" | "fallback" | "skip", ...}.
 Answer = dict[str, Any]
 
 
-@record
+@dataclass
 class Outcome:
     """How a hook run ended: the answer sent and what the decision log records of it."""
 

@@ -7,13 +7,13 @@ Jev run carries real figures instead of zeros.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..asker import AskResult, JevAsker
-from ..records import record
 
 
-@record
+@dataclass
 class Tally:
     """What the judge was asked in one hook run, failed asks included."""
 

@@ -20,17 +20,17 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..markers import PREFIX
 from ..messages import Role, SessionMessage, ToolResult, ToolUse
-from ..records import record
 
 _RECORD_IDS = frozenset({"uuid", "handle"})
 
 
 # Slotted, its lists made on their first item: a long session has a turn for every other message.
-@record(slots=True)
+@dataclass(slots=True)
 class _Turn:
     """Consecutive assistant fragments of one response, and the results of their calls."""
 

@@ -21,11 +21,9 @@ import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import field
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
-
-from ..records import record
 
 DEFAULT_WORKERS = 8
 DEFAULT_TIMEOUT_S = 10.0
@@ -37,7 +35,7 @@ HEAD_LIMIT = 64 * 1024  # the request line and headers; more is refused with 431
 _HEAD_END = (b"\r\n\r\n", b"\n\n")
 
 
-@record
+@dataclass
 class _Waiting:
     address: Any
     since: float = field(default_factory=time.monotonic)

@@ -10,13 +10,12 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Literal
 from urllib.parse import urlsplit
 
 from ..errors import JevConfigError
 from ..options import JEV_DEFAULT_MODEL, KEY_ENV_VARS
-from ..records import frozen
 
 Provider = Literal["systemone", "openrouter", "cloudflare"]
 PROVIDERS: tuple[Provider, ...] = ("systemone", "openrouter", "cloudflare")
@@ -30,7 +29,7 @@ CLOUDFLARE_MODEL = "typesafe/jev"
 _NO_KEY_HELP = "set it or {api_key}, or use the embedded judge ({judge=local})"
 
 
-@frozen
+@dataclass(frozen=True)
 class Endpoint:
     """A resolved endpoint. ``url`` is the full URL (the catalog form URL for Cloudflare)."""
 

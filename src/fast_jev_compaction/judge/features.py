@@ -12,14 +12,13 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_right
+from dataclasses import dataclass
 from itertools import accumulate
 from typing import Iterable, Mapping, Sequence
 
 from ..goal import prompt_text
-from ..lazy_pattern import lazy_pattern
 from ..messages import SessionMessage
 from ..pairing import Pairing, ToolCall
-from ..records import frozen
 from ..textutil import js_json
 from .lexicon import basename, command_head, tool_kind
 from .reuse import ReuseIndex, ascii_words, build_reuse_index, long_ids, word_set
@@ -59,15 +58,15 @@ _PROMPTS_SATURATION = 5
 # rebuild.truncated_result_text leaves results up to its 300-char head plus a 120-char margin alone
 _TINY_CHARS = 420
 _ERROR_WORDS = r"\b(?:error|exception|traceback|failed|failure|fatal|panic|assert(?:ion)?|denied|not found)\b"
-_ERROR_WORD = lazy_pattern(_ERROR_WORDS, re.IGNORECASE)
+_ERROR_WORD = re.compile(_ERROR_WORDS, re.IGNORECASE)
 # The same words in a lower-cased text, and where each can start: only a text holding one of
 # these stems is searched, and only where one starts. Lower-casing keeps every position, word
 # boundary and ASCII letter except for four non-ASCII letters that IGNORECASE also matches to
 # ASCII ones (İ ı ſ K): a text holding one of those is searched as it is.
-_ERROR_WORD_LOWER = lazy_pattern(_ERROR_WORDS)
+_ERROR_WORD_LOWER = re.compile(_ERROR_WORDS)
 _ERROR_STEMS = ("error", "exception", "traceback", "fail", "fatal", "panic", "assert", "denied", "not found")
-_FOLDS_TO_ASCII = lazy_pattern("[\u0130\u0131\u017f\u212a]")
-_TERM = lazy_pattern(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+_FOLDS_TO_ASCII = re.compile("[\u0130\u0131\u017f\u212a]")
+_TERM = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 _STOP_TERMS = frozenset(
     """this that with from have will what when where which there their they them then than into
     your about would could should been were also just like make sure need only some more most very
@@ -76,7 +75,7 @@ _STOP_TERMS = frozenset(
 )
 
 
-@frozen(slots=True)
+@dataclass(frozen=True, slots=True)
 class CallTarget:
     """What a call worked on, as far as "the same target" goes."""
 

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import field
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..messages import SessionMessage
 from ..pairing import Pairing, ToolCall
-from ..records import frozen
 from .features import FEATURE_NAMES, KINDS, call_features
 
 WEIGHTS_PATH = Path(__file__).with_name("weights.json")
@@ -48,7 +47,7 @@ def _sigmoid(z: float) -> float:
     return e / (1.0 + e)
 
 
-@frozen
+@dataclass(frozen=True)
 class JudgeModel:
     """A fitted logistic model: keep_result from weighted features, keep_call floored by kind."""
 

@@ -13,13 +13,11 @@ arrived is not distinctive: the output did not bring it into the conversation.
 from __future__ import annotations
 
 import re
-from dataclasses import field
+from dataclasses import dataclass, field
 from itertools import accumulate, compress
 from typing import Any, Container, Iterable, Iterator, Sequence
 
-from ..lazy_pattern import lazy_pattern
 from ..messages import SessionMessage
-from ..records import record
 
 SHINGLE_WORDS = 8
 ID_MIN_CHARS = 24
@@ -29,12 +27,12 @@ _SHINGLE_MIN_LONG_WORDS = 3
 
 # Read results number their lines ("    12→code" or "    12\tcode"); the numbers are not content.
 _LINE_NUMBER = re.compile(r"^[ \t]*\d+(?:→|\t)", re.MULTILINE)
-_WORD = lazy_pattern(r"\w+")
-_URL = lazy_pattern(r"https?://[^\s\"'<>()\[\]{}`]+")
-_ID = lazy_pattern(r"[\w\-./~@+=%]{" + str(ID_MIN_CHARS) + ",}")
+_WORD = re.compile(r"\w+")
+_URL = re.compile(r"https?://[^\s\"'<>()\[\]{}`]+")
+_ID = re.compile(r"[\w\-./~@+=%]{" + str(ID_MIN_CHARS) + ",}")
 _ID_TRIM = ".,-/"
-_ALNUM = lazy_pattern(r"[A-Za-z0-9]")
-_ID_MARK = lazy_pattern(r"[0-9/_\-]")
+_ALNUM = re.compile(r"[A-Za-z0-9]")
+_ID_MARK = re.compile(r"[0-9/_\-]")
 
 
 # Unless a word character lies outside ASCII, both token patterns reduce to fixed ASCII sets:
@@ -43,7 +41,7 @@ _ID_MARK = lazy_pattern(r"[0-9/_\-]")
 _ASCII_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _ONLY_WORDS = bytes(c if chr(c) in _ASCII_WORD_CHARS else 32 for c in range(256))
 _ONLY_IDS = bytes(c if chr(c) in _ASCII_WORD_CHARS or chr(c) in "-./~@+=%" else 32 for c in range(256))
-_ASCII_RUNS = lazy_pattern(r"[\x00-\x7f]+")
+_ASCII_RUNS = re.compile(r"[\x00-\x7f]+")
 _LONG_ENOUGH = (ID_MIN_CHARS - 1).__lt__
 
 
@@ -153,7 +151,7 @@ def channel_texts(message: SessionMessage) -> list[str]:
     return texts
 
 
-@record
+@dataclass
 class ReuseIndex:
     """For one conversation: where every snippet appears in the reuse channels, and since when.
 

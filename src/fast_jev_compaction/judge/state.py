@@ -12,10 +12,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..records import frozen, record
 from ..textutil import ELLIPSIS, js_json
 from .features import _INCIDENTAL_INPUTS
 from .lexicon import FILE_KINDS as _FILE_KINDS
@@ -155,7 +154,7 @@ def _as_text(value: Any) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-@frozen
+@dataclass(frozen=True)
 class PathRef:
     """A file target; ``cut`` when the rendered input was truncated inside the path."""
 
@@ -178,7 +177,7 @@ class PathRef:
         return full.startswith(prefix)
 
 
-@record
+@dataclass
 class StateCall:
     id: str
     tool: str
@@ -229,7 +228,7 @@ def _describe_call(call: StateCall, input_cut: bool) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@frozen
+@dataclass(frozen=True)
 class Entry:
     pos: int
     msg_index: int
@@ -237,7 +236,7 @@ class Entry:
     text: str
 
 
-@record
+@dataclass
 class StateView:
     goal: str
     entries: list[Entry]
@@ -360,7 +359,7 @@ def _calls_of(raw: Any) -> list[StateCall]:
 # --------------------------------------------------------------------------------------------
 
 
-@frozen
+@dataclass(frozen=True)
 class Question:
     name: str
     which: str  # "call" | "result" | ""

@@ -27,35 +27,6 @@ def _silence_stderr() -> None:
     sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
 
 
-# Modules the standard library imports for what a compaction never does: inspect by dataclasses
-# (to write a docstring for a class without one; records give each class one), with ast, dis and
-# tokenize an eighth of the hook's start; copy by dataclasses too (asdict, astuple); ipaddress
-# by urllib.parse (a bracketed host); ntpath by pathlib (Windows paths).
-_DEFERRED = ("inspect", "copy", "ipaddress", "ntpath")
-
-
-def _defer_imports() -> None:
-    """Each module of ``_DEFERRED`` not yet imported becomes a stand-in: the first attribute asked
-    of it imports the real module, whose names the stand-in then takes."""
-    for name in _DEFERRED:
-        if name not in sys.modules:
-            sys.modules[name] = _stand_in(name)
-
-
-def _stand_in(name: str) -> object:
-    stand_in = type(sys)(name)
-
-    def load(attribute: str) -> object:
-        if sys.modules.get(name) is stand_in:
-            del sys.modules[name]
-        module = __import__(name)
-        stand_in.__dict__.update(module.__dict__)
-        return getattr(module, attribute)
-
-    stand_in.__getattr__ = load  # type: ignore[attr-defined] - a module's __getattr__ (PEP 562)
-    return stand_in
-
-
 def _answer_without_package(exc: BaseException) -> int:
     """Stdlib only: drain stdin, log why (in the plugin data folder only), answer a fallback."""
     import json
@@ -99,7 +70,6 @@ def _run() -> int:
     # The imports make thousands of objects that all live to the end (classes, functions,
     # compiled patterns): collecting while they are made only walks them again and again.
     gc.disable()
-    _defer_imports()
     try:
         from fast_jev_compaction.hook.entry import main
     except ImportError:

@@ -170,45 +170,6 @@ def test_a_local_compaction_imports_no_validation_or_http_library(tmp_path: Path
     assert not builtin_sha256 or "_hashlib" not in roots
 
 
-_DEFERRED = """
-import importlib.util, io, json, os, sys
-spec = importlib.util.spec_from_file_location("hook_script", sys.argv[2])
-script = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(script)
-absent = sorted(name for name in ("inspect", "copy", "ipaddress", "ntpath") if name not in sys.modules)
-script._defer_imports()
-from fast_jev_compaction.hook.entry import main
-out = io.StringIO()
-main([], stdin_fd=os.open(sys.argv[1], os.O_RDONLY), stdout=out)
-loaded = sorted(name for name in ("ast", "dis", "tokenize") if name in sys.modules)
-stand_ins = sorted(name for name in ("inspect", "copy", "ipaddress", "ntpath") if not hasattr(sys.modules[name], "__spec__") or sys.modules[name].__spec__ is None)
-import inspect
-from inspect import isfunction
-from urllib.parse import urlsplit
-signature = str(inspect.signature(main))
-real = sys.modules["inspect"]
-print(json.dumps({"action": json.loads(out.getvalue())["action"], "loaded": loaded, "stand_ins": stand_ins, "absent": absent,
-                  "signature": signature, "host": urlsplit("http://[::1]:8080/x").hostname,
-                  "real": real.__spec__ is not None and "ast" in sys.modules and isfunction(main)}))
-"""
-
-
-def test_the_hook_script_loads_what_a_compaction_never_uses_only_when_it_is_used(tmp_path: Path) -> None:
-    from test_hook_entry import HOOK, event, tool_heavy_conversation
-
-    path = tmp_path / "event.json"
-    path.write_text(json.dumps(event(tool_heavy_conversation(), tmp_path / "data")), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-I", "-c", _DEFERRED, str(path), str(HOOK)], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
-    # A whole compaction without inspect's modules; the first use then loads the real module. A
-    # module the interpreter's start already imported (a site .pth may import pathlib, which
-    # imports ntpath) stays the real one; inspect and copy are never imported at start.
-    assert {"copy", "inspect"} <= set(report["absent"])
-    assert report["action"] == "replace" and report["loaded"] == [] and report["stand_ins"] == report["absent"]
-    assert report["signature"].startswith("(argv") and report["real"] is True and report["host"] == "::1"
-
-
 def test_a_result_shares_its_calls_strings_only_when_they_are_equal() -> None:
     output = "".join(["line\n"] * 50)
     use = {"tool_use_id": "t1", "tool": "Bash", "input": {"command": "x"}, "text": output}

@@ -108,7 +108,7 @@ _SIDE_EFFECT_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (r"\b(?:ssh|scp|rsync)\s", ("ssh", "scp", "rsync")),
     (r"[^0-9&>\-=]>>?\s*(?!&|/dev/null)[^\s&|;>]", (">",)),  # redirection into a file
 )
-# Compiled when a command first holds one of its words (lazy_pattern).
+# Each searched only when a command holds one of its words.
 _SIDE_EFFECT = tuple((re.compile(pattern), words) for pattern, words in _SIDE_EFFECT_PATTERNS)
 # One word boundary on each side of the whole alternation, not of each branch: ``re`` then tries
 # one boundary at each position of the command instead of one per branch.

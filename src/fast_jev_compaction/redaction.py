@@ -294,8 +294,7 @@ def _always(text: str) -> bool:
 
 
 # Each pattern beside a test that every text it can match passes (each match holds one of the
-# literals): a text that fails it cannot change, and a pattern no text needs is never compiled,
-# which is most of them in a hook run (compiling them all cost more than the run's redacting).
+# literals): a text that fails it cannot change, and is not searched.
 _SUBSTITUTIONS: tuple[tuple[Callable[[str], bool], re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
     (_holds("://"), _URL_USERINFO, rf"\1{MASK}@"),
     (_hinted, _AUTH_SCHEME, _mask_auth_scheme),

@@ -122,7 +122,7 @@ def escape_unwritable(text: str) -> str:
     A tool output cut mid-emoji arrives as a lone surrogate, which strict UTF-8 refuses to encode;
     a NUL ends a C string. Everything else is left as it is.
     """
-    # An ASCII text without a NUL has neither (and most texts are): the pattern is not even compiled.
+    # An ASCII text without a NUL has neither (and most texts are): no search is needed.
     if (text.isascii() and "\x00" not in text) or not _UNWRITABLE.search(text):
         return text
     return _UNWRITABLE.sub(lambda m: "\\x00" if m.group() == "\x00" else f"\\u{ord(m.group()):04x}", text)

@@ -176,7 +176,7 @@ def decisions_text(result: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..compaction import run_sync
+    from ..compaction import collector_paused, run_sync
     from ..errors import CompactionError
     from ..goal import compaction_goal
     from ..ladder import compact_to_fit
@@ -223,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
                 await close()
 
     try:
-        with progress:
+        with progress, collector_paused():
             # Not asyncio.run: restoring its Ctrl-C handler costs seconds on a large result.
             result, judge = run_sync(go())
     except CompactionError as exc:

@@ -100,14 +100,15 @@ def run_compaction(
     # result shows it, a cut one keeps it in its saved file, and a dropped one's marker points
     # at a file that names the image.
     messages = with_media(event, options.archive_dir, log.error)
-    from ..compaction import run_sync
+    from ..compaction import collector_paused, run_sync
 
     # The local judge answers in this process without waiting: no event loop to start.
     waits = judge != "local"
     # Remembered answers save remote requests; the embedded judge scores in process, cheaply, and
     # its answers must not stand in for Jev's (the cache is keyed by the asker seen here).
     cache = answer_cache(log) if waits else None
-    result = run_sync(_compact(messages, asker, options, closer, cache, deadline if waits else None), waits=waits)
+    with collector_paused():
+        result = run_sync(_compact(messages, asker, options, closer, cache, deadline if waits else None), waits=waits)
     result = saved_or_unpointed(result, messages, options, log.error)
 
     lines.extend(decision_log_lines(result.decisions))

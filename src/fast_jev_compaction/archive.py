@@ -17,20 +17,11 @@ import re
 import stat
 import time
 from dataclasses import dataclass
+from hashlib import sha256
 from pathlib import Path
 from typing import Any, Mapping
 
 from .private_files import check_own_folder, make_private_dirs, write_private
-
-# The interpreter's own SHA-256 (``_sha256`` up to 3.11, ``_sha2`` from 3.12), the same digest as
-# hashlib's: importing hashlib loads OpenSSL first, about a tenth of the hook's start on one name.
-try:
-    from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
-except ImportError:
-    try:
-        from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
-    except ImportError:  # a build without the builtin hashes
-        from hashlib import sha256  # type: ignore[assignment,unused-ignore]
 
 SUFFIX = ".txt"
 # The images and documents the Read tool shows as they are, by media type, with the extension

@@ -9,9 +9,9 @@ stdin, hands the event to ``compaction.run_compaction`` and answers through ``gu
 
 from __future__ import annotations
 
-import _thread
 import os
 import sys
+import threading
 import time
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
@@ -127,7 +127,7 @@ def main(
         if not guard.claim():
             # The last resort is recording and answering; it ends the process. Until then, wait on
             # a lock that is never released.
-            never = _thread.allocate_lock()
+            never = threading.Lock()
             never.acquire()
             never.acquire()
         guard.pending = answer

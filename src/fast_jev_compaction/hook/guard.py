@@ -1,14 +1,13 @@
 """Exactly one decision-log row and one answer leave the hook process, and in time.
 
 The record is imported with the guard, not when the deadline strikes: by then the main thread
-competes for the GIL. Locks and the watchdog come from ``_thread``, what ``threading`` builds on:
-the hook needs nothing more, and loading ``threading`` cost about 1.5 % of its start.
+competes for the GIL.
 """
 
 from __future__ import annotations
 
-import _thread
 import os
+import threading
 import time
 from typing import TextIO
 
@@ -36,9 +35,9 @@ class AnswerGuard:
         # The main path's answer, known once the compaction is done and before its row is written.
         self.pending: Answer | None = None
         self._out = out
-        self._claim_lock = _thread.allocate_lock()
+        self._claim_lock = threading.Lock()
         self._claimed = False
-        self._send_lock = _thread.allocate_lock()
+        self._send_lock = threading.Lock()
         self._sent = False
 
     def claim(self) -> bool:
@@ -88,5 +87,5 @@ class AnswerGuard:
             finally:
                 os._exit(0)
 
-        # Like a daemon thread: it never holds the process open (the main path ends it with os._exit).
-        _thread.start_new_thread(last_resort, ())
+        # A daemon: it never holds the process open (the main path ends it with os._exit).
+        threading.Thread(target=last_resort, name="last-resort", daemon=True).start()

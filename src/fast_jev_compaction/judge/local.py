@@ -16,8 +16,8 @@ lift that :meth:`JudgeModel.keep_call` gives: its own scale, and its floor by ki
 
 from __future__ import annotations
 
-import _thread
 import math
+import threading
 from collections import OrderedDict
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -53,7 +53,7 @@ class LocalJudge:
     def __init__(self, model: JudgeModel | None = None, state_model: JudgeModel | None = None) -> None:
         self._model = model
         self._state_model = state_model
-        self._lock = _thread.allocate_lock()  # threading.Lock, without loading threading (the hook does not)
+        self._lock = threading.Lock()
         # state JSON -> {call id: features}: the questions about one state come in batches
         self._cache: OrderedDict[str, dict[str, dict[str, float]]] = OrderedDict()
 

@@ -218,27 +218,42 @@ _P_ARGUMENTS = re.compile(r"(?:[ \t]++(?!-p)[^\s|;&]++)*+")
 _P_FLAG = re.compile(r"[ \t]++-p[ \t]*+")
 
 
-def _mask_p_flags(text: str) -> str:
-    """Mask the value of ``-p`` after a command that takes a password there."""
+def _mask_found(text: str, find: Callable[[str, int], tuple[int, re.Match[str] | None] | None]) -> str:
+    """Mask every value ``find`` finds. ``find(text, pos)`` searches from ``pos`` and gives where
+    its read ended and the value to mask, which starts there (None: nothing to mask this time, the
+    scan resumes at that end); None once nothing is left."""
     out: list[str] = []
     pos = 0
-    while (command := _P_COMMAND.search(text, pos)) is not None:
-        arguments = _P_ARGUMENTS.match(text, command.end())
-        flag = _P_FLAG.match(text, arguments.end()) if arguments is not None else None
-        value = _ASSIGN_VALUE.match(text, flag.end()) if flag is not None else None
-        if flag is None or value is None:
-            # No later command in the same arguments can reach a -p this one did not.
-            end = arguments.end() if arguments is not None else command.end()
-            out.append(text[pos:end])
+    while (found := find(text, pos)) is not None:
+        end, value = found
+        out.append(text[pos:end])
+        if value is None:
             pos = end
             continue
-        out.append(text[pos : flag.end()])
         out.append(_quoted_mask(value.group(0)))
         pos = value.end()
     if not out:
         return text
     out.append(text[pos:])
     return "".join(out)
+
+
+def _mask_p_flags(text: str) -> str:
+    """Mask the value of ``-p`` after a command that takes a password there."""
+
+    def find(text: str, pos: int) -> tuple[int, re.Match[str] | None] | None:
+        command = _P_COMMAND.search(text, pos)
+        if command is None:
+            return None
+        arguments = _P_ARGUMENTS.match(text, command.end())
+        flag = _P_FLAG.match(text, arguments.end()) if arguments is not None else None
+        value = _ASSIGN_VALUE.match(text, flag.end()) if flag is not None else None
+        if flag is None or value is None:
+            # No later command in the same arguments can reach a -p this one did not.
+            return (arguments.end() if arguments is not None else command.end()), None
+        return flag.end(), value
+
+    return _mask_found(text, find)
 
 
 def _mask_named(
@@ -249,22 +264,15 @@ def _mask_named(
     secret: Callable[[str], bool] = is_secret_key,
 ) -> str:
     """Mask the value after every secret name; scanning resumes right after what was read."""
-    out: list[str] = []
-    pos = 0
-    while (match := name_pattern.search(text, pos)) is not None:
+
+    def find(text: str, pos: int) -> tuple[int, re.Match[str] | None] | None:
+        match = name_pattern.search(text, pos)
+        if match is None:
+            return None
         end = match.end()
-        value = value_pattern.match(text, end) if secret(match.group(name_group)) else None
-        if value is None:
-            out.append(text[pos:end])
-            pos = end
-            continue
-        out.append(text[pos:end])
-        out.append(_quoted_mask(value.group(0)))
-        pos = value.end()
-    if not out:
-        return text
-    out.append(text[pos:])
-    return "".join(out)
+        return end, value_pattern.match(text, end) if secret(match.group(name_group)) else None
+
+    return _mask_found(text, find)
 
 
 def _mask_user_password(match: re.Match[str]) -> str:

@@ -187,14 +187,15 @@ def summarize(stats: CompactStats) -> str:
     if stats.input_tokens or stats.output_tokens:
         tail += f", judge read {stats.input_tokens} and wrote {stats.output_tokens} tokens"
     head = f"{percent(stats.reduction_ratio)} reduction; {', '.join(parts) or 'no tool calls'}"
-    if stats.inputs_archived:
-        head += f", {stats.inputs_archived} input(s) archived"
-    if stats.media_archived:
-        head += f", {stats.media_archived} image(s) or document(s) archived"
-    if stats.evicted_turns:
-        head += f"; {stats.evicted_turns} old turn(s) moved to the archive"
-    if stats.evicted_parts:
-        head += f"; {stats.evicted_parts} older part(s) of the turn in flight moved to the archive"
+    # What the ladder's lower rungs moved (ladder.py), each said only when it happened.
+    for count, said in (
+        (stats.inputs_archived, ", {} input(s) archived"),
+        (stats.media_archived, ", {} image(s) or document(s) archived"),
+        (stats.evicted_turns, "; {} old turn(s) moved to the archive"),
+        (stats.evicted_parts, "; {} older part(s) of the turn in flight moved to the archive"),
+    ):
+        if count:
+            head += said.format(count)
     if stats.need_chars is not None:
         head += f"; {_window_text(stats)}"
     if not stats.requests and not stats.retries:

@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .arguments import whole_number
+
 if TYPE_CHECKING:
     from ..evaluation.corpus import Session, Skipped
 
@@ -79,14 +81,14 @@ def add_parser(subparsers: Any) -> None:
         "--window",
         dest="windows",
         metavar="TOKENS",
-        type=_positive_int,
+        type=_POSITIVE,
         action="append",
         help="with --replay, a context window to replay against (repeatable; default: 32000, 64000 and 200000)",
     )
     p.add_argument(
         "--overhead",
         metavar="TOKENS",
-        type=_positive_int,
+        type=_POSITIVE,
         default=0,
         help="with --replay, tokens of system prompt and tools counted in the live context besides the messages "
              "(default: none)",
@@ -104,14 +106,8 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(run=run)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text}")
-    return value
+# A window or an overhead in tokens.
+_POSITIVE = whole_number(1, "a number above 0")
 
 
 def _percent(text: str) -> float:

@@ -740,18 +740,28 @@ def _truncated_results(out: list[dict[str, Any]]) -> dict[str, str]:
     }
 
 
-def test_cut_results_are_saved_and_the_note_points_at_the_file(data_dir: Path) -> None:
-    messages = tool_heavy_conversation()
-    answer, _ = run_hook(json.dumps(event(messages, data_dir)).encode(), data_dir)
+def _cut_results_saved(answer: dict, messages: list, data_dir: Path) -> list[Path]:
+    """A replace whose truncated results each end with a note naming the file that holds the
+    original; the files, for more checks."""
     assert answer["action"] == "replace"
     cut = _truncated_results(answer["messages"])
     assert cut
     originals = {r["tool_use_id"]: r["text"] for m in messages for r in m.get("toolResults") or []}
+    paths = []
     for tool_use_id, text in cut.items():
         path = data_dir / "archive" / archive_name(originals[tool_use_id])
         assert text.endswith(f"the full output is saved at {path}; Read it if needed]")
         assert path.read_text(encoding="utf-8") == originals[tool_use_id]
+        paths.append(path)
+    return paths
+
+
+def test_cut_results_are_saved_and_the_note_points_at_the_file(data_dir: Path) -> None:
+    messages = tool_heavy_conversation()
+    answer, _ = run_hook(json.dumps(event(messages, data_dir)).encode(), data_dir)
+    for path in _cut_results_saved(answer, messages, data_dir):
         assert path.stat().st_mode & 0o077 == 0
+    originals = {r["tool_use_id"]: r["text"] for m in messages for r in m.get("toolResults") or []}
     [(_row, decisions)] = compactions(data_dir)
     saved = {p.name for p in (data_dir / "archive").glob("*.txt")}
     # Every cut output is saved (truncated and dropped alike); untouched results leave nothing.
@@ -847,15 +857,7 @@ def test_data_folder_markers_name_real_files_under_a_locale_that_is_not_utf8(tmp
         env={**hook_env(data_dir), **env}, timeout=SAFETY_TIMEOUT,
     )
     assert proc.returncode == 0 and proc.stderr == b""
-    answer = json.loads(proc.stdout)
-    assert answer["action"] == "replace"
-    cut = _truncated_results(answer["messages"])
-    assert cut
-    originals = {r["tool_use_id"]: r["text"] for m in messages for r in m.get("toolResults") or []}
-    for tool_use_id, text in cut.items():
-        path = data_dir / "archive" / archive_name(originals[tool_use_id])
-        assert text.endswith(f"the full output is saved at {path}; Read it if needed]")
-        assert path.read_text(encoding="utf-8") == originals[tool_use_id]
+    _cut_results_saved(json.loads(proc.stdout), messages, data_dir)
     assert [p.name for p in tmp_path.iterdir()] == [data_dir.name]  # no second folder under other bytes
 
 

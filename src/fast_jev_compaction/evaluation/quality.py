@@ -43,7 +43,10 @@ from .through_jev import Point as JevPoint
 PIPELINE = "fast-jev (defaults)"
 HELD_OUT = "fitted judge, held out"
 SHIPPED = "fitted judge, shipped weights"
-RANKERS = (HELD_OUT, SHIPPED, "embedded judge", "size", "recency")
+# Not the judge alone: what each call's decision carried, a rule's settled 0 or 1 among the
+# judge's scores, so it ranks the whole pass.
+DECIDED = "the pass's decisions"
+RANKERS = (HELD_OUT, SHIPPED, DECIDED, "size", "recency")
 
 Compactor = Callable[[list[SessionMessage], Path | None], tuple[CompactResult, dict[str, str]]]
 
@@ -210,7 +213,7 @@ def evaluate(
                     needed,
                     {
                         SHIPPED: model.keep_result(values),
-                        "embedded judge": decision.keep_result if decision is not None else 1.0,
+                        DECIDED: decision.keep_result if decision is not None else 1.0,
                         "size": float(call.result_chars),
                         "recency": -float(since),
                     },

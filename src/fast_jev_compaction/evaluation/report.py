@@ -426,7 +426,10 @@ def markdown_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
         f"AUC of each ranking of the {len(evaluation.scores.labels)} unpinned calls present at the fire points "
         f"({sum(evaluation.scores.labels)} reused afterwards). *Held out*: the judge's model refitted in this "
         "run, leave-one-session-out (each session scored by a fit without it). *Shipped weights*: "
-        "`judge/weights.json`, fitted on the corpus, so in-sample when these are corpus sessions.",
+        "`judge/weights.json`, fitted on the corpus, so in-sample when these are corpus sessions. "
+        "*The pass's decisions*: the keep_result each call's decision carried in the default pass, the "
+        "judge's score where it scored the call and a rule's 0 or 1 where a rule settled it (a call kept "
+        "for its size unasked counts 1), so the rules' ties rank it below the judge alone.",
         "",
     ]
     lines += _md_table(["ranker", "AUC"], _ranking_rows(evaluation))

@@ -21,7 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from .errors import TranscriptError
-from .messages import NO_EXTRA, MessageError, SessionMessage, ToolResult, ToolUse, parse_messages, shared_input
+from .messages import (
+    BLOCK_FIELDS,
+    NO_EXTRA,
+    RECORD_FIELDS,
+    MessageError,
+    SessionMessage,
+    ToolResult,
+    ToolUse,
+    parse_messages,
+    shared_input,
+)
 
 __all__ = [
     "ACCEPTED_FORMATS",
@@ -135,14 +145,54 @@ def _result_item_text(item: Any) -> str:
     return f"[{kind}]" if isinstance(kind, str) else "[item]"
 
 
-def _raw_content(content: Any) -> Mapping[str, Any]:
-    """A result's content list as written, when its text cannot give it back (a tool
-    reference, an image, a document): a result no pass cuts is written back as it came."""
-    if isinstance(content, list) and not all(
-        isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str) for item in content
-    ):
-        return {"content": content}
-    return NO_EXTRA
+# The members of a block and the fields of a record that the messages hold in their own fields,
+# or that the session file's writer makes for itself (a new session, new ids, its own stamps).
+_USE_KEYS = frozenset({"type", "id", "name", "input"})
+_RESULT_KEYS = frozenset({"type", "tool_use_id", "content", "is_error"})
+_SESSION_FIELDS = frozenset({
+    "type", "message", "uuid", "parentUuid", "logicalParentUuid", "timestamp", "sessionId", "cwd",
+    "userType", "isSidechain", "version", "gitBranch", "slug", "agentId", "entrypoint", "promptId",
+    "teamName", "isMeta", "sourceToolAssistantUUID",
+})
+
+
+def _own_fields(data: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any] | None:
+    """The members of ``data`` not in ``known``, or None when it has none."""
+    if len(data) <= len(known) and all(key in known for key in data):
+        return None
+    return {key: value for key, value in data.items() if key not in known}
+
+
+def _result_extra(block: Mapping[str, Any], raw: Any, record: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """What a result block and its record hold beyond its text and error flag, so that a
+    result no pass cuts is written back as it came: its content list as written (tool
+    references, images, documents, the items of a text list), its other members, its record's
+    fields (``messages.RECORD_FIELDS``)."""
+    extra: dict[str, Any] = {}
+    if isinstance(raw, list):
+        extra["content"] = raw
+    own = _own_fields(block, _RESULT_KEYS)
+    if "content" in block and raw is not None and not isinstance(raw, (str, list)):
+        own = {**(own or {}), "content": raw}
+    flag = block.get("is_error")
+    if "is_error" in block and not isinstance(flag, bool):
+        own = {**(own or {}), "is_error": flag}
+    if own:
+        extra[BLOCK_FIELDS] = own
+    if record:
+        extra[RECORD_FIELDS] = record
+    return extra or NO_EXTRA
+
+
+def record_fields(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A user record's own fields (``toolUseResult``, ...): those that neither the messages nor
+    a session file's writer make; None when it has none."""
+    return _own_fields(record, _SESSION_FIELDS)
+
+
+def result_text(content: Any) -> str:
+    """A tool_result's content as the text the model reads (a list's items one per line)."""
+    return _result_text(content)
 
 
 def _result_text(content: Any) -> str:
@@ -189,6 +239,7 @@ class _Held:
     handle: str | None
     content: list[Any]
     is_meta: bool
+    fields: dict[str, Any] | None  # the record's own fields (record_fields)
     at: int  # how many messages there were when it was read: its place if its parent never comes
     where: str
     order: int  # its rank among held records, in file order
@@ -237,17 +288,19 @@ class _Assembler:
         self._turns: dict[str, int] = {}
 
     def add(self, role: str, handle: str | None, content: str | list[Any], is_meta: bool = False,
-            message_id: str | None = None, parent: Any = None, place: Any = "?") -> None:
+            message_id: str | None = None, parent: Any = None, place: Any = "?",
+            fields: dict[str, Any] | None = None) -> None:
         """``place`` is the record, named in errors by the ``where`` the assembler was made
-        with, or its place already named (a string)."""
+        with, or its place already named (a string); ``fields`` the record's own fields, which
+        its results carry."""
         if role == "user" and isinstance(content, list) and isinstance(parent, str) and self._before_its_call(content):
             self._held_count += 1
-            held = _Held(role, handle, content, is_meta, len(self.messages), self._named(place), self._held_count)
+            held = _Held(role, handle, content, is_meta, fields, len(self.messages), self._named(place), self._held_count)
             self.held.setdefault(parent, []).append(held)
             return
         turn = self._turns.get(message_id) if message_id is not None else None
         at = len(self.messages) if turn is None else turn // 2
-        blocks = self._blocks(content, at, place)
+        blocks = self._blocks(content, at, place, fields)
         if turn is not None:
             self._merge(turn, blocks, message_id)  # type: ignore[arg-type]  # not None when turn is not
             return
@@ -274,7 +327,7 @@ class _Assembler:
     def read(self, uuid: str) -> None:
         """A record with ``uuid`` was read: the results held for it as their parent follow it."""
         for held in self.held.pop(uuid, ()):
-            self.add(held.role, held.handle, held.content, held.is_meta, place=held.where)
+            self.add(held.role, held.handle, held.content, held.is_meta, place=held.where, fields=held.fields)
             if held.handle is not None:
                 self.read(held.handle)
 
@@ -299,8 +352,9 @@ class _Assembler:
     def _named(self, place: Any) -> str:
         return place if isinstance(place, str) else self._where(place)
 
-    def _blocks(self, content: str | list[Any], at: int, place: Any) -> _Blocks:
-        """The record's blocks; ``at`` is the message they go to."""
+    def _blocks(self, content: str | list[Any], at: int, place: Any, fields: dict[str, Any] | None = None) -> _Blocks:
+        """The record's blocks; ``at`` is the message they go to; ``fields`` the record's own
+        fields, carried by each of its results (one dict for all)."""
         out = _Blocks()
         if isinstance(content, str):
             out.texts = [content]
@@ -327,11 +381,13 @@ class _Assembler:
                     self.stats.duplicate_tool_uses += 1
                     continue
                 name = block.get("name")
+                own = _own_fields(block, _USE_KEYS)
                 use = calls[tool_use_id] = ToolUse(
                     tool_use_id=tool_use_id,
                     # Tool names repeat in every call: one string each (input: shared_input).
                     tool=sys.intern(name) if isinstance(name, str) else "unknown",
                     input=_as_input(block.get("input"), self._inputs),
+                    extra=NO_EXTRA if own is None else {BLOCK_FIELDS: own},
                 )
                 if early:
                     waiting = early.pop(tool_use_id, None)
@@ -344,11 +400,13 @@ class _Assembler:
                 given: str = block["tool_use_id"]
                 call = calls.get(given)
                 raw = block.get("content")
+                flag = block.get("is_error")
                 result = ToolResult(
                     tool_use_id=given if call is None else call.tool_use_id,
                     text=_result_text(raw),
-                    isError=block.get("is_error") is True,
-                    extra=_raw_content(raw),
+                    # As written: no flag (None) and false differ on the way back.
+                    isError=flag if isinstance(flag, bool) else None,
+                    extra=_result_extra(block, raw, fields),
                 )
                 if call is None:
                     if given in early:
@@ -382,7 +440,7 @@ class _Assembler:
         self.held.clear()
         # Latest first, so that each earlier one's place is still where it was.
         for record in sorted(held, key=lambda h: h.order, reverse=True):
-            self.add(record.role, record.handle, record.content, record.is_meta, place=record.where)
+            self.add(record.role, record.handle, record.content, record.is_meta, place=record.where, fields=record.fields)
             message = self.messages.pop()
             for result in message.toolResults or ():
                 call = self._calls.get(result.tool_use_id)
@@ -614,8 +672,10 @@ def _assemble(live: Iterable[dict[str, Any]], stats: TranscriptStats, where: Cal
                 stats.conversation += 1
                 uuid = record.get("uuid")
                 message_id = message.get("id") if kind == "assistant" else None  # type: ignore[union-attr]
+                fields = record_fields(record) if kind == "user" and isinstance(content, list) else None
                 assembler.add(kind, uuid if isinstance(uuid, str) else None, content, record.get("isMeta") is True,
-                              message_id if isinstance(message_id, str) else None, record.get("parentUuid"), record)
+                              message_id if isinstance(message_id, str) else None, record.get("parentUuid"), record,
+                              fields)
             else:
                 stats.malformed_records += 1
         if assembler.held:  # any record may be the parent a held result waits for

@@ -541,6 +541,8 @@ def test_hand_written_transcript() -> None:
             }],
             "handle": "r3",
             "extraBlocks": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "BBBB"}}],
+            # The text came before the image: the order a session file writes them back in.
+            "blockLayout": ["r", len("and also this"), "x"],
         },
     ]
     stats = parsed.stats

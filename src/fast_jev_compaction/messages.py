@@ -34,6 +34,11 @@ def _no_extra() -> Mapping[str, Any]:
 # record repeats the call's input and its output, so whatever cuts either goes without it.
 BLOCK_FIELDS = "blockFields"
 RECORD_FIELDS = "recordFields"
+# A message's blocks in their transcript order, when the writer's own (results or extras, then
+# the text, then the calls) would not give it back: per block, the length of a text block (with
+# its own members, ``[length, {members}]``), "x" an extra block, "u" a call, "r" a result. The
+# text blocks are the message's text, joined by a blank line as the reader joins them.
+BLOCK_LAYOUT = "blockLayout"
 
 # Paths, commands and patterns repeat across a session's calls: a value this short is kept as
 # one string per document, a file's content or a long command as it came.

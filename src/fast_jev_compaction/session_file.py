@@ -26,7 +26,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Iterator, Sequence
 
-from .messages import BLOCK_FIELDS, RECORD_FIELDS, SessionMessage, ToolResult
+from .messages import BLOCK_FIELDS, BLOCK_LAYOUT, RECORD_FIELDS, SessionMessage, ToolResult
 from .transcript import result_text
 
 ZERO_USAGE = {
@@ -37,15 +37,57 @@ ZERO_USAGE = {
 }
 
 
+def _laid_out(message: SessionMessage, results: list[dict[str, Any]]) -> list[Any] | None:
+    """The message's blocks in the order it was read in (``messages.BLOCK_LAYOUT``), or None
+    when it has none or no longer fits it (a pass changed its text or its blocks)."""
+    layout = message.extra.get(BLOCK_LAYOUT)
+    if layout is None:
+        return None
+    extras = list(message.extra.get("extraBlocks") or ())
+    uses = [_use_block(u) for u in message.toolUses]
+    texts = [code if isinstance(code, int) else code[0] for code in layout if not isinstance(code, str)]
+    pieces = _split(message.text, texts)
+    counts = [sum(1 for code in layout if code == kind) for kind in ("x", "u", "r")]
+    if pieces is None or counts != [len(extras), len(uses), len(results)]:
+        return None
+    taken = {"x": iter(extras), "u": iter(uses), "r": iter(results)}
+    made = iter(pieces)
+    out: list[Any] = []
+    for code in layout:
+        if isinstance(code, str):
+            out.append(next(taken[code]))
+        elif isinstance(code, int):
+            out.append({"type": "text", "text": next(made)})
+        else:
+            out.append({"type": "text", "text": next(made), **code[1]})
+    return out
+
+
+def _split(text: str, lengths: list[int]) -> list[str] | None:
+    """``text`` cut into pieces of these lengths, joined by blank lines; None when it is not."""
+    pieces, at = [], 0
+    for n, length in enumerate(lengths):
+        if n and text[at:at + 2] != "\n\n":
+            return None
+        at += 2 if n else 0
+        pieces.append(text[at:at + length])
+        at += length
+    return pieces if at == len(text) and (lengths or not text) else None
+
+
+def _use_block(use: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": use.tool_use_id, "name": use.tool, "input": use.input, **use.extra.get(BLOCK_FIELDS, {})}
+
+
 def _assistant_content(message: SessionMessage) -> list[dict[str, Any]]:
+    laid = _laid_out(message, [])
+    if laid is not None:
+        return laid
     extras = message.extra.get("extraBlocks") or []
     blocks: list[dict[str, Any]] = [b for b in extras if isinstance(b, dict)]
     if message.text:
         blocks.append({"type": "text", "text": message.text})
-    blocks += [
-        {"type": "tool_use", "id": u.tool_use_id, "name": u.tool, "input": u.input, **u.extra.get(BLOCK_FIELDS, {})}
-        for u in message.toolUses
-    ]
+    blocks += [_use_block(u) for u in message.toolUses]
     return blocks or [{"type": "text", "text": ""}]
 
 
@@ -76,6 +118,9 @@ def _record_fields(message: SessionMessage) -> dict[str, Any]:
 def _user_content(message: SessionMessage) -> str | list[dict[str, Any]]:
     extras = [b for b in message.extra.get("extraBlocks") or [] if isinstance(b, dict)]
     results = [_result_block(r) for r in message.toolResults or ()]
+    laid = _laid_out(message, results)
+    if laid is not None:
+        return laid
     if not results and not extras:
         return message.text
     text = [{"type": "text", "text": message.text}] if message.text else []

@@ -23,6 +23,7 @@ from typing import Any
 from .errors import TranscriptError
 from .messages import (
     BLOCK_FIELDS,
+    BLOCK_LAYOUT,
     NO_EXTRA,
     RECORD_FIELDS,
     MessageError,
@@ -148,6 +149,7 @@ def _result_item_text(item: Any) -> str:
 # The members of a block and the fields of a record that the messages hold in their own fields,
 # or that the session file's writer makes for itself (a new session, new ids, its own stamps).
 _USE_KEYS = frozenset({"type", "id", "name", "input"})
+_TEXT_KEYS = frozenset({"type", "text"})
 _RESULT_KEYS = frozenset({"type", "tool_use_id", "content", "is_error"})
 _SESSION_FIELDS = frozenset({
     "type", "message", "uuid", "parentUuid", "logicalParentUuid", "timestamp", "sessionId", "cwd",
@@ -213,15 +215,51 @@ def _as_input(value: Any, shared: dict[Any, Any]) -> dict[str, Any]:
 
 
 class _Blocks:
-    """What one record's content holds, sorted by kind; a list is made on its first item."""
+    """What one record's content holds, sorted by kind; a list is made on its first item, and
+    ``codes`` (``messages.BLOCK_LAYOUT``'s) keep their order; None for a string content."""
 
-    __slots__ = ("texts", "uses", "results", "extras")
+    __slots__ = ("texts", "uses", "results", "extras", "codes")
 
     def __init__(self) -> None:
         self.texts: list[str] | None = None
         self.uses: list[ToolUse] | None = None
         self.results: list[ToolResult] | None = None
         self.extras: list[Any] | None = None
+        self.codes: list[Any] | None = None
+
+
+Layout = tuple[Any, ...]
+
+
+def canonical_layout(role: str, text: str, extras: int, uses: int, results: int) -> Layout | None:
+    """The blocks in the order a session file writes a message without ``BLOCK_LAYOUT``
+    (session_file.py): None for a user message of text alone, written as a string."""
+    if role == "assistant":
+        return ("x",) * extras + ((len(text),) if text else ()) + ("u",) * uses or (0,)
+    if not results and not extras:
+        return None
+    return ("r",) * results + ("x",) * extras + ((len(text),) if text else ())
+
+
+def _layout_of(message: SessionMessage) -> Layout | None:
+    """The block order ``message`` was read in."""
+    stored = message.extra.get(BLOCK_LAYOUT)
+    if stored is not None:
+        return tuple(stored)
+    return canonical_layout(message.role, message.text, len(message.extra.get("extraBlocks") or ()),
+                            len(message.toolUses), len(message.toolResults or ()))
+
+
+def _with_layout(message: SessionMessage, codes: Layout | None) -> SessionMessage:
+    """``message`` holding ``codes`` when the writer's own order would not give them back."""
+    wanted = canonical_layout(message.role, message.text, len(message.extra.get("extraBlocks") or ()),
+                              len(message.toolUses), len(message.toolResults or ()))
+    if codes == wanted or codes is None:  # None: a string content, which the writer writes as text
+        if BLOCK_LAYOUT not in message.extra:
+            return message
+        return replace(message, extra={k: v for k, v in message.extra.items() if k != BLOCK_LAYOUT} or NO_EXTRA)
+    # A list, as JSON gives it back: a message read again from `--format json` compares equal.
+    return replace(message, extra={**message.extra, BLOCK_LAYOUT: list(codes)})
 
 
 def _append(items: list[Any] | None, item: Any) -> list[Any]:
@@ -306,14 +344,15 @@ class _Assembler:
             return
         if message_id is not None:
             self._turns[message_id] = 2 * at + (blocks.texts is not None)
-        self.messages.append(SessionMessage(
+        message = SessionMessage(
             role=role,  # type: ignore[arg-type]  # only user/assistant records come here
             text="\n\n".join(blocks.texts or ()),
             toolUses=tuple(blocks.uses) if blocks.uses else (),
             toolResults=None if blocks.results is None else tuple(blocks.results),
             handle=handle,
             extra=_extras(blocks.extras, is_meta),
-        ))
+        )
+        self.messages.append(_with_layout(message, None if blocks.codes is None else tuple(blocks.codes)))
 
     def _before_its_call(self, content: list[Any]) -> bool:
         calls = self._calls
@@ -340,7 +379,9 @@ class _Assembler:
             text = f"{text}\n\n{joined}" if has_text else joined
             self._turns[message_id] = 2 * at + 1
         extras = old.extra.get("extraBlocks")
-        self.messages[at] = replace(
+        added = blocks.codes if blocks.codes is not None else (len("\n\n".join(blocks.texts or ())),)
+        codes = (*(_layout_of(old) or ()), *added)
+        merged = replace(
             old,
             text=text,
             toolUses=(*old.toolUses, *blocks.uses) if blocks.uses else old.toolUses,
@@ -348,6 +389,7 @@ class _Assembler:
             extra=_extras(extras + blocks.extras if extras and blocks.extras else extras or blocks.extras,
                           old.extra.get("isMeta") is True),
         )
+        self.messages[at] = _with_layout(merged, codes)
 
     def _named(self, place: Any) -> str:
         return place if isinstance(place, str) else self._where(place)
@@ -360,26 +402,33 @@ class _Assembler:
             out.texts = [content]
             return out
         calls, early = self._calls, self._early
+        codes = out.codes = []
         for block in content:
             if isinstance(block, str):
                 # Not an API block shape, but it is text: keep it readable.
                 out.texts = _append(out.texts, block)
+                codes.append(len(block))
                 continue
             if not isinstance(block, dict):
                 out.extras = _append(out.extras, block)
+                codes.append("x")
                 continue
             kind = block.get("type")
             if kind == "text":
                 text = block.get("text")
                 if isinstance(text, str):
                     out.texts = _append(out.texts, text)
+                    own = _own_fields(block, _TEXT_KEYS)
+                    codes.append(len(text) if own is None else [len(text), own])
                 else:
                     out.extras = _append(out.extras, block)
+                    codes.append("x")
             elif kind == "tool_use" and isinstance(block.get("id"), str):
                 tool_use_id: str = block["id"]
                 if tool_use_id in calls:
                     self.stats.duplicate_tool_uses += 1
                     continue
+                codes.append("u")
                 name = block.get("name")
                 own = _own_fields(block, _USE_KEYS)
                 use = calls[tool_use_id] = ToolUse(
@@ -417,10 +466,12 @@ class _Assembler:
                 else:
                     raise _second_result(self._named(place), given)
                 out.results = _append(out.results, result)
+                codes.append("r")
             else:
                 # thinking, redacted_thinking, image, document, server tools, id-less tool
                 # blocks: nothing here may vanish, so later stages get the raw block.
                 out.extras = _append(out.extras, block)
+                codes.append("x")
         return out
 
     def finish(self) -> list[SessionMessage]:

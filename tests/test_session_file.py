@@ -74,8 +74,9 @@ def _results(record: dict[str, Any]) -> Iterator[dict[str, Any]]:
 @corpus_files
 def test_every_block_and_record_field_comes_back_as_it_was_when_nothing_is_cut(corpus_dir: Path, path: Path) -> None:
     """Written as read: each record's content equals the transcript's, block for block and in
-    order (a turn's fragments, one record each there, are one record here), and a result
-    record's own fields (toolUseResult) equal the transcript's."""
+    order (a turn's fragments, one record each there, are one record here), and a user record's
+    own fields (a result's toolUseResult, a prompt's todos or isCompactSummary) equal the
+    transcript's."""
     messages = _read(path)
     if messages is None:
         pytest.skip("not a transcript")
@@ -92,13 +93,11 @@ def test_every_block_and_record_field_comes_back_as_it_was_when_nothing_is_cut(c
             key = (original["message"].get("id"), original.get("isSidechain"))
             blocks = [b for r in turns.get(key, [original]) for b in _content(r)]
             assert _content(record) == _as_written(blocks)
-        elif message.toolResults:
+        else:
             assert record["message"]["content"] == _as_written(original["message"]["content"])
             own = {k: v for k, v in original.items() if k not in WRITERS}
             assert {k: v for k, v in record.items() if k not in WRITERS} == own
             assert "toolUseResult" not in original or record["toolUseResult"] == original["toolUseResult"]
-        else:
-            assert record["message"]["content"] == _as_written(original["message"]["content"])
     # A result record names the record of its calls, as Claude Code's own do.
     ids = {r["uuid"]: {b["id"] for b in _content(r) if b.get("type") == "tool_use"} for r in written if r["type"] == "assistant"}
     for record in written:

@@ -146,8 +146,9 @@ def moved_media(message: SessionMessage, archive_dir: str) -> MovedMedia | None:
         kept.append({"type": "text", "text": moved_media_note(f"an {media_type}", len(data), path)})
     if not files:
         return None
-    # A new record, like any rebuilt message: a handle would bring the original blocks back.
-    extra = {key: value for key, value in message.extra.items() if key not in _RECORD_IDS}
+    # A new record, like any rebuilt message: a handle would bring the original blocks back, and
+    # its record's fields (imagePasteIds) would name what moved.
+    extra = {key: value for key, value in message.extra.items() if key not in _RECORD_IDS and key != RECORD_FIELDS}
     return MovedMedia(replace(message, handle=None, extra={**extra, "extraBlocks": kept}), files, len(files))
 
 

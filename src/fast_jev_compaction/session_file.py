@@ -107,9 +107,12 @@ def _result_block(result: ToolResult) -> dict[str, Any]:
 
 def _record_fields(message: SessionMessage) -> dict[str, Any]:
     """The fields of the record the results came in, when every result still carries them (one
-    cut or rebuilt result is a new one without them, and they describe the record as a whole)."""
+    cut or rebuilt result is a new one without them, and they describe the record as a whole);
+    a prompt's, which it carries itself."""
     results = message.toolResults or ()
-    fields = results[0].extra.get(RECORD_FIELDS) if results else None
+    if not results:
+        return dict(message.extra.get(RECORD_FIELDS) or {})  # a prompt's own
+    fields = results[0].extra.get(RECORD_FIELDS)
     if not fields or any(r.extra.get(RECORD_FIELDS) is not fields for r in results):
         return {}
     return dict(fields)

@@ -350,7 +350,9 @@ class _Assembler:
             toolUses=tuple(blocks.uses) if blocks.uses else (),
             toolResults=None if blocks.results is None else tuple(blocks.results),
             handle=handle,
-            extra=_extras(blocks.extras, is_meta),
+            # A prompt's record fields (isCompactSummary, todos, ...) ride on it; a result's on
+            # the result (_blocks).
+            extra=_extras(blocks.extras, is_meta, None if blocks.results else fields),
         )
         self.messages.append(_with_layout(message, None if blocks.codes is None else tuple(blocks.codes)))
 
@@ -518,12 +520,14 @@ def _second_result(where: str, tool_use_id: str) -> TranscriptError:
     )
 
 
-def _extras(blocks: list[Any] | None, is_meta: bool) -> Mapping[str, Any]:
+def _extras(blocks: list[Any] | None, is_meta: bool, fields: dict[str, Any] | None = None) -> Mapping[str, Any]:
     extras: dict[str, Any] = {}
     if blocks:
         extras["extraBlocks"] = blocks
     if is_meta:
         extras["isMeta"] = True
+    if fields:
+        extras[RECORD_FIELDS] = fields
     return extras or NO_EXTRA
 
 
@@ -723,7 +727,7 @@ def _assemble(live: Iterable[dict[str, Any]], stats: TranscriptStats, where: Cal
                 stats.conversation += 1
                 uuid = record.get("uuid")
                 message_id = message.get("id") if kind == "assistant" else None  # type: ignore[union-attr]
-                fields = record_fields(record) if kind == "user" and isinstance(content, list) else None
+                fields = record_fields(record) if kind == "user" else None
                 assembler.add(kind, uuid if isinstance(uuid, str) else None, content, record.get("isMeta") is True,
                               message_id if isinstance(message_id, str) else None, record.get("parentUuid"), record,
                               fields)

@@ -223,3 +223,23 @@ def test_compact_out_log_and_archive_are_private_under_a_permissive_umask(tmp_pa
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_the_log_names_the_file_an_archived_input_went_to(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 21: `fast-jev log` shows the file an input-archived call's input went to, as it shows
+    a cut output's: a kept output's call names its largest moved input field's file."""
+    out, log = tmp_path / "out.json", tmp_path / "decisions.sqlite"
+    code = main(["compact", str(LONG_SESSION), "--out", str(out), "--judge", "local", "--window", "32000",
+                 "--target-percent", "40", "--log", str(log)])
+    assert code == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["log", "--db", str(log), "--json", "-n", "0"]) == 0
+    decisions = [d for c in json.loads(capsys.readouterr().out)["compactions"] for d in c["decisions"]]
+    moved = [d for d in decisions if d["reason"] == "input-archived"]
+    assert moved
+    inputs = {u.tool_use_id: _strings(u.input) for m in read_messages(LONG_SESSION) for u in m.toolUses}
+    for d in moved:
+        assert d["archive_path"], d
+        saved = Path(d["archive_path"]).read_bytes().decode("utf-8")
+        if d["decision"] == "keep":
+            assert saved == max(inputs[d["tool_use_id"]], key=len)

@@ -128,13 +128,25 @@ def test_a_failed_call_is_held_by_the_error_floor() -> None:
 def test_a_read_has_no_call_floor() -> None:
     s = state(user(0, "start"), assistant(1, call("t1", "Read", READ_A, 60_000)), *padding(3, 60))
     p = probs(s, questions(("t1", "Read", 60_000)))
-    assert p["call_t1"] == pytest.approx(p["result_t1"])
+    assert p["call_t1"] == pytest.approx(_unfloored_call(p["result_t1"]))
 
 
-def test_mention_in_later_text_raises_both_scores() -> None:
+def _unfloored_call(keep_result: float) -> float:
+    """keep_call with no floor: keep_result on Jev's scale, even at the reuse risk reuse_at_even."""
+    at_even = load_state_model().call_reuse_at_even
+    logit = math.log(keep_result / (1 - keep_result)) - math.log(at_even / (1 - at_even))
+    return 1 / (1 + math.exp(-logit))
+
+
+def test_later_text_repeating_the_output_raises_both_scores() -> None:
+    """A state shows an output as its digest: a later reply repeating its terms raises both
+    scores (the file's name alone does not: ``target_mentioned_later`` is not fitted)."""
     q = questions(("t1", "Read", 3000))
-    base = [user(0, "start"), assistant(1, call("t1", "Read", READ_A, 3000)), *padding(3, 10)]
-    mentioned = probs(state(*base, assistant(30, text="The bug is in alpha.py around the parser.")), q)
+    read = {**call("t1", "Read", READ_A, 3000),
+            "digest": "def parse_alpha_tokens(stream): \u2026 return tokenize_alpha_stream(stream) "
+                      "[terms: parse_alpha_tokens, tokenize_alpha_stream]"}
+    base = [user(0, "start"), assistant(1, read), *padding(3, 10)]
+    mentioned = probs(state(*base, assistant(30, text="The bug: parse_alpha_tokens calls tokenize_alpha_stream twice.")), q)
     silent = probs(state(*base, assistant(30, text="Moving on to the docs.")), q)
     assert mentioned["result_t1"] > silent["result_t1"]
     assert mentioned["call_t1"] > silent["call_t1"]
@@ -175,7 +187,7 @@ def test_side_effect_command_is_kept_and_inspection_is_not() -> None:
     look = probs(state(user(0, "ship it"), assistant(1, call("t1", "Bash", {"command": "ls -la src"}, 2500)), *pad), q)
     assert push["call_t1"] >= 0.9
     assert look["call_t1"] < 0.5
-    assert look["call_t1"] == pytest.approx(look["result_t1"])  # no floor for an inspection
+    assert look["call_t1"] == pytest.approx(_unfloored_call(look["result_t1"]))  # no floor for an inspection
 
 
 def test_rerun_test_suite_supersedes_the_earlier_run() -> None:

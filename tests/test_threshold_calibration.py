@@ -1,8 +1,10 @@
 """The embedded judge's keep_call on Jev's scale: the threshold policy at 0.5 keeps the needle a
-later prompt asks for and removes most of the tool output; the budget policy decides as before."""
+later prompt asks for and removes most of the tool output; the budget policy decides as before.
+The judge behind ``fast-jev serve`` (judge/state_weights.json) answers on the same scale."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from dataclasses import replace
@@ -10,10 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from fast_jev_compaction.compaction import compact_sync
+from fast_jev_compaction.compaction import compact, compact_sync
 from fast_jev_compaction.evaluation.fit import CALL_REUSE_AT_EVEN
+from fast_jev_compaction.evaluation.state_fit import STATE_FITTED_FEATURES
+from fast_jev_compaction.evaluation.through_jev import served_judge
+from fast_jev_compaction.jev.client import JevClient
 from fast_jev_compaction.judge.local import LocalJudge
-from fast_jev_compaction.judge.model import JudgeModel, ModelError, load_model, parse_model
+from fast_jev_compaction.judge.model import JudgeModel, ModelError, load_model, load_state_model, parse_model
 from fast_jev_compaction.options import CompactOptions
 from fast_jev_compaction.policy import CHEAP
 from fast_jev_compaction.stats import input_chars
@@ -92,3 +97,32 @@ def test_the_budget_policy_decides_as_it_did_on_the_reuse_scale(tmp_path: Path, 
         ]
         lifted += sum(a.keep_call > b.keep_call for a, b in zip(now, then))
     assert lifted > 0  # the calls' answers did move to the new scale
+
+
+def test_the_served_judge_is_fitted_on_its_chosen_features_and_answers_keep_call_on_the_same_scale() -> None:
+    state = load_state_model()
+    assert state.call_reuse_at_even == CALL_REUSE_AT_EVEN
+    assert set(state.weights) == set(STATE_FITTED_FEATURES)
+    assert state.call_floors == load_model().call_floors and state.error_floor == load_model().error_floor
+
+
+def test_the_served_judge_at_one_half_keeps_the_needles_asked_for_and_removes_much(tmp_path: Path) -> None:
+    """Through a real `fast-jev serve` on 127.0.0.1: the state judge's keep_call at 0.5 keeps the
+    needles as the embedded judge's does (it kept 17 of 60 before its refit on this scale)."""
+    options = CompactOptions(policy="threshold", keep_threshold=0.5, archive_dir=str(tmp_path))
+    kept = before = after = 0
+    with served_judge() as url:
+        for seed in SEEDS:
+            session = needle_session(seed)
+
+            async def run(messages=session.messages):  # type: ignore[no-untyped-def]
+                async with JevClient(base_url=url) as client:
+                    return await compact(messages, client, options)
+
+            result = asyncio.run(run())
+            assert result.stats.requests > 0  # asked through the server, not settled in process
+            kept += session.needle in _context(result.messages)
+            before += _tool_io(session.messages)
+            after += _tool_io(result.messages)
+    assert kept / len(SEEDS) >= 0.9, kept
+    assert 1 - after / before >= 0.4, 1 - after / before

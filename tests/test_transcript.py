@@ -176,8 +176,8 @@ def test_corpus_tool_uses_carry_their_outcome(corpus_dir: Path, path: Path) -> N
 @corpus_files
 def test_corpus_results_no_pass_cut_are_written_back_as_they_came(corpus_dir: Path, path: Path) -> None:
     """Issue 22's round trip: a session file made of the messages as read holds each result's
-    content as the transcript wrote it (tool references and images included), bar a list of
-    text items only, which comes back as its text."""
+    content as the transcript wrote it (tool references, images and lists of text items
+    alike); tests/test_session_file.py checks the rest of the block and its record."""
     from fast_jev_compaction.session_file import transcript_records
 
     written = {
@@ -188,8 +188,6 @@ def test_corpus_results_no_pass_cut_are_written_back_as_they_came(corpus_dir: Pa
     for record in _simple_live(_raw_records(path)):
         for block in _blocks(record, "tool_result"):
             content = block.get("content")
-            if isinstance(content, list) and all(isinstance(i, dict) and i.get("type") == "text" for i in content):
-                content = "\n".join(i["text"] for i in content)
             assert written.get(block["tool_use_id"], content) == ("" if content is None else content)
 
 
@@ -501,14 +499,17 @@ def test_hand_written_transcript() -> None:
             "role": "user",
             "text": "",
             "toolUses": [],
-            "toolResults": [{"tool_use_id": "t1", "text": "line 1\nline 2", "isError": False}],
+            # No is_error written, none read; the list of text items as written rides along.
+            "toolResults": [{"tool_use_id": "t1", "text": "line 1\nline 2", "content": [_text("line 1"), _text("line 2")]}],
             "handle": "r1",
         },
         {
             "role": "user",
             "text": "",
             "toolUses": [],
-            "toolResults": [{"tool_use_id": "t2", "text": "exit 1", "isError": True}],
+            # The record's own fields ride on its result, for a session file to write back.
+            "toolResults": [{"tool_use_id": "t2", "text": "exit 1", "isError": True,
+                             "recordFields": {"toolUseResult": "Error: exit 1"}}],
             "handle": "r2",
         },
         {"role": "user", "text": "<system-reminder>be brief</system-reminder>", "toolUses": [], "handle": "m1", "isMeta": True},
@@ -531,7 +532,7 @@ def test_hand_written_transcript() -> None:
             "toolUses": [],
             "toolResults": [{
                 "tool_use_id": "t3", "text": "[tool: TaskCreate]\n[image: image/png]\n[mystery]", "isError": False,
-                # Text cannot give these items back: the content as written rides along.
+                # The content as written rides along: text cannot give these items back.
                 "content": [
                     {"type": "tool_reference", "tool_name": "TaskCreate"},
                     {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
@@ -540,6 +541,8 @@ def test_hand_written_transcript() -> None:
             }],
             "handle": "r3",
             "extraBlocks": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "BBBB"}}],
+            # The text came before the image: the order a session file writes them back in.
+            "blockLayout": ["r", len("and also this"), "x"],
         },
     ]
     stats = parsed.stats
@@ -556,7 +559,10 @@ def test_is_error_values() -> None:
         _user("r4", [_result("x4", None, is_error=None)]),
     )
     messages = parse_transcript(lines)
-    assert [m.toolResults[0].isError for m in messages[1:] if m.toolResults] == [True, False, False, False]
+    # As written: a missing or null flag is no flag (None), which goes back missing; a null one
+    # goes back null, as a member of the block.
+    assert [m.toolResults[0].isError for m in messages[1:] if m.toolResults] == [True, False, None, None]
+    assert messages[4].toolResults[0].extra["blockFields"] == {"is_error": None}
     assert [u.isError for u in messages[0].toolUses] == [True, None, None, None]
     assert messages[0].toolUses[3].text == ""
 
@@ -809,7 +815,7 @@ def test_blocks_are_tuples_from_every_reader_and_compare_equal_across_them():
     assert read[1].toolUses[0].text == "body"
     # JSON has no tuples: the wire shape holds lists.
     assert read[1].to_wire()["toolUses"][0]["tool_use_id"] == "t1"
-    assert json.loads(json.dumps([m.to_wire() for m in read]))[2]["toolResults"] == [{"tool_use_id": "t1", "text": "body", "isError": False}]
+    assert json.loads(json.dumps([m.to_wire() for m in read]))[2]["toolResults"] == [{"tool_use_id": "t1", "text": "body"}]
 
 
 def test_a_short_input_value_repeated_across_calls_is_one_string():

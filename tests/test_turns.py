@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from fast_jev_compaction.decisions import Action, CallDecision
 from fast_jev_compaction.digest import DigestShape
 from fast_jev_compaction.hook.answer import wire_messages
-from fast_jev_compaction.hook.turns import carried_by, keeps_handle, regroup, replies, turn_problems
-from fast_jev_compaction.markers import drop_marker
+from fast_jev_compaction.hook.turns import carried_by, keeps_handle, regroup, replies, replies_after, turn_problems
+from fast_jev_compaction.markers import drop_marker, short_index_line
 from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
 from fast_jev_compaction.pairing import pair_tool_calls
 from fast_jev_compaction.rebuild import apply_decisions, cut_output
@@ -138,6 +138,29 @@ def test_a_dropped_call_with_no_prose_of_its_own_leads_the_next_reply_on_its_own
 def test_replies_number_the_responses_of_the_assistant_messages() -> None:
     messages = [prompt("go"), prose("A."), call("a"), call("b"), result("a"), result("b"), prose("B."), prompt("next"), prose("C.")]
     assert list(replies(messages)) == [1, 1, 1, 2, 3]
+
+
+def test_replies_after_number_the_messages_a_pass_left_by_their_sources() -> None:
+    first = [prompt("go"), prose("X."), call("x"), result("x"), prose("Y.")]
+    messages = [*first, prompt("next"), prose("A."), call("a"), result("a"), prose("B."), call("b"), result("b")]
+    decisions = [CallDecision("t3", "a", "Read", 0.0, 0.0, DROP, "budget", 0, "/archive/a.txt")]
+    rebuilt = apply_decisions(messages, decisions, pair_tool_calls(messages, 0).calls, SHAPE)
+    # The first turn evicted, as the ladder's rung d leaves it: one index line after its prompt.
+    out = [rebuilt[0], SessionMessage(role="assistant", text=short_index_line("/archive/turn.txt")), *rebuilt[5:]]
+    marker = drop_marker("Read", "/a", len("output of a"), False, "/archive/a.txt")
+    assert [m.text for m in out if m.role == "assistant"] == [out[1].text, "A.", marker, "B.", ""]
+    numbers = list(replies_after(out, messages))
+    # The index line a response of its own; the dropped call's marker (rebuilt) with "A.", its
+    # response; "B." and its call the next one.
+    assert numbers[0] < 0 and numbers[1:] == [3, 3, 4, 4]
+    assert shape(regroup(out, None, replies_after(out, messages)))[1:5] == [
+        ("assistant", out[1].text, [], []),
+        ("user", "next", [], []),
+        ("assistant", f"A.\n{marker}", [], []),
+        ("assistant", "B.", ["b"], []),
+    ]
+    # Numbered before the pass (what the hook did), the counts differ and the replies run together.
+    assert shape(regroup(out, None, replies(messages)))[3][1] == f"A.\n{marker}\nB."
 
 
 # --------------------------------------------------------------------------- turn_problems
@@ -379,6 +402,47 @@ def test_a_real_session_s_replies_stay_apart_through_the_hook(corpus_dir, data_d
         assert rest == "", rest[:200]
         joined += len(seen) > 1
     assert queue == [] and joined == 0
+
+
+def test_replies_the_ladder_separated_stay_apart_when_it_evicts_a_turn(corpus_dir, data_dir) -> None:
+    """Issue 21: the same session in a 15,000-token window, where the ladder moves a whole turn out
+    (its assistant messages become one index line): the responses numbered before the ladder no
+    longer matched the messages after it, and 3 of the hook's messages each joined two replies."""
+    import json
+    from pathlib import Path
+
+    from fast_jev_compaction.transcript import read_messages
+    from test_hook_entry import event, run_hook
+
+    path = Path(corpus_dir) / "entire-checkpoints/PackmindHub__context-evaluator/a79e8577-088e-4020-be7a-d941574b478c.jsonl"
+    messages = read_messages(path)
+    tokens = 78_000
+    context = {"tokens": tokens, "window": 15_000, "percent": 100 * tokens / 15_000}
+    answer, _ = run_hook(json.dumps(event([m.to_wire() for m in messages], data_dir, context=context)).encode(), data_dir)
+    assert answer["action"] == "replace", answer.get("reason")
+    assert "old turn(s) moved whole" in answer["toast"]
+
+    numbers = iter(replies(messages))
+    texts = [(next(numbers), m.text) for m in messages if m.role == "assistant"]
+    queue = [(reply, text.strip()) for reply, text in texts if text.strip()]
+    by_handle = {m.handle: m for m in messages}
+    answered = [by_handle[m["handle"]].to_wire() if set(m) == {"handle"} else m for m in answer["messages"]]
+    joined = 0
+    for message in answered:
+        if message["role"] != "assistant":
+            continue
+        # Markers and index lines out; an evicted turn's replies are in its file, not here.
+        rest = re.sub(r"\[fast-jev-compaction[^\n]*? if needed\]", "", message["text"]).strip()
+        seen = set()
+        while rest:
+            while queue and not rest.startswith(queue[0][1]):
+                queue.pop(0)
+            assert queue, rest[:200]
+            reply, text = queue.pop(0)
+            seen.add(reply)
+            rest = rest[len(text):].strip()
+        joined += len(seen) > 1
+    assert joined == 0
 
 
 def _results(text: str, *names: str) -> SessionMessage:

@@ -26,6 +26,20 @@ def _no_extra() -> Mapping[str, Any]:
     return NO_EXTRA
 
 
+# What a Claude Code transcript says about a call or a result beyond what the model holds, kept in
+# ``extra`` under these names so that ``--format transcript`` writes it back as it was:
+# BLOCK_FIELDS, a tool_use or tool_result block's own members (a call's ``caller``, a result's
+# ``agentId``); RECORD_FIELDS, the fields of the user record holding a result (its
+# ``toolUseResult``, the tool's own account of the call), on each result of that record. The
+# record repeats the call's input and its output, so whatever cuts either goes without it.
+BLOCK_FIELDS = "blockFields"
+RECORD_FIELDS = "recordFields"
+# A message's blocks in their transcript order, when the writer's own (results or extras, then
+# the text, then the calls) would not give it back: per block, the length of a text block (with
+# its own members, ``[length, {members}]``), "x" an extra block, "u" a call, "r" a result. The
+# text blocks are the message's text, joined by a blank line as the reader joins them.
+BLOCK_LAYOUT = "blockLayout"
+
 # Paths, commands and patterns repeat across a session's calls: a value this short is kept as
 # one string per document, a file's content or a long command as it came.
 SHARED_VALUE_CHARS = 128

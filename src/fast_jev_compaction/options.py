@@ -230,9 +230,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("out", "string", "", "write the compacted messages here (never onto the input)",
            _where("cli"), flag="--out", short="-o", metavar="FILE", shown_default="stdout"),
     Option("format", "choice", "json", "json: one list of messages; jsonl: one per line; "
-           "transcript: a Claude Code session file that `claude --resume` loads (a result no pass cut keeps its "
-           "content as the input wrote it, tool references and images included; a list of text items comes back "
-           "as its text, and `toolUseResult` records are not carried)",
+           "transcript: a Claude Code session file that `claude --resume` loads (what no pass changed comes back "
+           "as the input wrote it, block for block, a result's record's `toolUseResult` included; a cut result, "
+           "or one whose call's input went to the archive, without the `toolUseResult`)",
            _where("cli"), flag="--format", choices=("json", "jsonl", "transcript")),
     Option("json", "flag", False, "print the summary as one JSON document instead of a line",
            _where("cli"), flag="--json"),

@@ -18,7 +18,7 @@ from .decisions import DROP, TRUNCATE, Action, CallDecision
 from .digest import DigestShape, digest
 from .lexicon import call_target
 from .markers import drop_marker, input_marker, moved_media_note, quoted, truncation_note
-from .messages import NO_EXTRA, SessionMessage, ToolResult, ToolUse
+from .messages import BLOCK_FIELDS, NO_EXTRA, RECORD_FIELDS, SessionMessage, ToolResult, ToolUse
 from .pairing import ToolCall
 from .stats import message_chars
 
@@ -146,8 +146,9 @@ def moved_media(message: SessionMessage, archive_dir: str) -> MovedMedia | None:
         kept.append({"type": "text", "text": moved_media_note(f"an {media_type}", len(data), path)})
     if not files:
         return None
-    # A new record, like any rebuilt message: a handle would bring the original blocks back.
-    extra = {key: value for key, value in message.extra.items() if key not in _RECORD_IDS}
+    # A new record, like any rebuilt message: a handle would bring the original blocks back, and
+    # its record's fields (imagePasteIds) would name what moved.
+    extra = {key: value for key, value in message.extra.items() if key not in _RECORD_IDS and key != RECORD_FIELDS}
     return MovedMedia(replace(message, handle=None, extra={**extra, "extraBlocks": kept}), files, len(files))
 
 
@@ -233,7 +234,7 @@ def rebuild(
     # passed over without a look at their blocks.
     touched = (
         {at for tool_use_id in cuts for at in (by_id[tool_use_id].call_index, by_id[tool_use_id].result_index)}
-        | {by_id[tool_use_id].call_index for tool_use_id in new_inputs}
+        | {at for tool_use_id in new_inputs for at in (by_id[tool_use_id].call_index, by_id[tool_use_id].result_index)}
         | {at for tool_use_id in shown for at in (by_id[tool_use_id].call_index, by_id[tool_use_id].result_index)}
         if all(tool_use_id in by_id for tool_use_id in (*cuts, *new_inputs, *shown))
         else None
@@ -249,7 +250,8 @@ def rebuild(
         if not any(
             u.tool_use_id in cuts or u.tool_use_id in new_inputs or u.tool_use_id in shown for u in message.toolUses
         ) and not any(
-            r.tool_use_id in cuts or r.tool_use_id in shown for r in results
+            r.tool_use_id in cuts or r.tool_use_id in shown or (r.tool_use_id in new_inputs and RECORD_FIELDS in r.extra)
+            for r in results
         ):
             out.append(message)
             continue
@@ -266,7 +268,7 @@ def rebuild(
             if decision is None and use.text is not None and use.tool_use_id in shown:
                 # The copy of the output a call carries goes back as its result does (without the
                 # record that holds it as it was, as a cut call's does).
-                use = ToolUse(use.tool_use_id, use.tool, use.input, shown[use.tool_use_id], use.isError)
+                use = ToolUse(use.tool_use_id, use.tool, use.input, shown[use.tool_use_id], use.isError, _block_only(use.extra))
                 changed = True
             if decision is None:
                 uses.append(use)
@@ -289,6 +291,11 @@ def rebuild(
             decision = cuts.get(result.tool_use_id)
             if decision is None and result.tool_use_id in shown:
                 kept_results.append(ToolResult(tool_use_id=result.tool_use_id, text=shown[result.tool_use_id], isError=bool(result.isError)))
+                changed = True
+            elif decision is None and result.tool_use_id in new_inputs and RECORD_FIELDS in result.extra:
+                # The record of a call (a transcript's toolUseResult) repeats its input: an input
+                # moved to the archive takes it along.
+                kept_results.append(replace(result, extra={k: v for k, v in result.extra.items() if k != RECORD_FIELDS}))
                 changed = True
             elif decision is None:
                 kept_results.append(result)
@@ -324,7 +331,15 @@ def _truncated_use(use: ToolUse, shape: DigestShape, archive_path: str | None) -
         input=use.input,
         text=cut,
         isError=True if use.isError else None,
+        extra=_block_only(use.extra),
     )
+
+
+def _block_only(extra: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A call's block members alone (a transcript's ``caller``): what its output's cut leaves
+    as it was; the record holding the output does not go with it."""
+    own = extra.get(BLOCK_FIELDS)
+    return NO_EXTRA if own is None else {BLOCK_FIELDS: own}
 
 
 def _truncated_result(

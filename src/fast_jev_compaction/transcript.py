@@ -21,7 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from .errors import TranscriptError
-from .messages import NO_EXTRA, MessageError, SessionMessage, ToolResult, ToolUse, parse_messages, shared_input
+from .messages import (
+    BLOCK_FIELDS,
+    BLOCK_LAYOUT,
+    NO_EXTRA,
+    RECORD_FIELDS,
+    MessageError,
+    SessionMessage,
+    ToolResult,
+    ToolUse,
+    parse_messages,
+    shared_input,
+)
 
 __all__ = [
     "ACCEPTED_FORMATS",
@@ -135,14 +146,55 @@ def _result_item_text(item: Any) -> str:
     return f"[{kind}]" if isinstance(kind, str) else "[item]"
 
 
-def _raw_content(content: Any) -> Mapping[str, Any]:
-    """A result's content list as written, when its text cannot give it back (a tool
-    reference, an image, a document): a result no pass cuts is written back as it came."""
-    if isinstance(content, list) and not all(
-        isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str) for item in content
-    ):
-        return {"content": content}
-    return NO_EXTRA
+# The members of a block and the fields of a record that the messages hold in their own fields,
+# or that the session file's writer makes for itself (a new session, new ids, its own stamps).
+_USE_KEYS = frozenset({"type", "id", "name", "input"})
+_TEXT_KEYS = frozenset({"type", "text"})
+_RESULT_KEYS = frozenset({"type", "tool_use_id", "content", "is_error"})
+_SESSION_FIELDS = frozenset({
+    "type", "message", "uuid", "parentUuid", "logicalParentUuid", "timestamp", "sessionId", "cwd",
+    "userType", "isSidechain", "version", "gitBranch", "slug", "agentId", "entrypoint", "promptId",
+    "teamName", "isMeta", "sourceToolAssistantUUID",
+})
+
+
+def _own_fields(data: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any] | None:
+    """The members of ``data`` not in ``known``, or None when it has none."""
+    if len(data) <= len(known) and all(key in known for key in data):
+        return None
+    return {key: value for key, value in data.items() if key not in known}
+
+
+def _result_extra(block: Mapping[str, Any], raw: Any, record: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """What a result block and its record hold beyond its text and error flag, so that a
+    result no pass cuts is written back as it came: its content list as written (tool
+    references, images, documents, the items of a text list), its other members, its record's
+    fields (``messages.RECORD_FIELDS``)."""
+    extra: dict[str, Any] = {}
+    if isinstance(raw, list):
+        extra["content"] = raw
+    own = _own_fields(block, _RESULT_KEYS)
+    if "content" in block and raw is not None and not isinstance(raw, (str, list)):
+        own = {**(own or {}), "content": raw}
+    flag = block.get("is_error")
+    if "is_error" in block and not isinstance(flag, bool):
+        own = {**(own or {}), "is_error": flag}
+    if own:
+        extra[BLOCK_FIELDS] = own
+    if record:
+        extra[RECORD_FIELDS] = record
+    return extra or NO_EXTRA
+
+
+def record_fields(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A user record's own fields (``toolUseResult``, ...): those that neither the messages nor
+    a session file's writer make; None when it has none."""
+    return _own_fields(record, _SESSION_FIELDS)
+
+
+def result_text(content: Any) -> str:
+    """A tool_result's content as the text the model reads (a list's items one per line)."""
+    return _result_text(content)
 
 
 def _result_text(content: Any) -> str:
@@ -163,15 +215,51 @@ def _as_input(value: Any, shared: dict[Any, Any]) -> dict[str, Any]:
 
 
 class _Blocks:
-    """What one record's content holds, sorted by kind; a list is made on its first item."""
+    """What one record's content holds, sorted by kind; a list is made on its first item, and
+    ``codes`` (``messages.BLOCK_LAYOUT``'s) keep their order; None for a string content."""
 
-    __slots__ = ("texts", "uses", "results", "extras")
+    __slots__ = ("texts", "uses", "results", "extras", "codes")
 
     def __init__(self) -> None:
         self.texts: list[str] | None = None
         self.uses: list[ToolUse] | None = None
         self.results: list[ToolResult] | None = None
         self.extras: list[Any] | None = None
+        self.codes: list[Any] | None = None
+
+
+Layout = tuple[Any, ...]
+
+
+def canonical_layout(role: str, text: str, extras: int, uses: int, results: int) -> Layout | None:
+    """The blocks in the order a session file writes a message without ``BLOCK_LAYOUT``
+    (session_file.py): None for a user message of text alone, written as a string."""
+    if role == "assistant":
+        return ("x",) * extras + ((len(text),) if text else ()) + ("u",) * uses or (0,)
+    if not results and not extras:
+        return None
+    return ("r",) * results + ("x",) * extras + ((len(text),) if text else ())
+
+
+def _layout_of(message: SessionMessage) -> Layout | None:
+    """The block order ``message`` was read in."""
+    stored = message.extra.get(BLOCK_LAYOUT)
+    if stored is not None:
+        return tuple(stored)
+    return canonical_layout(message.role, message.text, len(message.extra.get("extraBlocks") or ()),
+                            len(message.toolUses), len(message.toolResults or ()))
+
+
+def _with_layout(message: SessionMessage, codes: Layout | None) -> SessionMessage:
+    """``message`` holding ``codes`` when the writer's own order would not give them back."""
+    wanted = canonical_layout(message.role, message.text, len(message.extra.get("extraBlocks") or ()),
+                              len(message.toolUses), len(message.toolResults or ()))
+    if codes == wanted or codes is None:  # None: a string content, which the writer writes as text
+        if BLOCK_LAYOUT not in message.extra:
+            return message
+        return replace(message, extra={k: v for k, v in message.extra.items() if k != BLOCK_LAYOUT} or NO_EXTRA)
+    # A list, as JSON gives it back: a message read again from `--format json` compares equal.
+    return replace(message, extra={**message.extra, BLOCK_LAYOUT: list(codes)})
 
 
 def _append(items: list[Any] | None, item: Any) -> list[Any]:
@@ -189,6 +277,7 @@ class _Held:
     handle: str | None
     content: list[Any]
     is_meta: bool
+    fields: dict[str, Any] | None  # the record's own fields (record_fields)
     at: int  # how many messages there were when it was read: its place if its parent never comes
     where: str
     order: int  # its rank among held records, in file order
@@ -237,30 +326,35 @@ class _Assembler:
         self._turns: dict[str, int] = {}
 
     def add(self, role: str, handle: str | None, content: str | list[Any], is_meta: bool = False,
-            message_id: str | None = None, parent: Any = None, place: Any = "?") -> None:
+            message_id: str | None = None, parent: Any = None, place: Any = "?",
+            fields: dict[str, Any] | None = None) -> None:
         """``place`` is the record, named in errors by the ``where`` the assembler was made
-        with, or its place already named (a string)."""
+        with, or its place already named (a string); ``fields`` the record's own fields, which
+        its results carry."""
         if role == "user" and isinstance(content, list) and isinstance(parent, str) and self._before_its_call(content):
             self._held_count += 1
-            held = _Held(role, handle, content, is_meta, len(self.messages), self._named(place), self._held_count)
+            held = _Held(role, handle, content, is_meta, fields, len(self.messages), self._named(place), self._held_count)
             self.held.setdefault(parent, []).append(held)
             return
         turn = self._turns.get(message_id) if message_id is not None else None
         at = len(self.messages) if turn is None else turn // 2
-        blocks = self._blocks(content, at, place)
+        blocks = self._blocks(content, at, place, fields)
         if turn is not None:
             self._merge(turn, blocks, message_id)  # type: ignore[arg-type]  # not None when turn is not
             return
         if message_id is not None:
             self._turns[message_id] = 2 * at + (blocks.texts is not None)
-        self.messages.append(SessionMessage(
+        message = SessionMessage(
             role=role,  # type: ignore[arg-type]  # only user/assistant records come here
             text="\n\n".join(blocks.texts or ()),
             toolUses=tuple(blocks.uses) if blocks.uses else (),
             toolResults=None if blocks.results is None else tuple(blocks.results),
             handle=handle,
-            extra=_extras(blocks.extras, is_meta),
-        ))
+            # A prompt's record fields (isCompactSummary, todos, ...) ride on it; a result's on
+            # the result (_blocks).
+            extra=_extras(blocks.extras, is_meta, None if blocks.results else fields),
+        )
+        self.messages.append(_with_layout(message, None if blocks.codes is None else tuple(blocks.codes)))
 
     def _before_its_call(self, content: list[Any]) -> bool:
         calls = self._calls
@@ -274,7 +368,7 @@ class _Assembler:
     def read(self, uuid: str) -> None:
         """A record with ``uuid`` was read: the results held for it as their parent follow it."""
         for held in self.held.pop(uuid, ()):
-            self.add(held.role, held.handle, held.content, held.is_meta, place=held.where)
+            self.add(held.role, held.handle, held.content, held.is_meta, place=held.where, fields=held.fields)
             if held.handle is not None:
                 self.read(held.handle)
 
@@ -287,7 +381,9 @@ class _Assembler:
             text = f"{text}\n\n{joined}" if has_text else joined
             self._turns[message_id] = 2 * at + 1
         extras = old.extra.get("extraBlocks")
-        self.messages[at] = replace(
+        added = blocks.codes if blocks.codes is not None else (len("\n\n".join(blocks.texts or ())),)
+        codes = (*(_layout_of(old) or ()), *added)
+        merged = replace(
             old,
             text=text,
             toolUses=(*old.toolUses, *blocks.uses) if blocks.uses else old.toolUses,
@@ -295,43 +391,54 @@ class _Assembler:
             extra=_extras(extras + blocks.extras if extras and blocks.extras else extras or blocks.extras,
                           old.extra.get("isMeta") is True),
         )
+        self.messages[at] = _with_layout(merged, codes)
 
     def _named(self, place: Any) -> str:
         return place if isinstance(place, str) else self._where(place)
 
-    def _blocks(self, content: str | list[Any], at: int, place: Any) -> _Blocks:
-        """The record's blocks; ``at`` is the message they go to."""
+    def _blocks(self, content: str | list[Any], at: int, place: Any, fields: dict[str, Any] | None = None) -> _Blocks:
+        """The record's blocks; ``at`` is the message they go to; ``fields`` the record's own
+        fields, carried by each of its results (one dict for all)."""
         out = _Blocks()
         if isinstance(content, str):
             out.texts = [content]
             return out
         calls, early = self._calls, self._early
+        codes = out.codes = []
         for block in content:
             if isinstance(block, str):
                 # Not an API block shape, but it is text: keep it readable.
                 out.texts = _append(out.texts, block)
+                codes.append(len(block))
                 continue
             if not isinstance(block, dict):
                 out.extras = _append(out.extras, block)
+                codes.append("x")
                 continue
             kind = block.get("type")
             if kind == "text":
                 text = block.get("text")
                 if isinstance(text, str):
                     out.texts = _append(out.texts, text)
+                    own = _own_fields(block, _TEXT_KEYS)
+                    codes.append(len(text) if own is None else [len(text), own])
                 else:
                     out.extras = _append(out.extras, block)
+                    codes.append("x")
             elif kind == "tool_use" and isinstance(block.get("id"), str):
                 tool_use_id: str = block["id"]
                 if tool_use_id in calls:
                     self.stats.duplicate_tool_uses += 1
                     continue
+                codes.append("u")
                 name = block.get("name")
+                own = _own_fields(block, _USE_KEYS)
                 use = calls[tool_use_id] = ToolUse(
                     tool_use_id=tool_use_id,
                     # Tool names repeat in every call: one string each (input: shared_input).
                     tool=sys.intern(name) if isinstance(name, str) else "unknown",
                     input=_as_input(block.get("input"), self._inputs),
+                    extra=NO_EXTRA if own is None else {BLOCK_FIELDS: own},
                 )
                 if early:
                     waiting = early.pop(tool_use_id, None)
@@ -344,11 +451,13 @@ class _Assembler:
                 given: str = block["tool_use_id"]
                 call = calls.get(given)
                 raw = block.get("content")
+                flag = block.get("is_error")
                 result = ToolResult(
                     tool_use_id=given if call is None else call.tool_use_id,
                     text=_result_text(raw),
-                    isError=block.get("is_error") is True,
-                    extra=_raw_content(raw),
+                    # As written: no flag (None) and false differ on the way back.
+                    isError=flag if isinstance(flag, bool) else None,
+                    extra=_result_extra(block, raw, fields),
                 )
                 if call is None:
                     if given in early:
@@ -359,10 +468,12 @@ class _Assembler:
                 else:
                     raise _second_result(self._named(place), given)
                 out.results = _append(out.results, result)
+                codes.append("r")
             else:
                 # thinking, redacted_thinking, image, document, server tools, id-less tool
                 # blocks: nothing here may vanish, so later stages get the raw block.
                 out.extras = _append(out.extras, block)
+                codes.append("x")
         return out
 
     def finish(self) -> list[SessionMessage]:
@@ -382,7 +493,7 @@ class _Assembler:
         self.held.clear()
         # Latest first, so that each earlier one's place is still where it was.
         for record in sorted(held, key=lambda h: h.order, reverse=True):
-            self.add(record.role, record.handle, record.content, record.is_meta, place=record.where)
+            self.add(record.role, record.handle, record.content, record.is_meta, place=record.where, fields=record.fields)
             message = self.messages.pop()
             for result in message.toolResults or ():
                 call = self._calls.get(result.tool_use_id)
@@ -409,12 +520,14 @@ def _second_result(where: str, tool_use_id: str) -> TranscriptError:
     )
 
 
-def _extras(blocks: list[Any] | None, is_meta: bool) -> Mapping[str, Any]:
+def _extras(blocks: list[Any] | None, is_meta: bool, fields: dict[str, Any] | None = None) -> Mapping[str, Any]:
     extras: dict[str, Any] = {}
     if blocks:
         extras["extraBlocks"] = blocks
     if is_meta:
         extras["isMeta"] = True
+    if fields:
+        extras[RECORD_FIELDS] = fields
     return extras or NO_EXTRA
 
 
@@ -614,8 +727,10 @@ def _assemble(live: Iterable[dict[str, Any]], stats: TranscriptStats, where: Cal
                 stats.conversation += 1
                 uuid = record.get("uuid")
                 message_id = message.get("id") if kind == "assistant" else None  # type: ignore[union-attr]
+                fields = record_fields(record) if kind == "user" else None
                 assembler.add(kind, uuid if isinstance(uuid, str) else None, content, record.get("isMeta") is True,
-                              message_id if isinstance(message_id, str) else None, record.get("parentUuid"), record)
+                              message_id if isinstance(message_id, str) else None, record.get("parentUuid"), record,
+                              fields)
             else:
                 stats.malformed_records += 1
         if assembler.held:  # any record may be the parent a held result waits for

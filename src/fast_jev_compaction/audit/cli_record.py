@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..rules import RULE_NAMES
 from .redact import preview
 from .store import CompactionRow, DecisionLog, DecisionRow
 
@@ -42,6 +43,9 @@ def record_cli_compaction(path: Path, session_id: str, judge: str, result: Any) 
             keep_result=d.keep_result,
             input_preview=preview(inputs.get(d.tool_use_id, {})),
             chars_freed=d.chars_freed,
+            rule=d.reason if d.reason in RULE_NAMES else None,
+            # Where the cut output (or an input-archived call's input) was saved, as the hook records it.
+            archive_path=d.archive_path,
         )
         for d in result.decisions
     ]

@@ -133,10 +133,10 @@ def run(args: argparse.Namespace) -> int:
     from contextlib import ExitStack
 
     from ..evaluation.corpus import default_corpus, load_sessions
-    from ..evaluation.fit import FIT_FIRE_POINTS, fit_report, fitted_model, session_rows
+    from ..evaluation.fit import FIT_FIRE_POINTS, FITTED_FEATURES, fit_report, fitted_model, session_rows
     from ..evaluation.quality import evaluate
     from ..evaluation.report import REFIT_STATE, STATE_FEATURES_SOURCE, fit_markdown, markdown_report, text_report, to_json
-    from ..evaluation.state_fit import state_rows
+    from ..evaluation.state_fit import STATE_FITTED_FEATURES, state_rows
     from ..evaluation.through_jev import JevFigures, served_judge
     from ..evaluation.transfer_report import section_of as transfer_of
     from ..evaluation.transfer_report import transfer_section
@@ -172,13 +172,13 @@ def run(args: argparse.Namespace) -> int:
         if len(groups) < 2 or not any(r.label for r in rows) or all(r.label for r in rows):
             print("fast-jev eval --fit: needs reused and unreused outputs in at least two sessions", file=sys.stderr)
             return 2
-        report = fit_report(rows)
+        report = fit_report(rows, features=STATE_FITTED_FEATURES if args.fit_state else FITTED_FEATURES)
         model = fitted_model(report, files=len(sessions))
         written = state_weights_path if args.fit_state else weights_path
         _write_text(written, json.dumps(model.to_json(), indent=1, sort_keys=True) + "\n")
         if args.fit_state:
             page = fit_markdown(report, FEATURE_NAMES, "src/fast_jev_compaction/judge/state_weights.json",
-                                REFIT_STATE, STATE_FEATURES_SOURCE)
+                                REFIT_STATE, STATE_FEATURES_SOURCE, "`STATE_UNFITTED_GROUPS` in `evaluation/state_fit.py`")
         else:
             page = fit_markdown(report, FEATURE_NAMES, "src/fast_jev_compaction/judge/weights.json")
         if args.fit_report:

@@ -37,6 +37,7 @@ from .labels import OutputLabel, label_outputs
 from .metrics import auc
 from .outcome import BASELINES, Context, Outcome, Scores, measure, original_results, result_chars
 from .robustness import CutOutput
+from .state_fit import STATE_FITTED_FEATURES
 from .through_jev import HELD_OUT_MESSAGES, HELD_OUT_STATE, JevFigures, add_point
 from .through_jev import Point as JevPoint
 
@@ -223,7 +224,7 @@ def evaluate(
         report.scores.by_ranker[HELD_OUT] = held_out
     if report.jev is not None:
         # the jev rows are the same calls in the same order, their features read from states
-        state_held_out = held_out_scores(report.jev.rows)
+        state_held_out = held_out_scores(report.jev.rows, STATE_FITTED_FEATURES)
         if held_out is not None and state_held_out is not None:
             report.jev.scores.by_ranker[HELD_OUT_MESSAGES] = held_out
             report.jev.scores.by_ranker[HELD_OUT_STATE] = state_held_out
@@ -246,11 +247,11 @@ def evaluate(
     return report
 
 
-def held_out_scores(rows: Sequence[Row]) -> list[float] | None:
-    """Every row scored by a model of the shipped features fitted on the other sessions' rows
-    (``None`` when no fold can be fitted: fewer than three sessions, or a class missing once a
-    session is left out)."""
-    rows = projected(rows, FITTED_FEATURES)
+def held_out_scores(rows: Sequence[Row], features: Sequence[str] = FITTED_FEATURES) -> list[float] | None:
+    """Every row scored by a model of the shipped ``features`` (the state judge's:
+    ``state_fit.STATE_FITTED_FEATURES``) fitted on the other sessions' rows (``None`` when no
+    fold can be fitted: fewer than three sessions, or a class missing once a session is left out)."""
+    rows = projected(rows, features)
     groups = sorted({row.group for row in rows})
     if len(groups) < 3:
         return None

@@ -466,7 +466,8 @@ def markdown_report(evaluation: Evaluation, fit: Mapping[str, Any]) -> str:
 
 
 def fit_markdown(report: FitReport, feature_names: tuple[str, ...], weights_path: str, command: str = REFIT,
-                 features_from: str = FEATURES_SOURCE) -> str:
+                 features_from: str = FEATURES_SOURCE,
+                 unfitted_from: str = "`UNFITTED_GROUPS` in `evaluation/fit.py`") -> str:
     lines = [
         "# Judge fit" if command == REFIT else "# Judge fit over Jev states",
         "",
@@ -498,9 +499,19 @@ def fit_markdown(report: FitReport, feature_names: tuple[str, ...], weights_path
         f"| bias | {report.weights[0]:+.3f} |",
         *(f"| {name} | {w:+.3f} |" for name, w in zip(report.features, report.weights[1:])),
         "",
-        f"Not fitted (weight 0; `UNFITTED_GROUPS` in `evaluation/fit.py` says why): "
+        f"Not fitted (weight 0; {unfitted_from} says why): "
         f"{', '.join(name for name in feature_names if name not in report.features) or 'none'}. "
-        "The judge fitted without each source, scored on it: docs/quality.md, \"Judge transfer across sources\".",
+        + (
+            "The judge fitted without each source, scored on it: docs/quality.md, \"Judge transfer across sources\"."
+            if command == REFIT
+            else "The judge fitted without each source, scored on it: "
+            + ", ".join(
+                f"{fold.source} {_auc(fold.held_out_auc)} (output size alone {_auc(fold.size_auc)})"
+                for fold in report.by_source
+                if fold.held_out_auc is not None
+            )
+            + "."
+        ),
         "",
     ]
     return "\n".join(lines)

@@ -25,7 +25,7 @@ from .media import with_media
 from .meta import read_hung_texts, transcript_file
 from .outcome import Answer, Outcome
 from .tally import Tally
-from .turns import carried_by, regroup, replies, turn_problems
+from .turns import carried_by, regroup, replies_after, turn_problems
 
 
 async def _compact(
@@ -125,7 +125,10 @@ def run_compaction(
         reason = f"{gate.reason}: {summary}"
         return Outcome(fallback_answer(reason, lines), "fallback", reason, result, goal, judge, gate.category)
 
-    out = regroup(result.messages, carried_by(messages, _hung_texts(event, messages, log)), replies(messages))
+    # Turns by the responses of the messages the ladder left, not of its input: an evicted turn
+    # is one index line, and two replies its drops made adjacent stay apart.
+    out = regroup(result.messages, carried_by(messages, _hung_texts(event, messages, log)),
+                  replies_after(result.messages, messages))
     # The rebuilt history lives on as ``out``; the outcome's record reads the decisions, calls
     # and figures only, so the turns regroup merged are not kept beside it while it is wired.
     result = replace(result, messages=[])

@@ -23,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..markers import PREFIX
+from ..markers import PREFIX, is_turn_index_line
 from ..messages import Role, SessionMessage, ToolResult, ToolUse
 
 _RECORD_IDS = frozenset({"uuid", "handle"})
@@ -139,9 +139,9 @@ def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessag
     message loses by going back without its handle (:mod:`.meta`); a turn's goes after it, in
     its results message. Messages that need no merging come back as the very same objects.
 
-    ``responses`` are :func:`replies` of the messages before the rebuild, which leaves every
-    assistant message in its place: fragments of two responses that a dropped call's results
-    no longer separate stay two turns (ignored when the counts differ).
+    ``responses`` number the response of each assistant message (:func:`replies_after` of the
+    pass's output and input): fragments of two responses that a dropped call's results no longer
+    separate stay two turns (ignored when the counts differ).
     """
     carry = carried or (lambda message: "")
     if responses is not None and len(responses) != sum(m.role == "assistant" for m in messages):
@@ -227,6 +227,52 @@ def replies(messages: Sequence[SessionMessage]) -> array[int]:
         after_user = False
         out.append(reply)
     return out
+
+
+def replies_after(out: Sequence[SessionMessage], original: Sequence[SessionMessage]) -> array[int]:
+    """The response each assistant message of a pass's output ``out`` is part of, numbered as
+    :func:`replies` numbers the pass's input ``original``, so turn boundaries follow the messages
+    the ladder left (an evicted turn's assistant messages are one index line there).
+
+    The output keeps the input's order, so one walk forward finds each message's source: the
+    same object when the pass left it; when it rebuilt it, the input message holding its first
+    kept call, or, with no call left, the one whose text it begins with (a dropped call's marker
+    lines follow the text). An index line, and a message found nowhere ahead, is a response of
+    its own (a negative number): two replies are never taken for one.
+    """
+    numbers = replies(original)
+    sources = [m for m in original if m.role == "assistant"]
+    out_numbers = array("q")
+    at = 0  # the next input assistant message a source may be
+    fresh = 0
+    for message in out:
+        if message.role != "assistant":
+            continue
+        found = -1
+        if not is_turn_index_line(message.text):
+            for position in range(at, len(sources)):
+                if _rebuilt_from(message, sources[position]):
+                    found = position
+                    break
+        if found < 0:
+            fresh -= 1
+            out_numbers.append(fresh)
+            continue
+        out_numbers.append(numbers[found])
+        at = found + 1
+    return out_numbers
+
+
+def _rebuilt_from(message: SessionMessage, source: SessionMessage) -> bool:
+    if message is source:
+        return True
+    if message.toolUses:
+        first = message.toolUses[0].tool_use_id
+        return any(use.tool_use_id == first for use in source.toolUses)
+    text, before = message.text, source.text
+    if not before:
+        return bool(source.toolUses) and _marks_only(text)
+    return text == before or text.startswith(before + "\n")
 
 
 def _added(items: list[Any] | None, item: Any) -> list[Any]:

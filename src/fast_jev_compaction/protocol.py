@@ -4,7 +4,7 @@ The state every judge reads, the ``noul`` questions, the answers, and the reques
 ``fast-jev serve`` takes. The client's answers (``answers.read_noul_answers``), the local judge's
 input (``judge.state.validate_state`` / ``validate_questions``) and the server's requests
 (``jev/server.py``) are validated with these adapters, and ``schemas/jev-*.schema.json`` are
-generated from them (``python -m fast_jev_compaction.schemas --write``).
+generated from them (``python tests/test_schemas.py --write``).
 
 Unknown members are allowed everywhere: a newer client or server may send more. The state is
 read tolerantly past its shape (``judge/state.read_state``), so only what the contract promises

@@ -117,6 +117,16 @@ class NoulAnswer(TypedDict):
 Answers = dict[str, NoulAnswer]
 
 
+@with_config(_OPEN)
+class JevResponse(TypedDict):
+    """A response's ``{answers, usage?}`` (a Workers AI envelope's ``result``). The answers are
+    checked one by one against the questions asked (``answers.read_noul_answers``), the usage
+    read tolerantly (``answers.read_usage``): here only that there is an answers object."""
+
+    answers: dict[str, Any]
+    usage: NotRequired[Any]
+
+
 # --------------------------------------------------------------------------- requests
 
 
@@ -147,6 +157,7 @@ STATE_ADAPTER: TypeAdapter[JevState] = TypeAdapter(StateField)
 QUESTIONS_ADAPTER: TypeAdapter[dict[str, NoulQuestion]] = TypeAdapter(Questions)
 ANSWER_ADAPTER: TypeAdapter[NoulAnswer] = TypeAdapter(NoulAnswer)
 ANSWERS_ADAPTER: TypeAdapter[Answers] = TypeAdapter(Answers)
+RESPONSE_ADAPTER: TypeAdapter[JevResponse] = TypeAdapter(JevResponse)
 PAYLOAD_ADAPTER: TypeAdapter[JevPayload] = TypeAdapter(JevPayload)
 SYSTEM_ONE_ADAPTER: TypeAdapter[SystemOneRequest] = TypeAdapter(SystemOneRequest)
 CLOUDFLARE_CATALOG_ADAPTER: TypeAdapter[CloudflareCatalogRequest] = TypeAdapter(CloudflareCatalogRequest)

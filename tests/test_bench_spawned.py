@@ -65,6 +65,7 @@ def test_bench_reports_peak_memory_and_the_hooks_start() -> None:
 _WHAT_IT_SEES = """
 import importlib.util, json, sys, fast_jev_compaction
 print(json.dumps({"pytest": importlib.util.find_spec("pytest") is not None, "package": fast_jev_compaction.__file__,
+                  "pydantic": importlib.util.find_spec("pydantic") is not None,
                   "prefix": sys.prefix, "site": [p for p in sys.path if p.endswith("site-packages")]}))
 """
 
@@ -74,8 +75,9 @@ def test_the_plugin_like_interpreter_holds_the_package_and_nothing_of_the_benchs
     seen = json.loads(subprocess.run([python, "-I", "-c", _WHAT_IT_SEES], capture_output=True, text=True, check=True).stdout)
     assert seen["package"] == fast_jev_compaction.__file__
     assert Path(seen["prefix"]) == tmp_path / "venv"
-    # The bench's interpreter has pytest (it runs this test); the venv sees only its own site-packages.
-    assert not seen["pytest"] and all(Path(p).is_relative_to(tmp_path) for p in seen["site"])
+    # The bench's interpreter has pytest (it runs this test); the venv sees only its own site-packages
+    # and pydantic's links.
+    assert seen["pydantic"] and not seen["pytest"] and all(Path(p).is_relative_to(tmp_path) for p in seen["site"])
 
 
 def test_the_text_report_says_which_transcripts_have_no_memory_figure() -> None:

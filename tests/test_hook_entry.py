@@ -21,6 +21,7 @@ import pytest
 
 from fast_jev_compaction.archive import archive_name
 from fast_jev_compaction.audit.store import DecisionLog, open_log
+from fast_jev_compaction.commands.spawned import link_validation_packages
 from fast_jev_compaction.decisions import action_name
 from fast_jev_compaction.hook.answer import wire_messages
 from fast_jev_compaction.hook.compaction import in_flight_preserve
@@ -369,12 +370,11 @@ def test_silent_open_pipe_counts_as_empty_input(data_dir: Path) -> None:
     assert json.loads(out)["reason"] == "the hook received no input"
 
 
-def _hook_without_site_packages(script: Path, stdin: bytes, data_dir: Path) -> dict[str, Any]:
+def _hook_without_site_packages(script: Path, stdin: bytes, data_dir: Path, only: Path | None = None) -> dict[str, Any]:
     # -S hides site-packages (pydantic, httpx, tenacity and the installed package), as in a
-    # half-made environment.
-    proc = subprocess.run(
-        [sys.executable, "-S", str(script)], input=stdin, capture_output=True, env=hook_env(data_dir), timeout=SAFETY_TIMEOUT
-    )
+    # half-made environment; ``only`` puts one folder back on the path.
+    env = hook_env(data_dir, **({"PYTHONPATH": str(only)} if only is not None else {}))
+    proc = subprocess.run([sys.executable, "-S", str(script)], input=stdin, capture_output=True, env=env, timeout=SAFETY_TIMEOUT)
     assert proc.returncode == 0 and proc.stderr == b""
     return json.loads(proc.stdout)
 
@@ -389,15 +389,24 @@ def test_a_missing_package_still_answers(tmp_path: Path, data_dir: Path) -> None
     assert "ERROR fallback: the fast-jev-compaction package cannot be imported" in hook_log(data_dir)
 
 
-def test_a_local_compaction_needs_no_third_party_package(data_dir: Path) -> None:
-    # The checkout's src/ is found, and nothing outside the standard library is needed.
-    answer = _hook_without_site_packages(HOOK, json.dumps(event(tool_heavy_conversation(), data_dir)).encode(), data_dir)
+def test_a_local_compaction_needs_only_pydantic(tmp_path: Path, data_dir: Path) -> None:
+    # The checkout's src/ is found; beside the standard library only pydantic is needed.
+    document = json.dumps(event(tool_heavy_conversation(), data_dir)).encode()
+    validation = link_validation_packages(tmp_path / "validation-only")
+    answer = _hook_without_site_packages(HOOK, document, data_dir, only=validation)
     assert answer["action"] == "replace"
 
 
-def test_a_missing_dependency_of_the_remote_judge_still_answers(data_dir: Path) -> None:
+def test_a_missing_pydantic_still_answers(data_dir: Path) -> None:
+    answer = _hook_without_site_packages(HOOK, json.dumps(event(tool_heavy_conversation(), data_dir)).encode(), data_dir)
+    assert answer["action"] == "fallback"
+    assert "No module named 'pydantic'" in answer["reason"]
+
+
+def test_a_missing_dependency_of_the_remote_judge_still_answers(tmp_path: Path, data_dir: Path) -> None:
     document = event(tool_heavy_conversation(), data_dir, options={"judge": "jev", "baseUrl": "http://127.0.0.1:9"})
-    answer = _hook_without_site_packages(HOOK, json.dumps(document).encode(), data_dir)
+    validation = link_validation_packages(tmp_path / "validation-only")
+    answer = _hook_without_site_packages(HOOK, json.dumps(document).encode(), data_dir, only=validation)
     assert answer["action"] == "fallback"
     assert "httpx" in answer["reason"]
     assert "ERROR fallback: internal error (ModuleNotFoundError" in hook_log(data_dir)

@@ -102,7 +102,7 @@ def test_syntax_errors_are_json_loads_own(text: str) -> None:
         ({"messages": {}}, "messages", "Input should be a valid list"),
         ({"messages": [{"role": "robot"}]}, "messages.0.role", "Input should be 'user' or 'assistant'"),
         ({"messages": [{"text": "x"}]}, "messages.0.role", "Field required"),
-        ({"messages": [{"role": "user"}, 5]}, "messages.1", "Input should be a valid dictionary or instance of SessionMessage"),
+        ({"messages": [{"role": "user"}, 5]}, "messages.1", "Input should be a valid dictionary"),
         ({"messages": [{"role": "user", "text": None}]}, "messages.0.text", "Input should be a valid string"),
         ({"messages": [{"role": "user", "handle": 5}]}, "messages.0.handle", "Input should be a valid string"),
         ({"messages": [{"role": "user", "toolUses": "x"}]}, "messages.0.toolUses", "Input should be a valid list"),
@@ -125,7 +125,7 @@ def test_a_bad_event_names_its_field(doc: dict[str, Any], location: str, what: s
 
 
 def test_a_document_that_is_not_an_object_is_refused() -> None:
-    with pytest.raises(MessageError, match="Input should be a valid dictionary or instance of HookEvent"):
+    with pytest.raises(MessageError, match="Input should be a valid dictionary"):
         parse_event("[1, 2]")
 
 
@@ -152,7 +152,9 @@ print(json.dumps({"answer": json.loads(out.getvalue()), "modules": sorted(sys.mo
 """
 
 
-def test_a_local_compaction_imports_no_validation_or_http_library(tmp_path: Path) -> None:
+def test_a_local_compaction_imports_no_http_library(tmp_path: Path) -> None:
+    # pydantic validates the event (and brings decimal, secrets, ... of its own); the Jev
+    # client's httpx, tenacity and asyncio load only for a remote judge.
     from test_hook_entry import event, tool_heavy_conversation
 
     data = tmp_path / "data"
@@ -163,7 +165,8 @@ def test_a_local_compaction_imports_no_validation_or_http_library(tmp_path: Path
     report = json.loads(proc.stdout)
     assert report["answer"]["action"] == "replace"
     roots = {name.split(".")[0] for name in report["modules"]}
-    assert not roots & {"pydantic", "pydantic_core", "httpx", "httpcore", "anyio", "tenacity", "asyncio", "decimal", "secrets"}
+    assert "pydantic" in roots
+    assert not roots & {"httpx", "httpcore", "anyio", "tenacity", "asyncio"}
 
 
 def test_a_result_shares_its_calls_strings_only_when_they_are_equal() -> None:

@@ -108,16 +108,26 @@ def test_bootstrap_and_hook_run_nothing_planted_and_create_only_private_files(
 
 
 def test_the_hook_from_a_source_checkout_finds_src_but_never_the_cwd(project: tuple[Path, Path], tmp_path: Path) -> None:
-    # -S hides site-packages, so the package can only come from the checkout's src/ (or, wrongly,
-    # from the planted fast_jev_compaction/ in the cwd).
+    # A venv whose site-packages names pydantic only: the package can only come from the
+    # checkout's src/ (or, wrongly, from the planted fast_jev_compaction/ in the cwd).
+    import sysconfig
+    import venv
+
+    from fast_jev_compaction.commands.spawned import link_validation_packages
+
     folder, markers = project
+    venv.EnvBuilder(with_pip=False, symlinks=os.name != "nt").create(tmp_path / "venv")
+    python = tmp_path / "venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    purelib = Path(sysconfig.get_path("purelib", vars={"base": str(tmp_path / "venv"), "platbase": str(tmp_path / "venv")}))
+    validation = link_validation_packages(tmp_path / "validation-only")
+    (purelib / "validation.pth").write_text(f"{validation}\n", encoding="utf-8")
     proc = subprocess.run(
-        [sys.executable, "-I", "-S", str(HOOK)],
+        [str(python), "-I", str(HOOK)],
         input=b'{"messages": []}', cwd=folder, capture_output=True, timeout=SAFETY_TIMEOUT,
         env=hostile_env({"CLAUDE_PLUGIN_DATA": str(tmp_path / "d"), "PATH": os.environ["PATH"]}, folder),
     )
     assert (proc.returncode, proc.stderr) == (0, b"")
-    # The checkout's package answered (it needs nothing outside the standard library for that).
+    # The checkout's package answered (it needs nothing beside pydantic for that).
     assert json.loads(proc.stdout) == {"action": "skip", "reason": "nothing to compact", "log": []}
     assert sorted(p.name for p in markers.iterdir()) == []
 

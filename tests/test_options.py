@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from fast_jev_compaction.options import CompactOptions, resolve_options
+from fast_jev_compaction.options import OPTIONS, VALUES, CompactOptions, resolve_options
 
 
 def test_defaults_match_upstream():
@@ -87,3 +87,11 @@ def test_shares_are_checked_not_clamped(name):
 def test_an_unknown_policy_takes_the_default():
     assert resolve_options(policy="cliff").policy == "budget"
     assert resolve_options(policy="threshold").policy == "threshold"
+
+
+def test_the_values_model_is_the_table() -> None:
+    schema = VALUES.json_schema()
+    assert list(schema["properties"]) == [option.name for option in OPTIONS] and not schema.get("required")
+    assert schema["properties"]["keep_threshold"] == {"maximum": 1, "minimum": 0, "title": "Keep Threshold", "type": "number"}
+    assert schema["properties"]["policy"]["enum"] == ["budget", "threshold"]
+    assert VALUES.validate_python({"preserve_recent_messages": 6.0}) == {"preserve_recent_messages": 6}

@@ -271,3 +271,17 @@ def test_start_server_in_process() -> None:
         server.server_close()
         thread.join()
     assert not thread.is_alive()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"state": {"history": "no"}, "questions": QUESTIONS}, "body.state.history: Input should be a valid list"),
+        ({"questions": QUESTIONS}, "body.state: Field required"),
+        ({"state": STATE, "questions": {"q": {"type": "noul", "instructions": 3}}}, "body.questions.q.instructions: Input should be a valid string"),
+        ({"model": 5, "state": STATE, "questions": QUESTIONS}, "body.model: Input should be a valid string"),
+    ],
+)
+def test_a_bad_body_is_named_by_its_field(client: httpx.Client, body: Any, message: str) -> None:
+    r = client.post("/v1/systemone", json=body)
+    assert (r.status_code, r.json()["error"]["message"]) == (400, message)

@@ -1,39 +1,30 @@
 """Strict validation of raw Jev ``answers`` objects and tolerant reading of ``usage``.
 
 Every asker (HTTP client, embedded judge, custom) is held to these rules by the core, so a bad
-answer can never turn into a silent keep/drop decision.
+answer can never turn into a silent keep/drop decision. One answer's shape is
+``protocol.NoulAnswer``, validated with pydantic.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from numbers import Real
 from typing import Any
+
+from pydantic import ValidationError
 
 from .asker import Usage
 from .errors import JevResponseError
+from .protocol import ANSWER_ADAPTER
 
 MISSING_ANSWERS = "Jev response is missing answers"
 
 
 def _noul_value(answer: Any) -> float | None:
-    """The probability carried by one answer, or ``None`` when the answer is not a valid noul."""
-    if not isinstance(answer, Mapping):
+    """The probability carried by one answer, or ``None`` when it is not a valid ``NoulAnswer``."""
+    try:
+        return ANSWER_ADAPTER.validate_python(answer)["noul"]
+    except ValidationError:
         return None
-    # A missing discriminator is the legacy shape and stays accepted; any other type is not ours.
-    if "type" in answer and answer["type"] != "noul":
-        return None
-    if "noul" not in answer:
-        return None
-    value = answer["noul"]
-    # bool is an int subclass in Python; JSON true/false is not a probability.
-    if isinstance(value, bool) or not isinstance(value, Real):
-        return None
-    number = float(value)
-    if not math.isfinite(number) or not 0.0 <= number <= 1.0:
-        return None
-    return number
 
 
 def read_noul_answers(answers: Any, names: Sequence[str]) -> dict[str, float]:

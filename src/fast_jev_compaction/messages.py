@@ -1,11 +1,11 @@
 """The conversation shapes Claude Code hands a compaction hook (its ``SessionMessage``).
 
 Plain frozen dataclasses with slots: a session of 200,000 messages holds nothing but its own
-strings and a few small objects per message, and the hook's start does not pay for a
-validation library. ``message_from_wire`` is the one check of the wire shape, used by the hook
-event and by the CLI's JSON input alike. Unknown members (``uuid``, ``result``, ``meta``, ...)
-are kept in ``extra``, so that an untouched message goes back to the engine exactly as it came
-in.
+strings and a few small objects per message. Their wire shape is declared once, as pydantic
+TypedDicts (``SessionMessageWire`` and its blocks); ``message_from_wire`` validates one message
+with them and builds the dataclasses, for the hook event and the CLI's JSON input alike.
+Unknown members (``uuid``, ``result``, ``meta``, ...) are kept in ``extra``, so that an
+untouched message goes back to the engine exactly as it came in.
 """
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, Mapping
+from typing import Annotated, Any, Literal, Mapping
+
+from pydantic import BeforeValidator, ConfigDict, TypeAdapter, ValidationError, with_config
+from typing_extensions import NotRequired, TypedDict
 
 Role = Literal["user", "assistant"]
 ROLES: tuple[Role, ...] = ("user", "assistant")
@@ -133,6 +136,57 @@ def _wire(fields: tuple[tuple[str, Any], ...], extra: Mapping[str, Any]) -> dict
 
 
 # --------------------------------------------------------------------------- the wire check
+#
+# The wire shape is declared once, as pydantic TypedDicts (strict: a number is not a string, a
+# string not a flag; unknown members allowed and kept). A message is validated into a plain dict
+# of the same strings (pydantic hands the very objects back, it does not copy text), then built
+# once into the dataclasses above, which is where sharing and interning happen. The event is
+# read one message at a time, so the validated dict of one message is all that is ever alive
+# beside the built messages.
+
+
+def _flag(value: Any) -> Any:
+    """A lenient writer's ``1``/``0`` for a flag counts as true/false; nothing else does."""
+    return bool(value) if type(value) is int and value in (0, 1) else value
+
+
+Flag = Annotated[bool, BeforeValidator(_flag)]
+WIRE_CONFIG = ConfigDict(extra="allow", strict=True)
+
+
+@with_config(WIRE_CONFIG)
+class ToolUseWire(TypedDict):
+    """A ``tool_use`` block as Claude Code hands it."""
+
+    tool_use_id: str
+    tool: str
+    input: NotRequired[dict[str, Any]]
+    text: NotRequired[str | None]
+    isError: NotRequired[Flag | None]
+
+
+@with_config(WIRE_CONFIG)
+class ToolResultWire(TypedDict):
+    """A ``tool_result`` block as Claude Code hands it."""
+
+    tool_use_id: str
+    text: NotRequired[str]
+    isError: NotRequired[Flag | None]
+
+
+@with_config(WIRE_CONFIG)
+class SessionMessageWire(TypedDict):
+    """A ``SessionMessage`` as Claude Code hands it: ``toolUses`` a list (possibly empty), only
+    ``toolResults`` may be null."""
+
+    role: Role
+    text: NotRequired[str]
+    toolUses: NotRequired[list[ToolUseWire]]
+    toolResults: NotRequired[list[ToolResultWire] | None]
+    handle: NotRequired[str | None]
+
+
+MESSAGE_ADAPTER: TypeAdapter[SessionMessageWire] = TypeAdapter(SessionMessageWire)
 
 
 class MessageError(ValueError):
@@ -146,6 +200,12 @@ class MessageError(ValueError):
         self.what = what
         super().__init__(f"{self.location}: {what}")
 
+    @classmethod
+    def first_of(cls, error: ValidationError) -> MessageError:
+        """The first problem pydantic found, as one line: its field path and its message."""
+        first = error.errors(include_url=False, include_context=False, include_input=False)[0]
+        return cls(tuple(first["loc"]), first["msg"])
+
     @property
     def location(self) -> str:
         return ".".join(str(part) for part in self.where)
@@ -154,48 +214,15 @@ class MessageError(ValueError):
         return MessageError((*prefix, *self.where), self.what)
 
 
-def _dict(value: Any, where: tuple[str | int, ...], name: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise MessageError(where, f"Input should be a valid dictionary or instance of {name}")
-    return value
-
-
-def _str(data: Mapping[str, Any], key: str, default: Any = ..., *, optional: bool = False) -> Any:
-    if key not in data:
-        if default is ...:
-            raise MessageError((key,), "Field required")
-        return default
-    value = data[key]
-    if isinstance(value, str) or (optional and value is None):
-        return value
-    raise MessageError((key,), "Input should be a valid string")
-
-
-def _bool(data: Mapping[str, Any], key: str) -> bool | None:
-    value = data.get(key)
-    if value is None or isinstance(value, bool):
-        return value
-    if type(value) is int and value in (0, 1):  # what a lenient writer sends for a flag
-        return bool(value)
-    raise MessageError((key,), "Input should be a valid boolean")
-
-
-def _list(data: Mapping[str, Any], key: str) -> list[Any] | None:
-    value = data.get(key)
-    if value is None or isinstance(value, list):
-        return value
-    raise MessageError((key,), "Input should be a valid list")
-
-
 def _extra(data: Mapping[str, Any], known: frozenset[str]) -> Mapping[str, Any]:
     if len(data) <= len(known) and all(key in known for key in data):
         return NO_EXTRA
     return {key: value for key, value in data.items() if key not in known}
 
 
-_USE_FIELDS = frozenset({"tool_use_id", "tool", "input", "text", "isError"})
-_RESULT_FIELDS = frozenset({"tool_use_id", "text", "isError"})
-_MESSAGE_FIELDS = frozenset({"role", "text", "toolUses", "toolResults", "handle"})
+_USE_FIELDS = frozenset(ToolUseWire.__annotations__)
+_RESULT_FIELDS = frozenset(ToolResultWire.__annotations__)
+_MESSAGE_FIELDS = frozenset(SessionMessageWire.__annotations__)
 
 
 class Shared:
@@ -209,71 +236,48 @@ class Shared:
         self.inputs: dict[Any, Any] = {}
 
 
-def _tool_use(value: Any, shared: Shared | None) -> ToolUse:
-    data = _dict(value, (), "ToolUse")
-    tool_input = data.get("input", {})
-    if not isinstance(tool_input, dict):
-        raise MessageError(("input",), "Input should be a valid dictionary")
-    for key in tool_input:
-        if not isinstance(key, str):
-            raise MessageError(("input", key, "[key]"), "Input should be a valid string")
+def _tool_use(data: ToolUseWire, shared: Shared) -> ToolUse:
     use = ToolUse(
-        tool_use_id=_str(data, "tool_use_id"),
+        tool_use_id=data["tool_use_id"],
         # Tool names repeat in every call: one string each.
-        tool=sys.intern(_str(data, "tool")),
-        input=shared_input(tool_input, shared.inputs if shared is not None else {}),
-        text=_str(data, "text", None, optional=True),
-        isError=_bool(data, "isError"),
+        tool=sys.intern(data["tool"]),
+        input=shared_input(data.get("input", {}), shared.inputs),
+        text=data.get("text"),
+        isError=data.get("isError"),
         extra=_extra(data, _USE_FIELDS),
     )
-    if shared is not None:
-        shared.calls[use.tool_use_id] = (use.tool_use_id, use.text)
+    shared.calls[use.tool_use_id] = (use.tool_use_id, use.text)
     return use
 
 
-def _tool_result(value: Any, shared: Shared | None) -> ToolResult:
-    data = _dict(value, (), "ToolResult")
-    tool_use_id, text = _str(data, "tool_use_id"), _str(data, "text", "")
-    call = shared.calls.pop(tool_use_id, None) if shared is not None else None
+def _tool_result(data: ToolResultWire, shared: Shared) -> ToolResult:
+    tool_use_id, text = data["tool_use_id"], data.get("text", "")
+    call = shared.calls.pop(tool_use_id, None)
     if call is not None:
         # The output comes twice on the wire, on the call and in its result: one string is kept.
         tool_use_id, text = call[0], call[1] if call[1] == text else text
-    return ToolResult(tool_use_id=tool_use_id, text=text, isError=_bool(data, "isError"), extra=_extra(data, _RESULT_FIELDS))
-
-
-def _blocks(data: Mapping[str, Any], key: str, read: Any, shared: Shared | None) -> tuple[Any, ...] | None:
-    items = _list(data, key)
-    if items is None:
-        return None
-    out = []
-    for index, item in enumerate(items):
-        try:
-            out.append(read(item, shared))
-        except MessageError as exc:
-            raise exc.under(key, index) from None
-    return tuple(out)
+    return ToolResult(tool_use_id=tool_use_id, text=text, isError=data.get("isError"), extra=_extra(data, _RESULT_FIELDS))
 
 
 def message_from_wire(value: Any, shared: Shared | None = None) -> SessionMessage:
-    """Check one SessionMessage-shaped JSON value and build it; :class:`MessageError` names the bad field.
+    """Validate one SessionMessage-shaped JSON value (:data:`MESSAGE_ADAPTER`) and build it;
+    :class:`MessageError` names the first bad field.
 
     ``shared``, kept across the messages of one document, lets a result share its call's
     strings and calls their inputs.
     """
-    data = _dict(value, (), "SessionMessage")
-    role = data.get("role")
-    if "role" not in data:
-        raise MessageError(("role",), "Field required")
-    if role not in ROLES:
-        raise MessageError(("role",), "Input should be 'user' or 'assistant'")
-    if "toolUses" in data and data["toolUses"] is None:  # a list, possibly empty; only toolResults may be null
-        raise MessageError(("toolUses",), "Input should be a valid list")
+    try:
+        data = MESSAGE_ADAPTER.validate_python(value)
+    except ValidationError as exc:
+        raise MessageError.first_of(exc) from None
+    shared = shared if shared is not None else Shared()
+    results = data.get("toolResults")
     return SessionMessage(
-        role=role,
-        text=_str(data, "text", ""),
-        toolUses=_blocks(data, "toolUses", _tool_use, shared) or (),
-        toolResults=_blocks(data, "toolResults", _tool_result, shared),
-        handle=_str(data, "handle", None, optional=True),
+        role=data["role"],
+        text=data.get("text", ""),
+        toolUses=tuple(_tool_use(use, shared) for use in data.get("toolUses", ())),
+        toolResults=None if results is None else tuple(_tool_result(result, shared) for result in results),
+        handle=data.get("handle"),
         extra=_extra(data, _MESSAGE_FIELDS),
     )
 

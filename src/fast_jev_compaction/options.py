@@ -1,7 +1,9 @@
 """Every option, declared once, and the compaction options the core reads (upstream §6.1).
 
 ``OPTIONS`` is the single table: each record gives the option's name, its CLI flag, its
-camelCase plugin key, its type, default, bounds and help, and where it applies. The CLI flags
+camelCase plugin key, its type, default, bounds and help, and where it applies. ``VALUES`` is
+the pydantic model made from it (each option's type and bounds as a field), which every value
+goes through, from a flag or a plugin setting alike. The CLI flags
 (``commands/compact.py``), the hook's reading of the plugin options (``hook/config.py``),
 ``plugin.json``'s ``userConfig`` and the README's two option tables are built from it or checked
 against it (``tests/test_option_table.py``).
@@ -15,7 +17,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Annotated, Any, Literal, Mapping
+
+from pydantic import BeforeValidator, ConfigDict, Field, Strict, StrictBool, StrictStr, TypeAdapter, ValidationError, with_config
+from typing_extensions import NotRequired, TypedDict
 
 from .digest import FAILURES_FACTOR
 
@@ -91,31 +96,39 @@ class Option:
             return f"{low} and <= {_num(self.maximum)}" if low else f"<= {_num(self.maximum)}"
         return low
 
-    def check(self, value: Any) -> Any:
-        """``value`` if it is of this option's type and within its bounds, else ``OptionValueError``."""
-        if self.kind in ("string", "choice"):
-            if not isinstance(value, str):
-                raise OptionValueError(self, value, f"expected text, got {value!r}")
-            if self.choices and value not in self.choices:
-                raise OptionValueError(self, value, f"expected one of {', '.join(self.choices)}, got {value!r}")
-            return value
+    @property
+    def annotation(self) -> Any:
+        """The option's type and bounds as a pydantic annotation: the field of :data:`VALUES`."""
         if self.kind == "flag":
-            if not isinstance(value, bool):
-                raise OptionValueError(self, value, f"expected true or false, got {value!r}")
-            return value
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise OptionValueError(self, value, f"expected a finite number, got {value!r}")
+            return StrictBool
+        if self.kind in ("string", "choice"):
+            return Literal[self.choices] if self.choices else StrictStr
+        bounds = Field(ge=self.minimum, le=self.maximum, gt=self.above, allow_inf_nan=False)
         if self.kind == "integer":
-            if value != math.floor(value):
-                raise OptionValueError(self, value, f"expected a whole number, got {value!r}")
-            value = int(value)
-        if (
-            (self.minimum is not None and value < self.minimum)
-            or (self.maximum is not None and value > self.maximum)
-            or (self.above is not None and value <= self.above)
-        ):
-            raise OptionValueError(self, value, f"expected a number {self.bounds_text}, got {_num(value)}")
-        return value
+            return Annotated[int, Strict(), BeforeValidator(_whole), bounds]
+        return Annotated[float, Strict(), bounds]
+
+    def check(self, value: Any) -> Any:
+        """``value`` if it is of this option's type and within its bounds (:data:`VALUES` says),
+        else ``OptionValueError``."""
+        try:
+            return VALUES.validate_python({self.name: value})[self.name]
+        except ValidationError as exc:
+            raise OptionValueError(self, value, self.why(exc.errors()[0]["type"], value)) from None
+
+    def why(self, problem: str, value: Any) -> str:
+        """What a pydantic error of type ``problem`` means for this option, said the CLI's way."""
+        if problem == "literal_error":
+            return f"expected one of {', '.join(self.choices)}, got {value!r}"
+        if problem == "string_type":
+            return f"expected text, got {value!r}"
+        if problem == "bool_type":
+            return f"expected true or false, got {value!r}"
+        if problem in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+            return f"expected a number {self.bounds_text}, got {_num(value)}"
+        if self.kind == "integer" and type(value) is float and math.isfinite(value):
+            return f"expected a whole number, got {value!r}"
+        return f"expected a finite number, got {value!r}"
 
     def parse(self, text: str) -> Any:
         """A CLI value: strict, so ``nan``, ``1e400``, ``6.5`` for a count or ``-1`` are errors."""
@@ -127,6 +140,11 @@ class Option:
                 raise OptionValueError(self, text, f"expected {what}, got {text!r}") from None
             return self.check(value)
         return self.check(text)
+
+
+def _whole(value: Any) -> Any:
+    """A whole-number option takes 6.0 as 6 (JSON and the settings UI know only numbers)."""
+    return int(value) if type(value) is float and value.is_integer() else value
 
 
 def _num(value: float) -> str:
@@ -248,6 +266,16 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 OPTION = {option.name: option for option in OPTIONS}
+
+
+def _values_model() -> Any:
+    """Every option's value by name, none required: the one pydantic model of the table, which
+    ``Option.check`` (the CLI's flags, the hook's plugin options) validates with."""
+    fields = {option.name: NotRequired[option.annotation] for option in OPTIONS}
+    return with_config(ConfigDict(extra="forbid"))(TypedDict("OptionValues", fields))  # type: ignore[operator]
+
+
+VALUES: TypeAdapter[dict[str, Any]] = TypeAdapter(_values_model())
 
 
 DEFAULT_KEEP_THRESHOLD: float = OPTION["keep_threshold"].default

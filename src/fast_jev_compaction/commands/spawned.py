@@ -99,14 +99,34 @@ def hook_command(python: str) -> list[str]:
     return [python, "-I", str(HOOK_SCRIPT)]
 
 
+# What a local compaction imports beside the standard library and the package: pydantic and
+# its own dependencies.
+VALIDATION_PACKAGES = ("pydantic", "pydantic_core", "annotated_types", "typing_extensions", "typing_inspection")
+
+
+def link_validation_packages(folder: Path) -> Path:
+    """``folder``, made to hold links to this interpreter's pydantic and its own dependencies
+    (:data:`VALIDATION_PACKAGES`) and nothing else."""
+    import importlib
+
+    folder.mkdir(parents=True)
+    for name in VALIDATION_PACKAGES:
+        where = Path(importlib.import_module(name).__file__ or "").resolve()
+        source = where.parent if where.name == "__init__.py" else where
+        (folder / source.name).symlink_to(source, target_is_directory=source.is_dir())
+    return folder
+
+
 def plugin_python(folder: Path) -> str:
     """An interpreter set up as ``hooks/bootstrap.py`` sets up the plugin's, made in ``folder``.
 
     A venv of the bench's Python without the system site-packages, made ``--without-pip``, whose
-    site-packages holds one ``.pth`` naming the folder the package is in. A compaction with the
-    local judge imports nothing outside the standard library (``tests/test_hook_event.py`` checks
-    it), so no other location is named: what a site-packages ``.pth`` of the bench's interpreter imports at start
-    (this sandbox's imports ``certifi``) is not counted, as the plugin's interpreter does not pay it.
+    site-packages holds one ``.pth`` naming the folder the package is in and a folder of links to
+    pydantic and its own dependencies (:func:`link_validation_packages`). A compaction with the
+    local judge imports nothing else outside the standard library (``tests/test_hook_event.py``
+    checks it), so no other location is named: what a site-packages ``.pth`` of the bench's
+    interpreter imports at start (this sandbox's imports ``certifi``) is not counted, as the
+    plugin's interpreter does not pay it.
     """
     import venv
 
@@ -116,8 +136,9 @@ def plugin_python(folder: Path) -> str:
         [python, "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
         capture_output=True, text=True, check=True,
     )
-    package_folder = Path(__file__).resolve().parents[2]
-    (Path(asked.stdout.strip()) / "fast_jev_compaction.pth").write_text(f"{package_folder}\n", encoding="utf-8")
+    folders = (Path(__file__).resolve().parents[2], link_validation_packages(folder / "validation"))
+    lines = "".join(f"{where}\n" for where in folders)
+    (Path(asked.stdout.strip()) / "fast_jev_compaction.pth").write_text(lines, encoding="utf-8")
     return python
 
 

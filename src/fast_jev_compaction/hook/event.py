@@ -3,8 +3,9 @@
 Read as it is decoded: the top-level object member by member and the ``messages`` array one
 message at a time, each checked and built before the next is decoded, from a window of text
 refilled from stdin as it empties, so a large event is never alive whole, as text or as JSON
-objects, and its text never beside its messages. The checks are the messages'
-own (``messages.message_from_wire``); a bad event is a :class:`MessageError` naming the field.
+objects, and its text never beside its messages. The checks are pydantic's: each message by
+``messages.message_from_wire``, the other members by :data:`HEADER_ADAPTER`; a bad event is a
+:class:`MessageError` naming the field.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from dataclasses import dataclass, field
 from json.decoder import JSONDecodeError
 from typing import Any, Callable, Mapping, Protocol
 
-from ..messages import MessageError, SessionMessage, Shared, message_from_wire, parse_messages
+from pydantic import TypeAdapter, ValidationError, with_config
+from typing_extensions import NotRequired, TypedDict
 
-_FIELDS = ("event", "trigger", "instructions", "agentId", "sessionId", "pluginRoot", "pluginData", "cwd", "options", "context")
+from ..messages import WIRE_CONFIG, MessageError, SessionMessage, SessionMessageWire, Shared, message_from_wire, parse_messages
+
 _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 # The stdlib's own string scanner (C), the one json.loads uses; not in the typeshed stubs.
@@ -63,27 +66,53 @@ class HookEvent:
         return self.trigger == "precompute"
 
 
+@with_config(WIRE_CONFIG)
+class EventHeader(TypedDict):
+    """The event's members other than ``messages``, as the mod writes them. ``event``, ``trigger``
+    and ``options`` may be left out but not null; the others may be null (taken as absent)."""
+
+    event: NotRequired[str]
+    trigger: NotRequired[str]
+    instructions: NotRequired[str | None]
+    agentId: NotRequired[str | None]
+    sessionId: NotRequired[str | None]
+    pluginRoot: NotRequired[str | None]
+    pluginData: NotRequired[str | None]
+    cwd: NotRequired[str | None]
+    options: NotRequired[dict[str, Any]]
+    context: NotRequired[dict[str, Any] | None]
+
+
+@with_config(WIRE_CONFIG)
+class HookEventWire(EventHeader):
+    """The whole document on the hook's stdin (``schemas/hook-event.schema.json``). It is read
+    in two parts, the header by :data:`HEADER_ADAPTER` and the messages one at a time by
+    ``messages.message_from_wire``, so this shape is never validated whole: it is what the
+    schema publishes."""
+
+    messages: list[SessionMessageWire]
+
+
+HEADER_ADAPTER: TypeAdapter[EventHeader] = TypeAdapter(EventHeader)
+_FIELDS = frozenset(EventHeader.__annotations__)
+
+
 def _event(fields: Mapping[str, Any], messages: list[SessionMessage]) -> HookEvent:
-    """The event from its checked messages and its other members, checked here."""
-    values: dict[str, Any] = {}
-    for name in _FIELDS:
-        if name not in fields or fields[name] is None and name not in ("event", "trigger", "options"):
-            continue
-        value = fields[name]
-        if name in ("options", "context"):
-            if not isinstance(value, dict):
-                raise MessageError((name,), "Input should be a valid dictionary")
-        elif not isinstance(value, str):
-            raise MessageError((name,), "Input should be a valid string")
-        values[name] = value
-    extra = {key: value for key, value in fields.items() if key not in _FIELDS and key != "messages"}
+    """The event from its checked messages and its other members, validated here."""
+    header = {key: value for key, value in fields.items() if key != "messages"}
+    try:
+        checked = HEADER_ADAPTER.validate_python(header)
+    except ValidationError as exc:
+        raise MessageError.first_of(exc) from None
+    values: dict[str, Any] = {name: value for name, value in checked.items() if name in _FIELDS and value is not None}
+    extra = {key: value for key, value in checked.items() if key not in _FIELDS}
     return HookEvent(messages=messages, extra=extra, **values)
 
 
 def read_event(document: Any) -> HookEvent:
     """Check a decoded event (a dict) and build it."""
     if not isinstance(document, dict):
-        raise MessageError((), "Input should be a valid dictionary or instance of HookEvent")
+        raise MessageError((), "Input should be a valid dictionary")
     if "messages" not in document:
         raise MessageError(("messages",), "Field required")
     try:

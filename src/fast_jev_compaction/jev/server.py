@@ -5,8 +5,10 @@ embedded ``LocalJudge``.
 
 Any Jev client (this project's, upstream's, a fork's) can point its base URL here and work
 offline. The routes mirror the three hosted shapes: System One, OpenRouter Decisions and the two
-Cloudflare Workers AI forms. Standard library only: one request is a few milliseconds of CPU, so
-a stdlib server with a bounded pool of workers is enough and adds no dependency.
+Cloudflare Workers AI forms; each body is validated with its model in ``protocol.py`` (pydantic)
+before the judge sees it, and a bad one is a 400 naming the field. The HTTP side is the standard
+library's: one request is a few milliseconds of CPU, so a stdlib server with a bounded pool of
+workers is enough.
 
 Exposure: connections reach a worker only once their request head has arrived, and every read
 has a timeout (``gate.py``), so stalled clients cannot starve real ones. A ``Host`` header must
@@ -29,8 +31,11 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Mapping, Protocol
 from urllib.parse import urlsplit
 
+from pydantic import TypeAdapter, ValidationError
+
 from ..asker import Usage
 from ..options import JEV_DEFAULT_MODEL
+from ..protocol import CLOUDFLARE_CATALOG_ADAPTER, PAYLOAD_ADAPTER, SYSTEM_ONE_ADAPTER, first_problem
 from ..textutil import js_json
 from .connections import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS, ConnectionReader, GatedHTTPServer
 
@@ -374,13 +379,21 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- protocol -------------------------------------------------------------------------------
 
-    def _judge(self, state: Any, questions: Any) -> dict[str, Any]:
-        if state is None:
-            raise _HttpError(HTTPStatus.BAD_REQUEST, "missing state")
-        if questions is None:
-            raise _HttpError(HTTPStatus.BAD_REQUEST, "missing questions")
+    @staticmethod
+    def _validated(adapter: TypeAdapter[Any], body: Any) -> Any:
+        """``body`` checked against one of ``protocol``'s request models; a 400 naming the first
+        bad field (``body.state.history: Field required``) otherwise."""
         try:
-            answers, usage = self.server.judge.answer_with_usage(state, questions)
+            return adapter.validate_python(body)
+        except ValidationError as exc:
+            raise _HttpError(HTTPStatus.BAD_REQUEST, first_problem(exc, "body")) from None
+        except RecursionError:
+            raise _HttpError(HTTPStatus.BAD_REQUEST, _TOO_DEEP) from None
+
+    def _judge(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """The answers to a validated payload's questions; the judge is handed them as they came."""
+        try:
+            answers, usage = self.server.judge.answer_with_usage(payload["state"], payload["questions"])
         except ValueError as exc:  # the judge's word for "not the Jev protocol's shape"
             raise _HttpError(HTTPStatus.BAD_REQUEST, str(exc)) from None
         except RecursionError:  # decoded, but nested past what walking it takes
@@ -389,31 +402,20 @@ class _Handler(BaseHTTPRequestHandler):
                                               "output_tokens": usage.output_tokens}}
 
     def _system_one(self, body: Any) -> dict[str, Any]:
-        if not isinstance(body, Mapping):
-            raise _HttpError(HTTPStatus.BAD_REQUEST, "body must be a JSON object {model, state, questions}")
-        model = body.get("model")
-        if model is not None and not isinstance(model, str):
-            raise _HttpError(HTTPStatus.BAD_REQUEST, "model must be a string")
-        judged = self._judge(body.get("state"), body.get("questions"))
-        return {"model": model or DEFAULT_MODEL, **judged}
+        model = self._validated(SYSTEM_ONE_ADAPTER, body).get("model")
+        return {"model": model or DEFAULT_MODEL, **self._judge(body)}
 
     def _cloudflare(self, path: str, body: Any) -> dict[str, Any]:
-        if not isinstance(body, Mapping):
-            raise _HttpError(HTTPStatus.BAD_REQUEST, "body must be a JSON object")
         classic = _CF_CLASSIC.match(path)
         if classic:
-            model: Any = classic.group(1)
-            payload: Any = body
+            self._validated(PAYLOAD_ADAPTER, body)
+            model, payload = classic.group(1), body
         else:
-            model = body.get("model")
-            payload = body.get("input")
-            if not isinstance(model, str):
-                raise _HttpError(HTTPStatus.BAD_REQUEST, "missing model (expected \"typesafe/jev\")")
-            if not isinstance(payload, Mapping):
-                raise _HttpError(HTTPStatus.BAD_REQUEST, "missing input {state, questions}")
+            model = self._validated(CLOUDFLARE_CATALOG_ADAPTER, body)["model"]
+            payload = body["input"]
         if "jev" not in model.lower():
             raise _HttpError(HTTPStatus.BAD_REQUEST, f"unknown model {model!r}; this server runs typesafe/jev")
-        judged = self._judge(payload.get("state"), payload.get("questions"))
+        judged = self._judge(payload)
         return {"success": True, "result": {**judged, "model": model}, "errors": [], "messages": []}
 
 

@@ -1,7 +1,8 @@
 """The Jev wire format: request bodies, response parsing and actionable status hints.
 
 Pure functions over strings, so they are testable without a network and shared by every
-transport. The answers returned here are still raw; ``answers.read_noul_answers`` validates them.
+transport. A response is validated as a ``protocol.JevResponse`` (an answers object, a usage);
+the answers returned here are still raw, ``answers.read_noul_answers`` validates each of them.
 """
 
 from __future__ import annotations
@@ -10,10 +11,13 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from ..answers import MISSING_ANSWERS, read_usage
 from ..asker import Usage
 from ..errors import JevRequestError, JevResponseError, render_hint
 from ..options import KEY_ENV_VARS
+from ..protocol import RESPONSE_ADAPTER
 from ..textutil import js_json
 
 CloudflareForm = Literal["catalog", "classic"]
@@ -56,10 +60,16 @@ def parse_response(
 ) -> tuple[Mapping[str, Any], Usage]:
     """``(answers, usage)`` from a System One / OpenRouter response, or a typed error."""
     _raise_for_status(status, text, key_source)
-    data = _load_json(text)
-    if not isinstance(data, dict) or not isinstance(data.get("answers"), dict):
-        raise JevResponseError(MISSING_ANSWERS)
-    return data["answers"], read_usage(data.get("usage"))
+    return _answers_and_usage(_load_json(text))
+
+
+def _answers_and_usage(data: Any) -> tuple[Mapping[str, Any], Usage]:
+    """A ``protocol.JevResponse``'s answers and usage."""
+    try:
+        response = RESPONSE_ADAPTER.validate_python(data)
+    except ValidationError:
+        raise JevResponseError(MISSING_ANSWERS) from None
+    return response["answers"], read_usage(response.get("usage"))
 
 
 def _cloudflare_errors(errors: Any) -> str:
@@ -95,9 +105,5 @@ def parse_cloudflare_response(
             raise JevResponseError(MISSING_ANSWERS)
         if "answers" not in result:
             return result, read_usage(data.get("usage"))
-    else:
-        result = data
-    answers = result.get("answers")
-    if not isinstance(answers, dict):
-        raise JevResponseError(MISSING_ANSWERS)
-    return answers, read_usage(result.get("usage"))
+        return _answers_and_usage(result)
+    return _answers_and_usage(data)

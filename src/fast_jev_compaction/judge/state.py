@@ -15,6 +15,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from pydantic import ValidationError
+
+from ..protocol import QUESTIONS_ADAPTER, STATE_ADAPTER, first_problem
 from ..textutil import ELLIPSIS, js_json
 from .features import _INCIDENTAL_INPUTS
 from .lexicon import FILE_KINDS as _FILE_KINDS
@@ -391,40 +394,20 @@ def parse_question(name: str, question: Any) -> Question:
 
 
 def validate_state(state: Any) -> Mapping[str, Any]:
-    """The compaction state as a mapping; a JSON string holding one is accepted too."""
-    if isinstance(state, str):
-        try:
-            state = json.loads(state)
-        except ValueError as exc:
-            raise JudgeInputError("state is a string but not JSON of a compaction state") from exc
-    if not isinstance(state, Mapping):
-        raise JudgeInputError("state must be an object {context, goal, history}")
-    history = state.get("history")
-    if not isinstance(history, list):
-        raise JudgeInputError("state.history must be a list")
-    for n, entry in enumerate(history):
-        if not isinstance(entry, Mapping):
-            raise JudgeInputError(f"state.history[{n}] must be an object")
-        for key in ("tool_calls", "pending_calls"):
-            if key in entry and not isinstance(entry[key], list):
-                raise JudgeInputError(f"state.history[{n}].{key} must be a list")
-    goal = state.get("goal", "")
-    if goal is not None and not isinstance(goal, str):
-        raise JudgeInputError("state.goal must be a string")
-    return state
+    """The compaction state as a mapping, checked against ``protocol.JevState``; a JSON string
+    holding one is accepted too. The state is read as it came (the check's copy is let go)."""
+    try:
+        checked = STATE_ADAPTER.validate_python(state)
+    except ValidationError as exc:
+        raise JudgeInputError(first_problem(exc, "state")) from None
+    return checked if isinstance(state, str) else state
 
 
 def validate_questions(questions: Any) -> Mapping[str, Any]:
-    """Named ``noul`` questions; anything else is an input error (the only type answered here)."""
-    if not isinstance(questions, Mapping) or not questions:
-        raise JudgeInputError("questions must be a non-empty object of named questions")
-    for name, question in questions.items():
-        if not isinstance(name, str) or not name:
-            raise JudgeInputError("question names must be non-empty strings")
-        if not isinstance(question, Mapping):
-            raise JudgeInputError(f"question {name!r} must be an object")
-        if question.get("type") != "noul":
-            raise JudgeInputError(f"question {name!r}: only type 'noul' is supported")
-        if not isinstance(question.get("instructions"), str):
-            raise JudgeInputError(f"question {name!r}: instructions must be a string")
+    """Named ``noul`` questions (``protocol.Questions``); anything else is an input error (the
+    only type answered here)."""
+    try:
+        QUESTIONS_ADAPTER.validate_python(questions)
+    except ValidationError as exc:
+        raise JudgeInputError(first_problem(exc, "questions")) from None
     return questions

@@ -6,10 +6,14 @@ it cuts besides); d) the oldest whole turns (``turn_eviction.py``); e) the pinne
 shrinks to the turn in flight (the pass runs again over d's history with that pin, then d again,
 the first message's turn included), and then the turn in flight's older part goes, its last
 exchange staying (``turn_eviction.evict_in_flight``); then the old turns' index lines shrink to
-the file each names; and when the exchange in flight alone is over what the window spares, its
-outputs are cut too, as any other;
+the file each names; and when the exchange in flight alone is over what the
+window spares, its outputs are cut too, as any other;
 f) nothing more: the result says how far it got, and the hook's gate sends a pass still over
 the window to the built-in summary. Without a window the pass alone runs, as it always did.
+
+A rung frees whole outputs and whole turns, so the step that meets the need often frees more:
+that surplus goes back to the outputs cut last, most recent first (``give_back.py``), and the
+context ends near its aim rather than far under it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from .compaction import CompactResult, compact
+from .compaction import CompactResult, compact, shape_of
 from .decisions import (
     BUDGET,
     DROP,
@@ -33,10 +37,19 @@ from .decisions import (
     UNDER_TARGET,
     CallDecision,
 )
+from .digest import DigestShape
+from .give_back import given_back
+from .goal import goal_from_messages
 from .options import CompactOptions
 from .policy import CHARS_PER_TOKEN, chars_to_free
 from .stats import CompactStats, input_chars
-from .turn_eviction import Eviction, evict_in_flight, evict_turns, in_flight_preserve, shorten_index_lines
+from .turn_eviction import (
+    Eviction,
+    evict_in_flight,
+    evict_turns,
+    in_flight_preserve,
+    shorten_index_lines,
+)
 
 if TYPE_CHECKING:
     from .answer_cache import AnswerCache
@@ -64,7 +77,11 @@ async def compact_to_fit(
     # The need is of the context before the pass (the engine's count of it when given), so what
     # is left of it is that need less what the ladder freed so far.
     need = chars_to_free(first.stats.chars_before, opts)
-    if need is None or _left(need, first.stats, first.stats.chars_after) <= 0 or not opts.archive_dir:
+    if need is None:
+        return first
+    if _left(need, first.stats, first.stats.chars_after) <= 0:
+        return given_back(first, messages, -_left(need, first.stats, first.stats.chars_after), _shape(messages, opts))
+    if not opts.archive_dir:
         # An old turn leaves only into the archive: without one the ladder stops at the pass.
         return first
     archive_dir = opts.archive_dir
@@ -119,7 +136,13 @@ async def compact_to_fit(
         history = last.messages
     if not steps and not evicted.turns and not shrunk:
         return first
-    return _combined(first, steps, evictions, history, chars_after, started, need)
+    combined = _combined(first, steps, evictions, history, chars_after, started, need)
+    return given_back(combined, messages, -_left(need, first.stats, chars_after), _shape(messages, opts))
+
+
+def _shape(messages: Sequence[SessionMessage], opts: CompactOptions) -> DigestShape:
+    """The digests' shape the pass cut with, the goal's focus included."""
+    return shape_of(opts, opts.goal or goal_from_messages(messages))
 
 
 def _trailing_output_chars(history: Sequence[SessionMessage], pin: int) -> int:

@@ -6,7 +6,8 @@ it cuts besides); d) the oldest whole turns (``turn_eviction.py``); e) the pinne
 shrinks to the turn in flight (the pass runs again over d's history with that pin, then d again,
 the first message's turn included), and then the turn in flight's older part goes, its last
 exchange staying (``turn_eviction.evict_in_flight``); then the old turns' index lines shrink to
-the file each names; and when the exchange in flight alone is over what the
+the file each names, and old prompts to their opening and the file that holds each whole
+(the user's last prompt stays whole); and when the exchange in flight alone is over what the
 window spares, its outputs are cut too, as any other;
 f) nothing more: the result says how far it got, and the hook's gate sends a pass still over
 the window to the built-in summary. Without a window the pass alone runs, as it always did.
@@ -49,6 +50,7 @@ from .turn_eviction import (
     evict_turns,
     in_flight_preserve,
     shorten_index_lines,
+    shorten_old_prompts,
 )
 
 if TYPE_CHECKING:
@@ -122,6 +124,12 @@ async def compact_to_fit(
         # The index lines of old turns, least valuable of what is left, shrink to the file each names.
         history, shrunk = shorten_index_lines(history, _left(need, first.stats, chars_after))
         chars_after -= shrunk
+    prompts: dict[str, str] = {}
+    if _left(need, first.stats, chars_after) > 0:
+        # Then the prompts of those turns, past their opening: the user's last one stays whole.
+        history, cut, prompts = shorten_old_prompts(history, _left(need, first.stats, chars_after), archive_dir)
+        chars_after -= cut
+        shrunk += cut
     if 0 < _left(need, first.stats, chars_after) <= _trailing_output_chars(history, pin):
         # The last reach before the summary: the trailing exchange holds what the window cannot
         # (parallel reads of large files). Its outputs, pinned till now, are cut like any other,
@@ -137,6 +145,7 @@ async def compact_to_fit(
     if not steps and not evicted.turns and not shrunk:
         return first
     combined = _combined(first, steps, evictions, history, chars_after, started, need)
+    combined.archive.update(prompts)
     return given_back(combined, messages, -_left(need, first.stats, chars_after), _shape(messages, opts))
 
 

@@ -387,6 +387,18 @@ def test_old_prompts_shrink_oldest_first_and_only_as_far_as_the_need(tmp_path: P
     assert [m for m in every if is_prompt(m)][-1] is prompts[-1]
 
 
+def test_an_old_pasted_prompt_goes_before_the_older_part_of_the_turn_in_flight(tmp_path: Path) -> None:
+    """Least valuable first: an old prompt past its opening frees the need before any of the
+    turn in flight, the most recent work, moves out."""
+    old = [SessionMessage(role="user", text=pasted(0, 12_000)), SessionMessage(role="assistant", text="Noted.")]
+    messages = old + long_turn()
+    # More than cutting every output frees; less than that and the pasted prompt together.
+    result = fit(messages, tmp_path, window_needing(messages, 25_000))
+    assert result.stats.evicted_parts == 0 and not any(PART in line.text for _, line in index_lines(result.messages))
+    assert result.messages[0].text.startswith(old[0].text[:PROMPT_HEAD_CHARS]) and len(result.messages[0].text) < 1000
+    assert result.messages[-1].text == reply(11) and reply(0) in [m.text for m in result.messages]
+
+
 def test_the_turn_in_flight_is_counted_from_the_last_prompt() -> None:
     messages = long_prompts_session()
     last = max(at for at, m in enumerate(messages) if is_prompt(m))

@@ -4,10 +4,11 @@ Each rung is taken only when the ones before it leave the context above what the
 (``policy.chars_to_free``): a) to c) the pass (``compaction.compact``: tool results, and what
 it cuts besides); d) the oldest whole turns (``turn_eviction.py``); e) the pinned recent window
 shrinks to the turn in flight (the pass runs again over d's history with that pin, then d again,
-the first message's turn included), and then the turn in flight's older part goes, its last
-exchange staying (``turn_eviction.evict_in_flight``); then the old turns' index lines shrink to
-the file each names, and old prompts to their opening and the file that holds each whole
-(the user's last prompt stays whole); and when the exchange in flight alone is over what the
+the first message's turn included); then what is left of the old turns, least valuable first:
+their index lines shrink to the file each names, and old prompts to their opening and the file
+that holds each whole (the user's last prompt stays whole); only then the turn in flight's
+older part, the most recent work, goes, its last exchange staying
+(``turn_eviction.evict_in_flight``); and when the exchange in flight alone is over what the
 window spares, its outputs are cut too, as any other;
 f) nothing more: the result says how far it got, and the hook's gate sends a pass still over
 the window to the built-in summary. Without a window the pass alone runs, as it always did.
@@ -97,6 +98,7 @@ async def compact_to_fit(
     # Rung e: the pin shrinks to the turn in flight's trailing calls (a prompt is never cut, the
     # user's last one included), and the first message is pinned no more.
     pin = in_flight_preserve(history, 0)
+    calls = first.calls
     if _left(need, first.stats, chars_after) > 0 and pin < preserve:
         # The pass again over d's history with that pin, then d again.
         again = await compact(
@@ -106,8 +108,8 @@ async def compact_to_fit(
         evicted = evict_turns(
             history, again.messages, again.calls, pin, _left(need, first.stats, chars_after), archive_dir, keep_first=False
         )
-        evicted = _in_flight_too(evicted, again.calls, pin, _left(need, first.stats, chars_after - evicted.freed), archive_dir)
         chars_after -= evicted.freed
+        calls = again.calls
         steps.append(again)
         evictions.append(evicted)
         history = evicted.messages
@@ -115,7 +117,6 @@ async def compact_to_fit(
         # The pin holds the turn in flight already: only the first message's turn is freed, so d
         # runs once more over the pass's output (oldest first, that turn included).
         evicted = evict_turns(messages, first.messages, first.calls, preserve, left, archive_dir, keep_first=False)
-        evicted = _in_flight_too(evicted, first.calls, pin, left - evicted.freed, archive_dir)
         chars_after = first.stats.chars_after - evicted.freed
         evictions = [evicted]
         history = evicted.messages
@@ -126,10 +127,20 @@ async def compact_to_fit(
         chars_after -= shrunk
     prompts: dict[str, str] = {}
     if _left(need, first.stats, chars_after) > 0:
-        # Then the prompts of those turns, past their opening: the user's last one stays whole.
+        # Then old prompts, past their opening: the user's last one stays whole.
         history, cut, prompts = shorten_old_prompts(history, _left(need, first.stats, chars_after), archive_dir)
         chars_after -= cut
         shrunk += cut
+    if _left(need, first.stats, chars_after) > 0:
+        # Then the older part of the turn in flight, its last exchange staying.
+        part = _in_flight_too(
+            Eviction(history, [], {}), calls, pin, _left(need, first.stats, chars_after), archive_dir
+        )
+        if part.turns:
+            chars_after -= part.freed
+            evicted = Eviction(part.messages, [*evicted.turns, *part.turns], {**evicted.archive, **part.archive})
+            evictions[-1] = evicted
+            history = part.messages
     if 0 < _left(need, first.stats, chars_after) <= _trailing_output_chars(history, pin):
         # The last reach before the summary: the trailing exchange holds what the window cannot
         # (parallel reads of large files). Its outputs, pinned till now, are cut like any other,

@@ -34,6 +34,7 @@ from fast_jev_compaction.transcript import read_messages
 from fast_jev_compaction.turn_eviction import (
     PROMPT_HEAD_CHARS,
     evict_in_flight,
+    has_old_turn,
     in_flight_chars,
     is_prompt,
     shorten_index_lines,
@@ -397,6 +398,28 @@ def test_an_old_pasted_prompt_goes_before_the_older_part_of_the_turn_in_flight(t
     assert result.stats.evicted_parts == 0 and not any(PART in line.text for _, line in index_lines(result.messages))
     assert result.messages[0].text.startswith(old[0].text[:PROMPT_HEAD_CHARS]) and len(result.messages[0].text) < 1000
     assert result.messages[-1].text == reply(11) and reply(0) in [m.text for m in result.messages]
+
+
+def test_an_old_turn_goes_before_a_recent_output_under_its_cut_over_is_cut(tmp_path: Path) -> None:
+    """Rung a's further cuts (outputs under their cut-over) wait while old turns can go: the
+    oldest turn is worth less than a recent output the budget would not cut by its size."""
+    body = "\n".join(f"def helper_{n}(x):  # recent\n    return x + {n}" for n in range(90))
+    messages = session() + [
+        SessionMessage(role="user", text="prompt: check the helpers"),
+        SessionMessage(role="assistant", text="Reading them.", toolUses=(ToolUse("toolu_mid", "Read", {"file_path": "src/helpers.py"}),)),
+        SessionMessage(role="user", toolResults=(ToolResult("toolu_mid", body),)),
+        SessionMessage(role="assistant", text="They add offsets."),
+    ] + [m for k in range(4) for m in (SessionMessage(role="user", text=f"prompt: next {k}"), SessionMessage(role="assistant", text="ok"))]
+    assert 3_000 < len(body) < 6_000 and has_old_turn(messages, 6)
+    # Cutting that output alone would meet this need, and so would the oldest turn that can go.
+    result = fit(messages, tmp_path, window_needing(messages, 2_000))
+    decisions = {d.tool_use_id: d for d in result.decisions}
+    assert decisions["toolu_mid"].action == "keep" and result.stats.evicted_turns >= 1
+    assert {r.tool_use_id: r.text for m in result.messages for r in m.toolResults or ()}["toolu_mid"] == body
+    assert_whole(messages, result.messages)
+    # One long turn has none to move out (its further cuts come in the first pass, as before);
+    # nor a session whose turns but the first message's all end in the pinned window.
+    assert not has_old_turn(long_turn(), 6) and not has_old_turn(messages, len(messages) - 1)
 
 
 def test_the_turn_in_flight_is_counted_from_the_last_prompt() -> None:

@@ -76,6 +76,14 @@ def in_flight_preserve(messages: Sequence[SessionMessage], preserve: int) -> int
     return max(preserve, len(messages) - first)
 
 
+def has_old_turn(messages: Sequence[SessionMessage], preserve_recent_messages: int) -> bool:
+    """Whether rung d may find a turn to move out: one that ends before the pinned recent window
+    and is not the first message's (the shape only; a turn that frees nothing may still stay)."""
+    prompts = prompt_positions(messages)
+    pin_start = len(messages) - preserve_recent_messages
+    return any(prompts[k] != 0 and prompts[k + 1] <= pin_start for k in range(len(prompts) - 1))
+
+
 def in_flight_chars(messages: Sequence[SessionMessage]) -> int:
     """The characters of the last prompt and what follows it (the turn in flight), or of every
     message when none is a prompt: what the ladder keeps of them after a pass is what it may not

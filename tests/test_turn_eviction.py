@@ -366,6 +366,12 @@ def test_when_nothing_else_is_left_old_prompts_keep_their_opening_and_the_last_s
         assert path is not None and result.archive[path] == old.text
         assert new.text.endswith(prompt_note(len(old.text), path))
     assert result.stats.chars_after == sum(map(message_chars, result.messages))
+    shortened = sum(old.text != new.text for old, new in zip(before, after))
+    assert shortened == result.stats.prompts_archived == 2
+    assert f"; {shortened} old prompt(s) cut to their opening, each saved whole" in summarize(result.stats)
+    from fast_jev_compaction.hook.answer import toast_text
+
+    assert f"{shortened} old prompt(s) cut to their opening" in toast_text(result.stats, "under the target")
 
 
 def test_old_prompts_stay_whole_while_the_rungs_above_meet_the_need(tmp_path: Path) -> None:

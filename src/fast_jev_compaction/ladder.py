@@ -166,6 +166,7 @@ async def compact_to_fit(
         return first
     combined = _combined(first, steps, evictions, history, chars_after, started, need)
     combined.archive.update(prompts)
+    combined.stats.prompts_archived = len(prompts)
     return given_back(combined, messages, -_left(need, first.stats, chars_after), _shape(messages, opts))
 
 

@@ -283,7 +283,13 @@ def test_prefixes_compacted_in_a_window_they_fill_report_where_they_end(sessions
     figures = json.loads(proc.stdout)["windowed"]
     assert (figures["fill_percent"], figures["target_percent"], figures["points"]) == (60, 40, 12)
     assert figures["over_target"] == sum(1 for after in windowed.after_percent if after > 40)
+    # Unreachable: over the target with the last prompt and the turn in flight alone over it.
+    assert len(windowed.in_flight_percent) == len(windowed.after_percent)
+    assert figures["unreachable"] == sum(
+        1 for after, in_flight in zip(windowed.after_percent, windowed.in_flight_percent) if after > 40 and in_flight > 40
+    )
     text = _eval(*sessions, "--prefix-fills", "60").stdout
     assert f"Each prefix was compacted in a window it fills to 60 % with a 40 % target: {figures['over_target']} of 12" in text
+    assert f"{figures['unreachable']} of them unreachable (the last prompt and the turn in flight alone are over it)" in text
     for bad in ("0", "101", "sixty"):
         assert _eval(*sessions, "--prefix-fills", bad).returncode == 2

@@ -97,6 +97,24 @@ def test_without_a_compaction_before_it_a_reuse_is_not_counted(tmp_path: Path) -
     assert (tally.passes, tally.reuses) == (0, 0)
 
 
+def test_a_pass_over_target_because_of_the_last_prompt_alone_is_counted_unreachable(tmp_path: Path) -> None:
+    """The user's last prompt, a pasted log of over half the window, stays whole: the pass cuts
+    the Read and replaces the context, which stays over the target; the count says why."""
+    t = Transcript("pasted").prompt("Find the shutdown step")
+    t.tool("read1", "Read", big_output(), file_path="/src/scheduler.py")
+    t.said("Found it.").prompt("Thanks").said("Glad to help.")
+    t.prompt("Here is the log:\n" + "".join(f"log line {n:04d}: step ok\n" for n in range(600)))
+    t.tool("make1", "Bash", "".join(f"compiled unit {n:04d} in {n * 37 % 101} ms\n" for n in range(200)), command="make")
+    t.tool("ls1", "Bash", "a.py", command="ls")
+    t.said("Read the log.")
+    tally = replay_session(messages_of(t, tmp_path), WINDOW)
+    assert tally.replaced >= 1 and tally.over_target >= 1
+    assert tally.unreachable == tally.over_target
+    # A session whose passes reach the target counts none.
+    plain = replay_session(messages_of(reused_after_the_trigger(), tmp_path), WINDOW)
+    assert plain.unreachable == 0
+
+
 def test_a_session_with_nothing_to_prune_falls_to_the_built_in_summary(tmp_path: Path) -> None:
     t = Transcript("prose").prompt("Explain the design")
     t.tool("ls1", "Bash", "a.py b.py", command="ls")

@@ -21,6 +21,7 @@ from fast_jev_compaction.markers import (
     is_lead_note,
     is_turn_index_line,
     lead_note,
+    prompt_note,
     saved_path,
     short_index_line,
     turn_index_line,
@@ -30,7 +31,15 @@ from fast_jev_compaction.options import CompactOptions
 from fast_jev_compaction.policy import CHARS_PER_TOKEN, TARGET_MARGIN_POINTS
 from fast_jev_compaction.stats import CompactStats, message_chars, summarize
 from fast_jev_compaction.transcript import read_messages
-from fast_jev_compaction.turn_eviction import evict_in_flight, is_prompt, shorten_index_lines
+from fast_jev_compaction.turn_eviction import (
+    PROMPT_HEAD_CHARS,
+    evict_in_flight,
+    has_old_turn,
+    in_flight_chars,
+    is_prompt,
+    shorten_index_lines,
+    shorten_old_prompts,
+)
 from test_model_facing_text import ARCHIVE, FORBIDDEN, FORBIDDEN_ANY_CASE
 
 TURNS = 8
@@ -323,6 +332,110 @@ def test_once_every_turn_has_gone_the_oldest_index_lines_shrink_to_their_files(t
     assert [saved_path(line.text) for _, line in index_lines(shrunk)] == [saved_path(line.text) for _, line in lines]
 
 
+def pasted(k: int, size: int) -> str:
+    return f"prompt {k}: here is the log\n" + "".join(f"log {k} line {n}: step ok\n" for n in range(size // 22))
+
+
+def long_prompts_session() -> list[SessionMessage]:
+    """wide_session with a long pasted log as an old prompt, a long one that the user ended
+    without a reply (a ``!`` command's output), and a long last prompt."""
+    messages = wide_session(4)
+    prompts = [at for at, m in enumerate(messages) if is_prompt(m)]
+    messages[prompts[1]] = SessionMessage(role="user", text=pasted(1, 20_000), handle="h1")
+    messages[prompts[-1]:prompts[-1]] = [SessionMessage(role="user", text=pasted(9, 30_000), handle="h9")]
+    messages[-2] = SessionMessage(role="user", text=pasted(10, 8_000), handle="hlast")
+    return messages
+
+
+def test_when_nothing_else_is_left_old_prompts_keep_their_opening_and_the_last_stays_whole(tmp_path: Path) -> None:
+    messages = long_prompts_session()
+    before = [m for m in messages if is_prompt(m)]
+    result = fit(messages, tmp_path, TINY_WINDOW)
+    after = [m for m in result.messages if is_prompt(m)]
+    assert len(after) == len(before)
+    # The user's last prompt is the very same message; the long old ones keep their opening and
+    # a note naming the file that holds each whole; the short ones stay as they were.
+    assert after[-1] is before[-1]
+    for old, new in zip(before[:-1], after[:-1]):
+        if len(old.text) <= PROMPT_HEAD_CHARS + 200:
+            assert new.text == old.text
+            continue
+        assert new.text.startswith(old.text[:PROMPT_HEAD_CHARS]) and len(new.text) < PROMPT_HEAD_CHARS + 300
+        assert new.handle is None and carries_mark(new.text)
+        path = saved_path(new.text)
+        assert path is not None and result.archive[path] == old.text
+        assert new.text.endswith(prompt_note(len(old.text), path))
+    assert result.stats.chars_after == sum(map(message_chars, result.messages))
+    shortened = sum(old.text != new.text for old, new in zip(before, after))
+    assert shortened == result.stats.prompts_archived == 2
+    assert f"; {shortened} old prompt(s) cut to their opening, each saved whole" in summarize(result.stats)
+    from fast_jev_compaction.hook.answer import toast_text
+
+    assert f"{shortened} old prompt(s) cut to their opening" in toast_text(result.stats, "under the target")
+
+
+def test_old_prompts_stay_whole_while_the_rungs_above_meet_the_need(tmp_path: Path) -> None:
+    messages = long_prompts_session()
+    # Old turns going meets this need: every prompt is the very same message.
+    result = fit(messages, tmp_path, window_needing(messages, 2_000))
+    assert [m for m in result.messages if is_prompt(m)] == [m for m in messages if is_prompt(m)]
+
+
+def test_old_prompts_shrink_oldest_first_and_only_as_far_as_the_need(tmp_path: Path) -> None:
+    messages = long_prompts_session()
+    prompts = [m for m in messages if is_prompt(m)]
+    long_ones = [m for m in prompts[:-1] if len(m.text) > 1000]
+    shrunk, freed, files = shorten_old_prompts(messages, 1000, str(tmp_path))
+    changed = [m for m in prompts if m not in shrunk]
+    assert changed == long_ones[:1] and list(files.values()) == [long_ones[0].text]
+    assert freed == sum(map(message_chars, messages)) - sum(map(message_chars, shrunk)) >= 1000
+    every, _, files = shorten_old_prompts(messages, 10**9, str(tmp_path))
+    assert sorted(files.values()) == sorted(m.text for m in long_ones)
+    assert [m for m in every if is_prompt(m)][-1] is prompts[-1]
+
+
+def test_an_old_pasted_prompt_goes_before_the_older_part_of_the_turn_in_flight(tmp_path: Path) -> None:
+    """Least valuable first: an old prompt past its opening frees the need before any of the
+    turn in flight, the most recent work, moves out."""
+    old = [SessionMessage(role="user", text=pasted(0, 12_000)), SessionMessage(role="assistant", text="Noted.")]
+    messages = old + long_turn()
+    # More than cutting every output frees; less than that and the pasted prompt together.
+    result = fit(messages, tmp_path, window_needing(messages, 25_000))
+    assert result.stats.evicted_parts == 0 and not any(PART in line.text for _, line in index_lines(result.messages))
+    assert result.messages[0].text.startswith(old[0].text[:PROMPT_HEAD_CHARS]) and len(result.messages[0].text) < 1000
+    assert result.messages[-1].text == reply(11) and reply(0) in [m.text for m in result.messages]
+
+
+def test_an_old_turn_goes_before_a_recent_output_under_its_cut_over_is_cut(tmp_path: Path) -> None:
+    """Rung a's further cuts (outputs under their cut-over) wait while old turns can go: the
+    oldest turn is worth less than a recent output the budget would not cut by its size."""
+    body = "\n".join(f"def helper_{n}(x):  # recent\n    return x + {n}" for n in range(90))
+    messages = session() + [
+        SessionMessage(role="user", text="prompt: check the helpers"),
+        SessionMessage(role="assistant", text="Reading them.", toolUses=(ToolUse("toolu_mid", "Read", {"file_path": "src/helpers.py"}),)),
+        SessionMessage(role="user", toolResults=(ToolResult("toolu_mid", body),)),
+        SessionMessage(role="assistant", text="They add offsets."),
+    ] + [m for k in range(4) for m in (SessionMessage(role="user", text=f"prompt: next {k}"), SessionMessage(role="assistant", text="ok"))]
+    assert 3_000 < len(body) < 6_000 and has_old_turn(messages, 6)
+    # Cutting that output alone would meet this need, and so would the oldest turn that can go.
+    result = fit(messages, tmp_path, window_needing(messages, 2_000))
+    decisions = {d.tool_use_id: d for d in result.decisions}
+    assert decisions["toolu_mid"].action == "keep" and result.stats.evicted_turns >= 1
+    assert {r.tool_use_id: r.text for m in result.messages for r in m.toolResults or ()}["toolu_mid"] == body
+    assert_whole(messages, result.messages)
+    # One long turn has none to move out (its further cuts come in the first pass, as before);
+    # nor a session whose turns but the first message's all end in the pinned window.
+    assert not has_old_turn(long_turn(), 6) and not has_old_turn(messages, len(messages) - 1)
+
+
+def test_the_turn_in_flight_is_counted_from_the_last_prompt() -> None:
+    messages = long_prompts_session()
+    last = max(at for at, m in enumerate(messages) if is_prompt(m))
+    assert in_flight_chars(messages) == sum(map(message_chars, messages[last:]))
+    tools_only = [m for m in messages if not is_prompt(m)]
+    assert in_flight_chars(tools_only) == sum(map(message_chars, tools_only))
+
+
 def test_a_prompt_whose_image_rung_c_moved_is_still_its_turn_s_prompt(tmp_path: Path) -> None:
     """Rung c gives an old prompt whose image it moved a new message, without its handle: rung d
     still finds it by its text, and evicts its turn behind it."""
@@ -416,6 +529,10 @@ EXPECTED_PART_INDEX = (
     "Bash ×3) were moved out of the conversation; files touched: src/app.py; this part of the turn (54,321 "
     f"chars) is saved at {ARCHIVE}; Read it if needed]"
 )
+EXPECTED_PROMPT_NOTE = (
+    "[fast-jev-compaction moved the rest of this prompt out of the conversation; the whole prompt "
+    f"(54,321 chars) is saved at {ARCHIVE}; Read it if needed]"
+)
 EXPECTED_SHORT_INDEX = (
     "[fast-jev-compaction: the assistant's replies to this prompt, with their calls, were moved out of the "
     f"conversation; the whole turn is saved at {ARCHIVE}; Read it if needed]"
@@ -437,6 +554,7 @@ def new_texts() -> dict[str, str]:
         "text-only index line": turn_index_line([], [], 4321, ARCHIVE),
         "part index line": turn_index_line([("Read", 9), ("Bash", 3)], ["src/app.py"], 54321, ARCHIVE, part=True),
         "short index line": short_index_line(ARCHIVE),
+        "prompt note": prompt_note(54321, ARCHIVE),
         "lead note with its folder": lead_note(FOLDER),
     }
 
@@ -448,6 +566,7 @@ def test_the_index_lines_and_the_lead_note_are_pinned() -> None:
     assert texts["text-only index line"] == EXPECTED_TEXT_INDEX
     assert texts["part index line"] == EXPECTED_PART_INDEX
     assert texts["short index line"] == EXPECTED_SHORT_INDEX
+    assert texts["prompt note"] == EXPECTED_PROMPT_NOTE
     assert texts["lead note with its folder"] == EXPECTED_LEAD_WITH_FOLDER
     many = turn_index_line([("Read", 10)], [f"f{n}.py" for n in range(10)], 1, ARCHIVE)
     assert "files touched: f0.py, f1.py, f2.py, f3.py, f4.py, f5.py, f6.py, f7.py and 2 more;" in many

@@ -89,6 +89,8 @@ async def compact(
     options: CompactOptions | None = None,
     cache: AnswerCache | None = None,
     pending: Mapping[str, str] | None = None,
+    *,
+    further: bool = True,
 ) -> CompactResult:
     """Compact ``messages``; any error propagates and the input is left as it was.
 
@@ -187,7 +189,7 @@ async def compact(
             keep_floor=opts.keep_floor,
             freed_by=freed,
             messages_total=len(messages),
-            further=need is not None,
+            further=further and need is not None,
         )
     by_id.update((d.tool_use_id, d) for d in judged)
 

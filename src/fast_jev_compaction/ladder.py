@@ -4,21 +4,31 @@ Each rung is taken only when the ones before it leave the context above what the
 (``policy.chars_to_free``): a) to c) the pass (``compaction.compact``: tool results, and what
 it cuts besides); d) the oldest whole turns (``turn_eviction.py``); e) the pinned recent window
 shrinks to the turn in flight (the pass runs again over d's history with that pin, then d again,
-the first message's turn included), and then the turn in flight's older part goes, its last
-exchange staying (``turn_eviction.evict_in_flight``); then the old turns' index lines shrink to
-the file each names; and when the exchange in flight alone is over what the window spares, its
-outputs are cut too, as any other;
+the first message's turn included). While old turns can go (``turn_eviction.has_old_turn``),
+rung a's further cuts, of outputs under their cut-over, wait for that second pass: the oldest
+turns are worth less than the outputs the budget would not cut by their size, the recent ones
+above all; the second pass takes the first one's judge answers for the calls it scored; then what is left of the old turns, least valuable first:
+their index lines shrink to the file each names, and old prompts to their opening and the file
+that holds each whole (the user's last prompt stays whole); only then the turn in flight's
+older part, the most recent work, goes, its last exchange staying
+(``turn_eviction.evict_in_flight``); and when the exchange in flight alone is over what the
+window spares, its outputs are cut too, as any other;
 f) nothing more: the result says how far it got, and the hook's gate sends a pass still over
 the window to the built-in summary. Without a window the pass alone runs, as it always did.
+
+A rung frees whole outputs and whole turns, so the step that meets the need often frees more:
+that surplus goes back to the outputs cut last, most recent first (``give_back.py``), and the
+context ends near its aim rather than far under it.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
 
-from .compaction import CompactResult, compact
+from .asker import in_process
+from .compaction import CompactResult, compact, shape_of
 from .decisions import (
     BUDGET,
     DROP,
@@ -33,16 +43,27 @@ from .decisions import (
     UNDER_TARGET,
     CallDecision,
 )
+from .digest import DigestShape
+from .give_back import given_back
+from .goal import goal_from_messages
 from .options import CompactOptions
 from .policy import CHARS_PER_TOKEN, chars_to_free
 from .stats import CompactStats, input_chars
-from .turn_eviction import Eviction, evict_in_flight, evict_turns, in_flight_preserve, shorten_index_lines
+from .turn_eviction import (
+    Eviction,
+    evict_in_flight,
+    evict_turns,
+    has_old_turn,
+    in_flight_preserve,
+    shorten_index_lines,
+    shorten_old_prompts,
+)
 
 if TYPE_CHECKING:
     from .answer_cache import AnswerCache
     from .asker import JevAsker
     from .messages import SessionMessage
-    from .pairing import ToolCall
+    from .pairing import Pairing, ToolCall
 
 # Reasons that are not a rule's name (compaction.py counts a decision settled by rules by name).
 _NOT_RULES = frozenset({PINNED, SMALL, THRESHOLD, UNDER_CUT, BUDGET, OLD_TURN, UNDER_TARGET, INPUT_ARCHIVED})
@@ -60,11 +81,18 @@ async def compact_to_fit(
     archive files saved elsewhere than on disk (path -> text), as :func:`compaction.compact` takes."""
     started = time.perf_counter()
     opts = options or CompactOptions()
-    first = await compact(messages, asker, opts, cache, pending)
+    # With old turns to move out, rung a's further cuts wait: the outputs under their cut-overs,
+    # the recent ones most of all, are worth more than the oldest turns, which go first (d).
+    deferred = bool(opts.archive_dir) and has_old_turn(messages, opts.preserve_recent_messages)
+    first = await compact(messages, asker, opts, cache, pending, further=not deferred)
     # The need is of the context before the pass (the engine's count of it when given), so what
     # is left of it is that need less what the ladder freed so far.
     need = chars_to_free(first.stats.chars_before, opts)
-    if need is None or _left(need, first.stats, first.stats.chars_after) <= 0 or not opts.archive_dir:
+    if need is None:
+        return first
+    if _left(need, first.stats, first.stats.chars_after) <= 0:
+        return given_back(first, messages, -_left(need, first.stats, first.stats.chars_after), _shape(messages, opts))
+    if not opts.archive_dir:
         # An old turn leaves only into the archive: without one the ladder stops at the pass.
         return first
     archive_dir = opts.archive_dir
@@ -77,18 +105,20 @@ async def compact_to_fit(
     history = evicted.messages
     # Rung e: the pin shrinks to the turn in flight's trailing calls (a prompt is never cut, the
     # user's last one included), and the first message is pinned no more.
-    pin = in_flight_preserve(history, 0)
-    if _left(need, first.stats, chars_after) > 0 and pin < preserve:
-        # The pass again over d's history with that pin, then d again.
+    pin = min(preserve, in_flight_preserve(history, 0))
+    calls = first.calls
+    if _left(need, first.stats, chars_after) > 0 and (pin < preserve or deferred):
+        # The pass again over d's history with that pin (and the further cuts that waited), then d again.
         again = await compact(
-            history, asker, _again(opts, pin, first.stats, chars_after), cache, _pending(first, steps, evictions, pending)
+            history, _remembering(asker, first), _again(opts, pin, first.stats, chars_after), cache,
+            _pending(first, steps, evictions, pending),
         )
         chars_after = again.stats.chars_after
         evicted = evict_turns(
             history, again.messages, again.calls, pin, _left(need, first.stats, chars_after), archive_dir, keep_first=False
         )
-        evicted = _in_flight_too(evicted, again.calls, pin, _left(need, first.stats, chars_after - evicted.freed), archive_dir)
         chars_after -= evicted.freed
+        calls = again.calls
         steps.append(again)
         evictions.append(evicted)
         history = evicted.messages
@@ -96,7 +126,6 @@ async def compact_to_fit(
         # The pin holds the turn in flight already: only the first message's turn is freed, so d
         # runs once more over the pass's output (oldest first, that turn included).
         evicted = evict_turns(messages, first.messages, first.calls, preserve, left, archive_dir, keep_first=False)
-        evicted = _in_flight_too(evicted, first.calls, pin, left - evicted.freed, archive_dir)
         chars_after = first.stats.chars_after - evicted.freed
         evictions = [evicted]
         history = evicted.messages
@@ -105,6 +134,22 @@ async def compact_to_fit(
         # The index lines of old turns, least valuable of what is left, shrink to the file each names.
         history, shrunk = shorten_index_lines(history, _left(need, first.stats, chars_after))
         chars_after -= shrunk
+    prompts: dict[str, str] = {}
+    if _left(need, first.stats, chars_after) > 0:
+        # Then old prompts, past their opening: the user's last one stays whole.
+        history, cut, prompts = shorten_old_prompts(history, _left(need, first.stats, chars_after), archive_dir)
+        chars_after -= cut
+        shrunk += cut
+    if _left(need, first.stats, chars_after) > 0:
+        # Then the older part of the turn in flight, its last exchange staying.
+        part = _in_flight_too(
+            Eviction(history, [], {}), calls, pin, _left(need, first.stats, chars_after), archive_dir
+        )
+        if part.turns:
+            chars_after -= part.freed
+            evicted = Eviction(part.messages, [*evicted.turns, *part.turns], {**evicted.archive, **part.archive})
+            evictions[-1] = evicted
+            history = part.messages
     if 0 < _left(need, first.stats, chars_after) <= _trailing_output_chars(history, pin):
         # The last reach before the summary: the trailing exchange holds what the window cannot
         # (parallel reads of large files). Its outputs, pinned till now, are cut like any other,
@@ -119,7 +164,40 @@ async def compact_to_fit(
         history = last.messages
     if not steps and not evicted.turns and not shrunk:
         return first
-    return _combined(first, steps, evictions, history, chars_after, started, need)
+    combined = _combined(first, steps, evictions, history, chars_after, started, need)
+    combined.archive.update(prompts)
+    combined.stats.prompts_archived = len(prompts)
+    return given_back(combined, messages, -_left(need, first.stats, chars_after), _shape(messages, opts))
+
+
+def _shape(messages: Sequence[SessionMessage], opts: CompactOptions) -> DigestShape:
+    """The digests' shape the pass cut with, the goal's focus included."""
+    return shape_of(opts, opts.goal or goal_from_messages(messages))
+
+
+class _Remembered:
+    """An in-process judge whose answers in the ladder's first pass stand for the same calls in
+    its next: the judge is the most of a pass's time, and those answers are this compaction's."""
+
+    def __init__(self, judge: Any, answers: Mapping[str, tuple[float, float]]) -> None:
+        self.judge = judge
+        self.answers = answers
+
+    def score_calls(
+        self, messages: Sequence[SessionMessage], pairing: Pairing, goal: str, only: Sequence[ToolCall]
+    ) -> dict[str, tuple[float, float]]:
+        known = {call.tool_use_id: self.answers[call.tool_use_id] for call in only if call.tool_use_id in self.answers}
+        rest = [call for call in only if call.tool_use_id not in self.answers]
+        fresh: dict[str, tuple[float, float]] = self.judge.score_calls(messages, pairing, goal, only=rest) if rest else {}
+        return {**known, **fresh}
+
+
+def _remembering(asker: JevAsker, first: CompactResult) -> JevAsker:
+    """``asker``, or for an in-process judge one that remembers its answers in ``first``."""
+    if not in_process(asker):
+        return asker
+    answers = {d.tool_use_id: (d.keep_call, d.keep_result) for d in first.decisions if d.reason == BUDGET}
+    return cast("JevAsker", _Remembered(asker, answers))
 
 
 def _trailing_output_chars(history: Sequence[SessionMessage], pin: int) -> int:

@@ -253,6 +253,15 @@ def short_index_line(archive_path: str) -> str:
     return f"{_TURN_INDEX}, with their calls, were moved out of the conversation; the whole turn is saved at {archive_path}; Read it if needed]"
 
 
+def prompt_note(total_chars: int, archive_path: str) -> str:
+    """Closes an old prompt cut to its opening (rung e, last): its turn is in the archive already,
+    and the prompt, whole, is saved beside it."""
+    return (
+        f"{PREFIX} moved the rest of this prompt out of the conversation; the whole prompt "
+        f"({total_chars:,} chars) is saved at {archive_path}; Read it if needed]"
+    )
+
+
 def is_turn_index_line(text: str) -> bool:
     """Whether ``text`` is an index line :func:`turn_index_line` made (a turn, or its part,
     already evicted)."""

@@ -139,6 +139,8 @@ class CompactStats:
     evicted_turns: int = 0
     # ... and older parts of the turn in flight (rung e).
     evicted_parts: int = 0
+    # Old prompts cut to their opening, each saved whole (rung e, turn_eviction.shorten_old_prompts).
+    prompts_archived: int = 0
 
     @property
     def reduction_ratio(self) -> float:
@@ -193,6 +195,7 @@ def summarize(stats: CompactStats) -> str:
         (stats.media_archived, ", {} image(s) or document(s) archived"),
         (stats.evicted_turns, "; {} old turn(s) moved to the archive"),
         (stats.evicted_parts, "; {} older part(s) of the turn in flight moved to the archive"),
+        (stats.prompts_archived, "; {} old prompt(s) cut to their opening, each saved whole"),
     ):
         if count:
             head += said.format(count)

@@ -20,18 +20,21 @@ older part goes the same way, oldest first and only as far as the need: one file
 after the prompt (and after the index lines of parts evicted before), its last exchange (the
 calls made last, their results and what follows) staying in place. Then the index lines of old
 turns, hundreds in a very long session, shrink to the file they name, oldest first
-(:func:`shorten_index_lines`).
+(:func:`shorten_index_lines`); and last, the prompts of old turns, a pasted log or spec of
+tens of thousands of characters, keep their opening and a note naming the file that holds
+them whole (:func:`shorten_old_prompts`). The user's last prompt, and the turn in flight, stay
+whole.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from .archive import archive_path
 from .lexicon import EDIT, READ, call_shape
-from .markers import is_turn_index_line, saved_path, short_index_line, turn_index_line
+from .markers import is_turn_index_line, prompt_note, saved_path, short_index_line, turn_index_line
 from .messages import SessionMessage
 from .pairing import ToolCall, pinned_positions
 from .stats import message_chars
@@ -71,6 +74,24 @@ def in_flight_preserve(messages: Sequence[SessionMessage], preserve: int) -> int
         if any(u.tool_use_id in trailing_ids for u in messages[index].toolUses):
             first = min(first, index)
     return max(preserve, len(messages) - first)
+
+
+def has_old_turn(messages: Sequence[SessionMessage], preserve_recent_messages: int) -> bool:
+    """Whether rung d may find a turn to move out: one that ends before the pinned recent window
+    and is not the first message's (the shape only; a turn that frees nothing may still stay)."""
+    prompts = prompt_positions(messages)
+    pin_start = len(messages) - preserve_recent_messages
+    return any(prompts[k] != 0 and prompts[k + 1] <= pin_start for k in range(len(prompts) - 1))
+
+
+def in_flight_chars(messages: Sequence[SessionMessage]) -> int:
+    """The characters of the last prompt and what follows it (the turn in flight), or of every
+    message when none is a prompt: what the ladder keeps of them after a pass is what it may not
+    take (the user's last prompt, the turn's last exchange), so a context whose turn in flight
+    alone is over its target cannot be brought under it."""
+    prompts = prompt_positions(messages)
+    start = prompts[-1] if prompts else 0
+    return sum(message_chars(message) for message in messages[start:])
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +247,41 @@ def shorten_index_lines(messages: Sequence[SessionMessage], need: float) -> tupl
             out[at] = short
             freed += gained
     return out, freed
+
+
+# What an old prompt keeps of its opening when it shrinks: a few hundred characters say what was
+# asked; the rest is in the archive.
+PROMPT_HEAD_CHARS = 300
+# Extras that name the engine's record: a shortened prompt is a new record.
+_RECORD_IDS = frozenset({"uuid", "handle"})
+
+
+def shorten_old_prompts(
+    messages: Sequence[SessionMessage], need: float, archive_dir: str
+) -> tuple[list[SessionMessage], int, dict[str, str]]:
+    """The prompts of old turns (evicted ones, or ones the user ended without a reply: a pasted
+    log, a ``!`` command's output), oldest first, cut to their first ``PROMPT_HEAD_CHARS`` characters and a note naming the file that holds the prompt
+    whole (``markers.prompt_note``), until ``need`` characters are freed; the messages, what that
+    freed and the files (path -> prompt). The last prompt is never cut: it starts the turn in
+    flight, and the user's latest words stay whole."""
+    prompts = prompt_positions(messages)
+    out = list(messages)
+    freed = 0
+    files: dict[str, str] = {}
+    for at in prompts[:-1]:
+        if freed >= need:
+            break
+        prompt = messages[at]
+        path = archive_path(archive_dir, prompt.text)
+        text = f"{prompt.text[:PROMPT_HEAD_CHARS]}\n{prompt_note(len(prompt.text), path)}"
+        gained = len(prompt.text) - len(text)
+        if gained <= 0:
+            continue
+        extra = {key: value for key, value in prompt.extra.items() if key not in _RECORD_IDS}
+        out[at] = replace(prompt, text=text, handle=None, extra=extra)
+        files[path] = prompt.text
+        freed += gained
+    return out, freed, files
 
 
 def _last_exchange(messages: Sequence[SessionMessage], start: int) -> int:

@@ -27,7 +27,7 @@ from ..options import CompactOptions
 from ..pairing import Pairing, ToolCall, is_recent, pair_tool_calls
 from ..policy import CHARS_PER_TOKEN
 from ..stats import message_chars
-from ..turn_eviction import in_flight_preserve
+from ..turn_eviction import in_flight_chars, in_flight_preserve
 from .corpus import Session, session_split
 from .firepoints import EVAL_FIRE_POINTS, fire_index
 from .fit import FITTED_FEATURES, Row, fit_logistic, leave_one_session_out, projected
@@ -121,6 +121,8 @@ class Evaluation:
     cut: list[CutOutput] = field(default_factory=list)  # every output the pipeline cut (robustness.py)
     fill_percent: float | None = None  # each prefix compacted in a window it fills this much (compact_in_window)
     after_percent: list[float] = field(default_factory=list)  # ... and the share of it left after each pass
+    # ... and of it, the share the last prompt and the turn in flight hold (turn_eviction.in_flight_chars)
+    in_flight_percent: list[float] = field(default_factory=list)
 
     def aucs(self) -> dict[str, float | None]:
         return {name: auc(values, self.scores.labels) for name, values in self.scores.by_ranker.items()}
@@ -168,7 +170,9 @@ def evaluate(
             folder = archive / f"{number:03d}-{fraction:.1f}" if archive is not None else None
             result, archived = compactor(head, folder)
             if fill_percent is not None:
-                report.after_percent.append(100 * result.stats.chars_after / CHARS_PER_TOKEN / window_filled(head, fill_percent))
+                window = window_filled(head, fill_percent)
+                report.after_percent.append(100 * result.stats.chars_after / CHARS_PER_TOKEN / window)
+                report.in_flight_percent.append(100 * in_flight_chars(result.messages) / CHARS_PER_TOKEN / window)
             contexts = {PIPELINE: result.messages}
             contexts.update({name: rule(head, pairing) for name, rule in BASELINES.items()})
             per_fraction = report.by_fraction.setdefault(f"{fraction:.1f}", {p: Outcome() for p in policies})

@@ -26,7 +26,10 @@ moment it needs it. Per session and window:
   output is *in context* when its text is there whole or every snippet the message repeats is
   there (a digest, a quote, a re-read); else *gone*, and *unrecoverable* unless a marker in the
   live context leads to an archived file holding it whole: the file it names, or one the markers
-  in that file name (``outcome.read_archived``: an evicted turn's file keeps its digests' markers).
+  in that file name (``outcome.read_archived``: an evicted turn's file keeps its digests' markers);
+- a replacing pass is *over target* when it leaves the context over the target, and of those
+  *unreachable* when the last prompt and the turn in flight alone are over it (what the ladder
+  keeps of them: the user's last prompt and the turn's last exchange, which it may not take).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from ..messages import SessionMessage
 from ..options import OPTION, CompactOptions
 from ..policy import CHARS_PER_TOKEN
 from ..stats import message_chars
-from ..turn_eviction import in_flight_preserve
+from ..turn_eviction import in_flight_chars, in_flight_preserve
 from .corpus import Session
 from .labels import OutputLabel, label_outputs
 from .outcome import Context, read_archived
@@ -126,6 +129,7 @@ class Tally:
     unrecoverable: int = 0
     summarized: int = 0  # ... of which a built-in summary (or a failure) took out of the context
     over_target: int = 0  # replacing passes that leave the context over the target
+    unreachable: int = 0  # ... of which the last prompt and the turn in flight alone are over it
     after: list[float] = field(default_factory=list)  # the context after each replacing pass, % of the window
     judge_tokens: list[int] = field(default_factory=list)  # per pass that ran, with a meter
 
@@ -268,7 +272,10 @@ def replay_session(
         archive.update(result.archive)
         live.reset(result.messages)
         tally.after.append(percent())
-        tally.over_target += 1 if percent() > TARGET_PERCENT else 0
+        if percent() > TARGET_PERCENT:
+            tally.over_target += 1
+            in_flight = in_flight_chars(live.messages) / CHARS_PER_TOKEN + live.overhead_tokens
+            tally.unreachable += 1 if 100.0 * in_flight / window > TARGET_PERCENT else 0
         return True
 
     for index, message in enumerate(messages):

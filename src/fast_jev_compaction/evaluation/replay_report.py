@@ -31,6 +31,7 @@ SECTION_END = "<!-- /replay -->"
 _HEAD = [
     "window", "source", "sessions", "passes", "replaced", "built-in summaries", "failures", "reuses",
     "gone", "unrecoverable", "after a summary", "context after a pass (median)", "(max)", "passes over target",
+    "unreachable",
 ]
 
 
@@ -70,7 +71,7 @@ def _row(window: int, source: str, tally: Tally, metered: bool) -> list[str]:
         f"{window:,}", source, str(tally.sessions), str(tally.passes), str(tally.replaced), str(tally.summaries),
         str(len(tally.failures)), str(tally.reuses), _share(tally.gone, tally.reuses),
         _share(tally.unrecoverable, tally.reuses), str(tally.summarized), _points(f["after_median"]), _points(f["after_max"]),
-        f"{tally.over_target} of {tally.replaced}", *tokens,
+        f"{tally.over_target} of {tally.replaced}", str(tally.unreachable), *tokens,
     ]
 
 
@@ -109,7 +110,9 @@ def method(report: Replay) -> str:
         "turn's file keeps its digests' markers); "
         "*after a summary*: of those, the ones a built-in summary took out of the context. "
         "*Context after a pass*: the live context after each replacing pass, in % of the window; "
-        f"*over target*: replacing passes that leave it over {TARGET_PERCENT:g} %. " + _judge_tokens(report)
+        f"*over target*: replacing passes that leave it over {TARGET_PERCENT:g} %; *unreachable*: of those, "
+        "the passes where the last prompt and the turn in flight alone are over it (the user's last prompt and "
+        "the turn's last exchange stay whole: no ladder reaches that target). " + _judge_tokens(report)
     )
 
 

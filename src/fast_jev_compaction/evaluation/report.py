@@ -213,7 +213,8 @@ def _windowed_line(evaluation: Evaluation) -> str:
     return (
         f" Each prefix was compacted in a window it fills to {evaluation.fill_percent:g} % with a "
         f"{DEFAULT_TARGET_PERCENT:g} % target: {figures['over_target']} of {figures['points']} end over the "
-        f"target (after the pass, median {_pct_of_window(figures['after_median'])}, "
+        f"target, {figures['unreachable']} of them unreachable (the last prompt and the turn in flight alone "
+        f"are over it) (after the pass, median {_pct_of_window(figures['after_median'])}, "
         f"max {_pct_of_window(figures['after_max'])} of the window)."
     )
 
@@ -229,6 +230,10 @@ def windowed_figures(evaluation: Evaluation) -> dict[str, Any]:
         "target_percent": DEFAULT_TARGET_PERCENT,
         "points": len(after),
         "over_target": sum(1 for value in after if value > DEFAULT_TARGET_PERCENT),
+        "unreachable": sum(
+            1 for value, in_flight in zip(after, evaluation.in_flight_percent)
+            if value > DEFAULT_TARGET_PERCENT and in_flight > DEFAULT_TARGET_PERCENT
+        ),
         "after_median": statistics.median(after) if after else None,
         "after_max": max(after, default=None),
     }

@@ -49,6 +49,8 @@ def toast_text(stats: Any, how: str) -> str:
         parts.append(f"{stats.evicted_turns} old turn(s) moved whole")
     if stats.evicted_parts:
         parts.append("the older part of the turn in flight moved")
+    if stats.prompts_archived:
+        parts.append(f"{stats.prompts_archived} old prompt(s) cut to their opening")
     detail = f" ({', '.join(parts)})" if parts else ""
     return f"{cut} of {unpinned} tool outputs moved to the archive{detail}, {how}, no summary"
 

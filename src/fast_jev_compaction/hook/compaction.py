@@ -132,7 +132,9 @@ def run_compaction(
     # The rebuilt history lives on as ``out``; the outcome's record reads the decisions, calls
     # and figures only, so the turns regroup merged are not kept beside it while it is wired.
     result = replace(result, messages=[])
-    if (result.stats.truncated or result.stats.dropped or result.stats.evicted_turns or result.stats.evicted_parts) and not any(is_lead_note(m.text) for m in out):
+    stats = result.stats
+    moved = stats.truncated or stats.dropped or stats.evicted_turns or stats.evicted_parts or stats.prompts_archived
+    if moved and not any(is_lead_note(m.text) for m in out):
         # Once per history: a later pass finds it and adds none (the engine merges it into the
         # first user message of the request). It names the archive folder once a file is in it.
         out = [SessionMessage(role="user", text=lead_note(options.archive_dir if result.archive else None)), *out]

@@ -83,12 +83,13 @@ class EventHeader(TypedDict):
     context: NotRequired[dict[str, Any] | None]
 
 
+# Read in two parts, the header by HEADER_ADAPTER and the messages one at a time by
+# messages.message_from_wire, so this shape is never validated whole: it is what
+# schemas/hook-event.schema.json publishes.
 @with_config(WIRE_CONFIG)
 class HookEventWire(EventHeader):
-    """The whole document on the hook's stdin (``schemas/hook-event.schema.json``). It is read
-    in two parts, the header by :data:`HEADER_ADAPTER` and the messages one at a time by
-    ``messages.message_from_wire``, so this shape is never validated whole: it is what the
-    schema publishes."""
+    """The session.compact document the plugin's mod writes to the Python hook's stdin: the
+    event's members, the context the child cannot look up, and the messages."""
 
     messages: list[SessionMessageWire]
 

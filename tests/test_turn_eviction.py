@@ -394,6 +394,21 @@ def test_old_prompts_shrink_oldest_first_and_only_as_far_as_the_need(tmp_path: P
     assert [m for m in every if is_prompt(m)][-1] is prompts[-1]
 
 
+def test_an_old_prompt_is_cut_only_when_most_of_it_leaves(tmp_path: Path) -> None:
+    """A prompt just past its opening would give the user's words for a few characters (a real
+    pass freed 2 of the 130,176 it needed, and replaced the history for it)."""
+    messages = long_prompts_session()
+    prompts = [at for at, m in enumerate(messages) if is_prompt(m)]
+    barely, most = prompts[1], prompts[2]
+    messages[barely] = SessionMessage(role="user", text="b" * (PROMPT_HEAD_CHARS + 400), handle="hb")
+    messages[most] = SessionMessage(role="user", text="m" * (PROMPT_HEAD_CHARS * 4), handle="hm")
+    shrunk, freed, files = shorten_old_prompts(messages, 10**9, str(tmp_path))
+    assert shrunk[barely] is messages[barely]
+    assert shrunk[most] is not messages[most] and messages[most].text in files.values()
+    # What the cut prompt keeps (its opening and the note) is less than what it moved out.
+    assert len(shrunk[most].text) < len(messages[most].text) - len(shrunk[most].text)
+
+
 def test_an_old_pasted_prompt_goes_before_the_older_part_of_the_turn_in_flight(tmp_path: Path) -> None:
     """Least valuable first: an old prompt past its opening frees the need before any of the
     turn in flight, the most recent work, moves out."""

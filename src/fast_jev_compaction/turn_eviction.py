@@ -275,7 +275,9 @@ def shorten_old_prompts(
         path = archive_path(archive_dir, prompt.text)
         text = f"{prompt.text[:PROMPT_HEAD_CHARS]}\n{prompt_note(len(prompt.text), path)}"
         gained = len(prompt.text) - len(text)
-        if gained <= 0:
+        # The user's own words go only when most of them leave: a prompt barely past its opening
+        # would trade them for a few characters (and a rewritten history, for nothing).
+        if gained < len(text):
             continue
         extra = {key: value for key, value in prompt.extra.items() if key not in _RECORD_IDS}
         out[at] = replace(prompt, text=text, handle=None, extra=extra)

@@ -4,11 +4,13 @@ again when one fits, else a wider digest; the context still ends under its aim."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from fast_jev_compaction.compaction import CompactResult, run_sync
 from fast_jev_compaction.decisions import KEEP, TRUNCATE, UNDER_TARGET
 from fast_jev_compaction.ladder import compact_to_fit
+from fast_jev_compaction.messages import BLOCK_FIELDS, RECORD_FIELDS
 from fast_jev_compaction.options import resolve_options
 from fast_jev_compaction.policy import chars_to_free
 from test_ladder import TARGET_PERCENT, ValueJudge, by_id, chars, reads, window_needing
@@ -76,3 +78,30 @@ def test_without_a_window_nothing_is_given_back() -> None:
     opts = resolve_options(preserve_recent_messages=2, archive_dir="/archive")
     out = run_sync(compact_to_fit(messages, ValueJudge({"recent": 0.1, "huge": 0.2}), opts), waits=False)
     assert {d.tool_use_id for d in out.decisions if d.action == TRUNCATE} == {"huge", "recent"}
+
+
+def test_an_output_given_back_whole_comes_back_with_its_call_and_record_as_they_were() -> None:
+    """As a transcript reads them: each call carries a copy of its output and its block's own
+    members (``caller``), each result its record's fields (``toolUseResult``). What goes back
+    whole is the original call and result; a wider digest keeps the call's block members only."""
+    plain = reads({"huge": 40_000, "recent": 7_000, "other": 1_000})
+    outputs = {r.tool_use_id: r.text for m in plain for r in m.toolResults or ()}
+    messages = [
+        replace(
+            m,
+            toolUses=tuple(replace(u, text=outputs[u.tool_use_id], extra={BLOCK_FIELDS: {"caller": {"type": "direct"}},
+                                                                          RECORD_FIELDS: {"toolUseResult": {"file": u.tool_use_id}}})
+                           for u in m.toolUses),
+            toolResults=tuple(replace(r, extra={RECORD_FIELDS: {"toolUseResult": {"file": r.tool_use_id}}}) for r in m.toolResults or ()),
+        )
+        for m in plain
+    ]
+    out = fit(messages, window_needing(messages, 9_000), {"recent": 0.1, "huge": 0.2})
+    assert by_id(out)["recent"].reason == UNDER_TARGET
+    calls = {u.tool_use_id: u for m in out.messages for u in m.toolUses}
+    results = {r.tool_use_id: r for m in out.messages for r in m.toolResults or ()}
+    originals = {u.tool_use_id: u for m in messages for u in m.toolUses}
+    original_results = {r.tool_use_id: r for m in messages for r in m.toolResults or ()}
+    assert calls["recent"] is originals["recent"] and results["recent"] is original_results["recent"]
+    assert by_id(out)["huge"].action == TRUNCATE
+    assert calls["huge"].extra == {BLOCK_FIELDS: {"caller": {"type": "direct"}}} and calls["huge"].text == results["huge"].text

@@ -25,7 +25,7 @@ from .decisions import BUDGET, KEEP, TRUNCATE, UNDER_TARGET, CallDecision
 from .digest import IDS_SHARE, DigestShape
 from .markers import foreign_marks_quoted
 from .messages import SessionMessage, ToolResult, ToolUse
-from .rebuild import cut_output
+from .rebuild import block_only, cut_output
 
 if TYPE_CHECKING:
     from .compaction import CompactResult
@@ -80,7 +80,7 @@ def given_back(
             left -= len(made) - len(current)
     if not back and not wider:
         return result
-    messages = _with_texts(result.messages, {**back, **wider}, originals)
+    messages = _with_texts(result.messages, {**back, **wider}, originals, _original_uses(source, back.keys()))
     decisions = [_given(decision, back, wider, shown) for decision in result.decisions]
     named = {decision.archive_path for decision in decisions if decision.archive_path}
     archive = {path: text for path, text in result.archive.items() if path in named or path not in _paths(result, back)}
@@ -99,6 +99,12 @@ def _originals(source: Sequence[SessionMessage], wanted: set[str]) -> dict[str, 
         result.tool_use_id: result
         for message in source for result in message.toolResults or () if result.tool_use_id in wanted
     }
+
+
+def _original_uses(source: Sequence[SessionMessage], wanted: Iterable[str]) -> dict[str, ToolUse]:
+    """The calls of ``wanted`` as ``source`` holds them, by tool_use_id."""
+    ids = set(wanted)
+    return {use.tool_use_id: use for message in source for use in message.toolUses if use.tool_use_id in ids}
 
 
 def _shown(messages: Sequence[SessionMessage], wanted: Iterable[str]) -> dict[str, str]:
@@ -127,7 +133,8 @@ def _shape(shape: DigestShape, budget: int) -> DigestShape:
 
 
 def _with_texts(
-    messages: Sequence[SessionMessage], texts: dict[str, str], originals: dict[str, ToolResult]
+    messages: Sequence[SessionMessage], texts: dict[str, str], originals: dict[str, ToolResult],
+    uses: dict[str, ToolUse],
 ) -> list[SessionMessage]:
     """``messages`` with each of these results (and the copy of it its call carries) holding its
     new text; an output given back whole is its original block, its record included."""
@@ -143,11 +150,20 @@ def _with_texts(
             ))
         if any(use.tool_use_id in texts and use.text is not None for use in message.toolUses):
             out[at] = replace(out[at], toolUses=tuple(
-                ToolUse(use.tool_use_id, use.tool, use.input, texts[use.tool_use_id], use.isError)
+                _with_text(use, texts[use.tool_use_id], uses.get(use.tool_use_id))
                 if use.tool_use_id in texts and use.text is not None else use
                 for use in message.toolUses
             ))
     return out
+
+
+def _with_text(use: ToolUse, text: str, original: ToolUse | None) -> ToolUse:
+    """A call carrying its output's new text: the original call, its record included, when the
+    output went back whole and the call is as it was; else its block members alone (the record
+    holds the output as it was, which a digest or a moved input no longer is)."""
+    if original is not None and text == original.text and use.input is original.input:
+        return original
+    return ToolUse(use.tool_use_id, use.tool, use.input, text, use.isError, block_only(use.extra))
 
 
 def _given(decision: CallDecision, back: dict[str, str], wider: dict[str, str], shown: dict[str, str]) -> CallDecision:

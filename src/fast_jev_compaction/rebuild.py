@@ -268,7 +268,7 @@ def rebuild(
             if decision is None and use.text is not None and use.tool_use_id in shown:
                 # The copy of the output a call carries goes back as its result does (without the
                 # record that holds it as it was, as a cut call's does).
-                use = ToolUse(use.tool_use_id, use.tool, use.input, shown[use.tool_use_id], use.isError, _block_only(use.extra))
+                use = ToolUse(use.tool_use_id, use.tool, use.input, shown[use.tool_use_id], use.isError, block_only(use.extra))
                 changed = True
             if decision is None:
                 uses.append(use)
@@ -331,11 +331,11 @@ def _truncated_use(use: ToolUse, shape: DigestShape, archive_path: str | None) -
         input=use.input,
         text=cut,
         isError=True if use.isError else None,
-        extra=_block_only(use.extra),
+        extra=block_only(use.extra),
     )
 
 
-def _block_only(extra: Mapping[str, Any]) -> Mapping[str, Any]:
+def block_only(extra: Mapping[str, Any]) -> Mapping[str, Any]:
     """A call's block members alone (a transcript's ``caller``): what its output's cut leaves
     as it was; the record holding the output does not go with it."""
     own = extra.get(BLOCK_FIELDS)

@@ -34,6 +34,7 @@ from fast_jev_compaction.transcript import read_messages
 from fast_jev_compaction.turn_eviction import (
     PROMPT_HEAD_CHARS,
     evict_in_flight,
+    evict_turns,
     has_old_turn,
     in_flight_chars,
     is_prompt,
@@ -449,6 +450,24 @@ def test_a_prompt_whose_image_rung_c_moved_is_still_its_turn_s_prompt(tmp_path: 
     assert moved is not messages[4] and moved.handle is None
     evicted = [result.messages[at - 1].text for at, _ in index_lines(result.messages)]
     assert messages[4].text in evicted
+
+
+def test_a_turn_whose_call_the_user_interrupted_leaves_with_its_call(tmp_path: Path) -> None:
+    """A call never answered (the user interrupted it) parts no pair when its turn leaves."""
+    messages = [
+        SessionMessage(role="user", text="prompt 0"),
+        SessionMessage(role="assistant", text="Long reply. " * 80, toolUses=(ToolUse("toolu_x", "Bash", {"command": "sleep 100"}),)),
+        SessionMessage(role="user", text="prompt 1: never mind"),
+        SessionMessage(role="assistant", text="Fine."),
+    ]
+    evicted = evict_turns(messages, messages, [], 0, 10**6, str(tmp_path), keep_first=False)
+    assert len(evicted.turns) == 1 and not any(m.toolUses for m in evicted.messages)
+    assert "toolu_x" in next(iter(evicted.archive.values()))
+    # A call answered in a later turn keeps its turn in place.
+    answered_later = [*messages[:2], SessionMessage(role="user", toolResults=(ToolResult("toolu_x", "done"),)), *messages[2:]]
+    answered_later[2:2] = [SessionMessage(role="user", text="prompt between")]
+    kept = evict_turns(answered_later, answered_later, [], 0, 10**6, str(tmp_path), keep_first=False)
+    assert kept.turns == [] and any(m.toolUses for m in kept.messages)
 
 
 def test_without_an_archive_no_turn_leaves() -> None:

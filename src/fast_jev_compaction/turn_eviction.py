@@ -7,7 +7,8 @@ the next prompt: the assistant's replies, its calls and their results, as the pa
 in place of the rest one assistant message, the index line (``markers.turn_index_line``): the
 calls made, the files touched, and the archive file that holds the turn. Prompt, index line,
 next prompt: roles still alternate, and a call and its result leave together, since a turn is
-evicted only when every call in it has its result in it and every result its call.
+evicted only when every result in it has its call in it and every call its result (or none
+anywhere: a call the user interrupted leaves with its turn).
 
 Never evicted: the last turn (the one in flight), a turn with a message in the pinned recent
 window, a turn evicted already (its index line alone), a turn whose eviction frees nothing; nor
@@ -144,6 +145,7 @@ def evict_turns(
         if turn >= 0:
             calls_by_turn[turn].append(call)
 
+    answered = _answered(rebuilt)
     turns: list[EvictedTurn] = []
     archive: dict[str, str] = {}
     replaced: dict[int, SessionMessage] = {}  # prompt position in ``rebuilt`` -> its index line
@@ -155,7 +157,7 @@ def evict_turns(
         if (keep_first and source_prompts[k] == 0) or source_prompts[k + 1] > pin_start:
             continue
         body = rebuilt[prompts[k] + 1 : prompts[k + 1]]
-        if not body or not _closed(body) or (len(body) == 1 and is_turn_index_line(body[0].text)):
+        if not body or not _closed(body, answered) or (len(body) == 1 and is_turn_index_line(body[0].text)):
             continue
         text = render_turn(rebuilt[prompts[k]], body)
         path = archive_path(archive_dir, text)
@@ -321,11 +323,18 @@ def _same_prompt(prompt: SessionMessage, message: SessionMessage) -> bool:
     )
 
 
-def _closed(body: Sequence[SessionMessage]) -> bool:
-    """Whether every call in ``body`` has its result in it, and every result its call."""
+def _answered(messages: Sequence[SessionMessage]) -> set[str]:
+    """The ids of the calls that have a result in ``messages``."""
+    return {result.tool_use_id for message in messages for result in message.toolResults or ()}
+
+
+def _closed(body: Sequence[SessionMessage], answered: set[str]) -> bool:
+    """Whether every result in ``body`` has its call in it, and every call in it its result, or
+    none anywhere (``answered``: the calls answered in the whole history): a call the user
+    interrupted was never answered, and leaves with its turn without parting a pair."""
     uses = {use.tool_use_id for message in body for use in message.toolUses}
     results = {result.tool_use_id for message in body for result in message.toolResults or ()}
-    return uses == results
+    return results <= uses and not (uses - results) & answered
 
 
 def _tools(calls: Sequence[ToolCall]) -> list[tuple[str, int]]:

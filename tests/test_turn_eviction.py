@@ -18,6 +18,7 @@ from fast_jev_compaction.judge.local import LocalJudge
 from fast_jev_compaction.ladder import compact_to_fit
 from fast_jev_compaction.markers import (
     carries_mark,
+    fold_note,
     is_lead_note,
     is_turn_index_line,
     lead_note,
@@ -552,6 +553,10 @@ EXPECTED_PROMPT_NOTE = (
     "[fast-jev-compaction moved the rest of this prompt out of the conversation; the whole prompt "
     f"(54,321 chars) is saved at {ARCHIVE}; Read it if needed]"
 )
+EXPECTED_FOLD_NOTE = (
+    f"[fast-jev-compaction: the conversation before this point (12 prompt(s), 54,321 chars) is saved at {ARCHIVE}; "
+    "Read it if needed]"
+)
 EXPECTED_SHORT_INDEX = (
     "[fast-jev-compaction: the assistant's replies to this prompt, with their calls, were moved out of the "
     f"conversation; the whole turn is saved at {ARCHIVE}; Read it if needed]"
@@ -574,6 +579,7 @@ def new_texts() -> dict[str, str]:
         "part index line": turn_index_line([("Read", 9), ("Bash", 3)], ["src/app.py"], 54321, ARCHIVE, part=True),
         "short index line": short_index_line(ARCHIVE),
         "prompt note": prompt_note(54321, ARCHIVE),
+        "fold note": fold_note(12, 54321, ARCHIVE),
         "lead note with its folder": lead_note(FOLDER),
     }
 
@@ -586,6 +592,7 @@ def test_the_index_lines_and_the_lead_note_are_pinned() -> None:
     assert texts["part index line"] == EXPECTED_PART_INDEX
     assert texts["short index line"] == EXPECTED_SHORT_INDEX
     assert texts["prompt note"] == EXPECTED_PROMPT_NOTE
+    assert texts["fold note"] == EXPECTED_FOLD_NOTE
     assert texts["lead note with its folder"] == EXPECTED_LEAD_WITH_FOLDER
     many = turn_index_line([("Read", 10)], [f"f{n}.py" for n in range(10)], 1, ARCHIVE)
     assert "files touched: f0.py, f1.py, f2.py, f3.py, f4.py, f5.py, f6.py, f7.py and 2 more;" in many

@@ -55,7 +55,8 @@ def small_session() -> list[SessionMessage]:
 
 def test_a_tiny_window_s_context_ends_under_its_target_when_a_note_can_stand_for_its_past(tmp_path: Path) -> None:
     messages = small_session()
-    result, window = fit_filled(messages, tmp_path)
+    # Half the window: the note names a file under pytest's folders, whose length varies by machine.
+    result, window = fit_filled(messages, tmp_path, 50)
     # Reachable: the last prompt and one note for what precedes it fit the target...
     assert least_chars(result.messages, str(tmp_path)) <= target_chars(window)
     # ... and the ladder gets there: the conversation before the last prompt is one file, one note.
@@ -135,3 +136,25 @@ def test_the_goal_is_the_user_s_words_not_the_fold_s_note(tmp_path: Path) -> Non
     fold = fold_old_turns(messages, [], 0, 10**6, str(tmp_path))
     assert is_fold_note(fold.messages[0].text)
     assert goal_from_messages(fold.messages) == goal_from_messages(messages[-1:])
+
+
+def test_the_hook_sends_the_fold_s_note_and_the_last_prompt_whole(data_dir: Path) -> None:
+    import json
+
+    from fast_jev_compaction.hook.gate import unmeasured_tokens
+    from test_hook_entry import event, run_hook
+
+    messages = small_session()
+    # A little more room than in the ladder's test: the note names a file under pytest's longer
+    # folders (in so small a window, its path's length decides whether a fold can reach the target).
+    window = window_filled(messages, 50)
+    measured = int(chars(messages) / CHARS_PER_TOKEN) - unmeasured_tokens(messages)
+    context = {"tokens": measured, "window": window, "percent": 100 * measured / window}
+    answer, _ = run_hook(json.dumps(event([m.to_wire() for m in messages], data_dir, context=context)).encode(), data_dir)
+    assert answer["action"] == "replace", answer.get("reason")
+    assert "the conversation before the turn in flight moved" in answer["toast"]
+    texts = [m.get("text", "") for m in answer["messages"]]
+    (note,) = [text for text in texts if is_fold_note(text)]
+    assert texts[-1] == messages[-1].text
+    held = Path(str(saved_path(note))).read_text(encoding="utf-8")
+    assert all(m.text in held for m in messages[:-1] if is_prompt(m))

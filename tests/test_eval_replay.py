@@ -261,3 +261,15 @@ def test_the_cli_meters_judge_tokens_with_serve(tmp_path: Path) -> None:
     document = json.loads(proc.stdout)
     assert document["judge_url"].startswith("http://127.0.0.1:")
     assert document["windows"]["8000"]["all"]["judge_tokens_max"] > 0
+
+
+def test_the_replay_section_goes_before_a_generated_section_it_finds_first() -> None:
+    from fast_jev_compaction.evaluation.report import PREFIX_FILLS_END, PREFIX_FILLS_START, prefix_fills_of, with_prefix_fills
+
+    fills = f"{PREFIX_FILLS_START}\n## Prefixes in a window they fill\n\ntable\n{PREFIX_FILLS_END}"
+    page = with_prefix_fills("# Quality\n\nintro\n\n## Fire points\n\nfigures\n", fills)
+    replay_section = f"{SECTION_START}\n## Session replay\n\nrows\n{SECTION_END}"
+    both = with_section(page, replay_section)
+    assert both.index("intro") < both.index(SECTION_END) < both.index(PREFIX_FILLS_START) < both.index("## Fire points")
+    assert section_of(both) == replay_section and prefix_fills_of(both) == fills
+    assert with_prefix_fills(both, fills) == both == with_section(both, replay_section)

@@ -18,6 +18,7 @@ from fast_jev_compaction.judge.local import LocalJudge
 from fast_jev_compaction.ladder import compact_to_fit
 from fast_jev_compaction.markers import (
     carries_mark,
+    fold_note,
     is_lead_note,
     is_turn_index_line,
     lead_note,
@@ -34,6 +35,7 @@ from fast_jev_compaction.transcript import read_messages
 from fast_jev_compaction.turn_eviction import (
     PROMPT_HEAD_CHARS,
     evict_in_flight,
+    evict_turns,
     has_old_turn,
     in_flight_chars,
     is_prompt,
@@ -466,6 +468,24 @@ def test_a_prompt_whose_image_rung_c_moved_is_still_its_turn_s_prompt(tmp_path: 
     assert messages[4].text in evicted
 
 
+def test_a_turn_whose_call_the_user_interrupted_leaves_with_its_call(tmp_path: Path) -> None:
+    """A call never answered (the user interrupted it) parts no pair when its turn leaves."""
+    messages = [
+        SessionMessage(role="user", text="prompt 0"),
+        SessionMessage(role="assistant", text="Long reply. " * 80, toolUses=(ToolUse("toolu_x", "Bash", {"command": "sleep 100"}),)),
+        SessionMessage(role="user", text="prompt 1: never mind"),
+        SessionMessage(role="assistant", text="Fine."),
+    ]
+    evicted = evict_turns(messages, messages, [], 0, 10**6, str(tmp_path), keep_first=False)
+    assert len(evicted.turns) == 1 and not any(m.toolUses for m in evicted.messages)
+    assert "toolu_x" in next(iter(evicted.archive.values()))
+    # A call answered in a later turn keeps its turn in place.
+    answered_later = [*messages[:2], SessionMessage(role="user", toolResults=(ToolResult("toolu_x", "done"),)), *messages[2:]]
+    answered_later[2:2] = [SessionMessage(role="user", text="prompt between")]
+    kept = evict_turns(answered_later, answered_later, [], 0, 10**6, str(tmp_path), keep_first=False)
+    assert kept.turns == [] and any(m.toolUses for m in kept.messages)
+
+
 def test_without_an_archive_no_turn_leaves() -> None:
     messages = session()
     result = fit(messages, None, window_needing(messages, 3 * turn_chars(messages, 1)))
@@ -548,6 +568,10 @@ EXPECTED_PROMPT_NOTE = (
     "[fast-jev-compaction moved the rest of this prompt out of the conversation; the whole prompt "
     f"(54,321 chars) is saved at {ARCHIVE}; Read it if needed]"
 )
+EXPECTED_FOLD_NOTE = (
+    f"[fast-jev-compaction: the conversation before this point (12 prompt(s), 54,321 chars) is saved at {ARCHIVE}; "
+    "Read it if needed]"
+)
 EXPECTED_SHORT_INDEX = (
     "[fast-jev-compaction: the assistant's replies to this prompt, with their calls, were moved out of the "
     f"conversation; the whole turn is saved at {ARCHIVE}; Read it if needed]"
@@ -570,6 +594,7 @@ def new_texts() -> dict[str, str]:
         "part index line": turn_index_line([("Read", 9), ("Bash", 3)], ["src/app.py"], 54321, ARCHIVE, part=True),
         "short index line": short_index_line(ARCHIVE),
         "prompt note": prompt_note(54321, ARCHIVE),
+        "fold note": fold_note(12, 54321, ARCHIVE),
         "lead note with its folder": lead_note(FOLDER),
     }
 
@@ -582,6 +607,7 @@ def test_the_index_lines_and_the_lead_note_are_pinned() -> None:
     assert texts["part index line"] == EXPECTED_PART_INDEX
     assert texts["short index line"] == EXPECTED_SHORT_INDEX
     assert texts["prompt note"] == EXPECTED_PROMPT_NOTE
+    assert texts["fold note"] == EXPECTED_FOLD_NOTE
     assert texts["lead note with its folder"] == EXPECTED_LEAD_WITH_FOLDER
     many = turn_index_line([("Read", 10)], [f"f{n}.py" for n in range(10)], 1, ARCHIVE)
     assert "files touched: f0.py, f1.py, f2.py, f3.py, f4.py, f5.py, f6.py, f7.py and 2 more;" in many

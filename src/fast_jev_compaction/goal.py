@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from .markers import without_lead_note
+from .markers import is_fold_note, without_lead_note
 from .messages import SessionMessage
 from .textutil import truncate
 
@@ -34,7 +34,8 @@ def prompt_text(message: SessionMessage) -> str:
     if "<" in text:  # each injected block opens with one
         text = _without_injected(text)
     text = text.strip()
-    if not text or text.startswith(_INJECTED_OPENERS) or text.startswith(_CONTINUATION):
+    # Nor the note that stands for the conversation a fold moved out (turn_eviction.fold_old_turns).
+    if not text or text.startswith(_INJECTED_OPENERS) or text.startswith(_CONTINUATION) or is_fold_note(text):
         return ""
     return text
 

@@ -11,8 +11,10 @@ above all; the second pass takes the first one's judge answers for the calls it 
 their index lines shrink to the file each names, and old prompts to their opening and the file
 that holds each whole (the user's last prompt stays whole); only then the turn in flight's
 older part, the most recent work, goes, its last exchange staying
-(``turn_eviction.evict_in_flight``); and when the exchange in flight alone is over what the
-window spares, its outputs are cut too, as any other;
+(``turn_eviction.evict_in_flight``); then the conversation before the turn in flight, what is
+left of it, goes to one file and one note (``turn_eviction.fold_old_turns``), where that frees
+more than the note costs and the context needs it to come under its target; and when the exchange in
+flight alone is over what the window spares, its outputs are cut too, as any other;
 f) nothing more: the result says how far it got, and the hook's gate sends a pass still over
 the window to the built-in summary. Without a window the pass alone runs, as it always did.
 
@@ -25,8 +27,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, cast
 
+from .archive import archived
 from .asker import in_process
 from .compaction import CompactResult, compact, shape_of
 from .decisions import (
@@ -47,12 +50,13 @@ from .digest import DigestShape
 from .give_back import given_back
 from .goal import goal_from_messages
 from .options import CompactOptions
-from .policy import CHARS_PER_TOKEN, chars_to_free
+from .policy import CHARS_PER_TOKEN, TARGET_MARGIN_POINTS, chars_to_free
 from .stats import CompactStats, input_chars
 from .turn_eviction import (
     Eviction,
     evict_in_flight,
     evict_turns,
+    fold_old_turns,
     has_old_turn,
     in_flight_preserve,
     shorten_index_lines,
@@ -150,6 +154,27 @@ async def compact_to_fit(
             evicted = Eviction(part.messages, [*evicted.turns, *part.turns], {**evicted.archive, **part.archive})
             evictions[-1] = evicted
             history = part.messages
+    if _left(need, first.stats, chars_after) > 0:
+        # Then what is left of the conversation before the turn in flight (old prompts' openings,
+        # index lines, turns that could not go alone), oldest first, into one file and one note:
+        # the user's earlier words are the last of the history to go, and only where the fold
+        # frees more than its note costs (in a window of a few hundred tokens, a note may not),
+        # and only where the context cannot come under the target itself (not only its aim's
+        # margin) without it: the trailing outputs' cut below, when it alone could, keeps each
+        # output's digest in view, where a fold keeps nothing of the user's earlier words; and a
+        # fold that leaves the context over (with that cut too) takes them out of view for nothing.
+        left = _left(need, first.stats, chars_after)
+        over = left - opts.window_tokens * TARGET_MARGIN_POINTS / 100 * CHARS_PER_TOKEN
+        fold = fold_old_turns(
+            history, calls, pin, left, archive_dir,
+            _reader(archive_dir, _pending(first, steps, evictions, {**(pending or {}), **prompts})),
+        )
+        needed = over > _trailing_output_chars(history, pin)
+        if fold.turns and needed and over - fold.freed <= _trailing_output_chars(fold.messages, pin):
+            chars_after -= fold.freed
+            evicted = Eviction(fold.messages, [*evicted.turns, *fold.turns], {**evicted.archive, **fold.archive})
+            evictions[-1] = evicted
+            history = fold.messages
     if 0 < _left(need, first.stats, chars_after) <= _trailing_output_chars(history, pin):
         # The last reach before the summary: the trailing exchange holds what the window cannot
         # (parallel reads of large files). Its outputs, pinned till now, are cut like any other,
@@ -237,6 +262,23 @@ def _in_flight_too(evicted: Eviction, calls: Sequence[ToolCall], pin: int, left:
     return Eviction(part.messages, [*evicted.turns, *part.turns], {**evicted.archive, **part.archive})
 
 
+def _reader(archive_dir: str, pending: Mapping[str, str]) -> Callable[[str], str | None]:
+    """A file of ours by its path: one the ladder has yet to write, else one in ``archive_dir``."""
+
+    def read(path: str) -> str | None:
+        if path in pending:
+            return pending[path]
+        data = archived(archive_dir, path)
+        if data is None:
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+    return read
+
+
 def _left(need: float, stats: CompactStats, chars_after: int) -> float:
     """What is still to free of ``need`` once the context is ``chars_after`` characters."""
     return need - (stats.chars_before - chars_after)
@@ -282,9 +324,10 @@ def _combined(
         dropped=sum(d.action == DROP for d in decisions),
         pinned=sum(d.reason == PINNED for d in decisions),
         settled_by_rules=sum(d.reason not in _NOT_RULES for d in decisions),
-        evicted_turns=sum(not turn.part for evicted in evictions for turn in evicted.turns),
+        evicted_turns=sum(not turn.part and not turn.folded for evicted in evictions for turn in evicted.turns),
         evicted_parts=sum(turn.part for evicted in evictions for turn in evicted.turns),
         short_chars=max(0, round(_left(need, first.stats, chars_after))),
+        prompts_folded=sum(turn.folded for evicted in evictions for turn in evicted.turns),
         inputs_archived=first.stats.inputs_archived + sum(step.stats.inputs_archived for step in steps),
         media_archived=first.stats.media_archived + sum(step.stats.media_archived for step in steps),
         ms=(time.perf_counter() - started) * 1000,

@@ -262,6 +262,22 @@ def prompt_note(total_chars: int, archive_path: str) -> str:
     )
 
 
+def fold_note(prompts: int, total_chars: int, archive_path: str) -> str:
+    """Stands, as a user message, for the conversation before the turn in flight moved to one
+    file (the ladder's last textual step, ``turn_eviction.fold_old_turns``): ``prompts`` earlier
+    prompts, the replies to them (index lines and notes naming their own files) and what they held."""
+    # Short: it is taken in windows of a few hundred tokens, where every character counts.
+    return f"{_FOLD}{prompts:,} prompt(s), {total_chars:,} chars) is saved at {archive_path}; Read it if needed]"
+
+
+_FOLD = f"{PREFIX}: the conversation before this point ("
+
+
+def is_fold_note(text: str) -> bool:
+    """Whether ``text`` is a note :func:`fold_note` made."""
+    return text.startswith(_FOLD)
+
+
 def is_turn_index_line(text: str) -> bool:
     """Whether ``text`` is an index line :func:`turn_index_line` made (a turn, or its part,
     already evicted)."""

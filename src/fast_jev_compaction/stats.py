@@ -141,6 +141,9 @@ class CompactStats:
     evicted_parts: int = 0
     # Old prompts cut to their opening, each saved whole (rung e, turn_eviction.shorten_old_prompts).
     prompts_archived: int = 0
+    # Earlier prompts moved out with the conversation before the turn in flight, one file and one
+    # note (rung e, last: turn_eviction.fold_old_turns).
+    prompts_folded: int = 0
 
     @property
     def reduction_ratio(self) -> float:
@@ -196,6 +199,7 @@ def summarize(stats: CompactStats) -> str:
         (stats.evicted_turns, "; {} old turn(s) moved to the archive"),
         (stats.evicted_parts, "; {} older part(s) of the turn in flight moved to the archive"),
         (stats.prompts_archived, "; {} old prompt(s) cut to their opening, each saved whole"),
+        (stats.prompts_folded, "; the conversation before the turn in flight ({} prompt(s)) moved to one file"),
     ):
         if count:
             head += said.format(count)

@@ -7,7 +7,8 @@ the next prompt: the assistant's replies, its calls and their results, as the pa
 in place of the rest one assistant message, the index line (``markers.turn_index_line``): the
 calls made, the files touched, and the archive file that holds the turn. Prompt, index line,
 next prompt: roles still alternate, and a call and its result leave together, since a turn is
-evicted only when every call in it has its result in it and every result its call.
+evicted only when every result in it has its call in it and every call its result (or none
+anywhere: a call the user interrupted leaves with its turn).
 
 Never evicted: the last turn (the one in flight), a turn with a message in the pinned recent
 window, a turn evicted already (its index line alone), a turn whose eviction frees nothing; nor
@@ -22,19 +23,29 @@ calls made last, their results and what follows) staying in place. Then the inde
 turns, hundreds in a very long session, shrink to the file they name, oldest first
 (:func:`shorten_index_lines`); and last, the prompts of old turns, a pasted log or spec of
 tens of thousands of characters, keep their opening and a note naming the file that holds
-them whole (:func:`shorten_old_prompts`). The user's last prompt, and the turn in flight, stay
-whole.
+them whole (:func:`shorten_old_prompts`). After the turn in flight's older part, what is left
+before that turn (prompts, index lines) may go to one file and one note (:func:`fold_old_turns`).
+The user's last prompt, and the turn in flight, stay whole.
 """
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .archive import archive_path
 from .lexicon import EDIT, READ, call_shape
-from .markers import is_turn_index_line, prompt_note, saved_path, short_index_line, turn_index_line
+from .markers import (
+    fold_note,
+    is_fold_note,
+    is_turn_index_line,
+    prompt_note,
+    saved_path,
+    short_index_line,
+    turn_index_line,
+)
 from .messages import SessionMessage
 from .pairing import ToolCall, pinned_positions
 from .stats import message_chars
@@ -94,6 +105,21 @@ def in_flight_chars(messages: Sequence[SessionMessage]) -> int:
     return sum(message_chars(message) for message in messages[start:])
 
 
+def least_chars(messages: Sequence[SessionMessage], archive_dir: str) -> int:
+    """The fewest characters the ladder can bring ``messages`` to without cutting into the turn in
+    flight (:func:`in_flight_chars`): that turn, and what precedes it as it is or as the one note
+    that would stand for it (:func:`fold_old_turns`), whichever is fewer. A context over its target
+    at this floor cannot be brought under it while every cut keeps a marker naming its file."""
+    prompts = prompt_positions(messages)
+    if len(prompts) < 2:
+        return sum(message_chars(message) for message in messages)
+    before = messages[: prompts[-1]]
+    chars = sum(message_chars(message) for message in before)
+    count = sum(1 for message in before if is_prompt(message))
+    note = fold_note(count, chars, archive_path(archive_dir, ""))
+    return in_flight_chars(messages) + min(chars, len(note))
+
+
 @dataclass(frozen=True, slots=True)
 class EvictedTurn:
     """One turn moved to the archive: the calls it held (pairing's, dropped ones included), its
@@ -103,6 +129,7 @@ class EvictedTurn:
     path: str
     freed: int
     part: bool = False  # the older part of the turn in flight, not a whole turn
+    folded: int = 0  # the prompts of the conversation before the turn in flight it holds (fold_old_turns)
 
 
 @dataclass(frozen=True)
@@ -144,6 +171,7 @@ def evict_turns(
         if turn >= 0:
             calls_by_turn[turn].append(call)
 
+    answered = _answered(rebuilt)
     turns: list[EvictedTurn] = []
     archive: dict[str, str] = {}
     replaced: dict[int, SessionMessage] = {}  # prompt position in ``rebuilt`` -> its index line
@@ -155,7 +183,7 @@ def evict_turns(
         if (keep_first and source_prompts[k] == 0) or source_prompts[k + 1] > pin_start:
             continue
         body = rebuilt[prompts[k] + 1 : prompts[k + 1]]
-        if not body or not _closed(body) or (len(body) == 1 and is_turn_index_line(body[0].text)):
+        if not body or not _closed(body, answered) or (len(body) == 1 and is_turn_index_line(body[0].text)):
             continue
         text = render_turn(rebuilt[prompts[k]], body)
         path = archive_path(archive_dir, text)
@@ -286,6 +314,82 @@ def shorten_old_prompts(
     return out, freed, files
 
 
+def fold_old_turns(
+    messages: Sequence[SessionMessage], calls: Sequence[ToolCall], preserve_recent_messages: int, need: float,
+    archive_dir: str, saved: Callable[[str], str | None] = lambda path: None,
+) -> Eviction:
+    """The conversation before the turn in flight, oldest first and only as far as ``need``, moved
+    to one file, one note (``markers.fold_note``, a user message) in its place: what is left of
+    old turns once their index lines and prompts have shrunk (prompts, index lines, turns that
+    could not go alone). A fold ends where a prompt starts, never in the pinned recent window nor
+    past the last prompt, and only where each result in it has its call in it and each call its
+    result (or none anywhere); it is taken only when it frees more than its note costs. An earlier
+    fold note in the run gives way to the file it names, when ``saved`` (path -> text) reads it,
+    so one file holds the whole earlier conversation. ``calls`` name the calls by id."""
+    prompts = prompt_positions(messages)
+    if need <= 0 or len(prompts) < 2:
+        return Eviction(list(messages), [], {})
+    answered = _answered(messages)
+    limit = min(prompts[-1], len(messages) - preserve_recent_messages)
+    by_id = {call.tool_use_id: call for call in calls}
+    chosen: tuple[int, int, str, str, SessionMessage, int] | None = None
+    for end in prompts[1:]:
+        if end > limit:
+            break
+        run = messages[:end]
+        if not _closed(run, answered):
+            continue
+        text = _fold_text(run, saved)
+        path = archive_path(archive_dir, text)
+        count = sum(1 for message in run if is_prompt(message) and not is_fold_note(message.text))
+        count += sum(_fold_count(message.text) for message in run if is_fold_note(message.text))
+        chars = sum(message_chars(message) for message in run)
+        note = SessionMessage(role="user", text=fold_note(count, chars, path))
+        gained = chars - message_chars(note)
+        if gained > 0:
+            chosen = (end, gained, path, text, note, count)
+            if gained >= need:
+                break
+    if chosen is None:
+        return Eviction(list(messages), [], {})
+    end, gained, path, text, note, count = chosen
+    moved = tuple(by_id[use.tool_use_id] for m in messages[:end] for use in m.toolUses if use.tool_use_id in by_id)
+    return Eviction([note, *messages[end:]], [EvictedTurn(moved, path, gained, folded=count)], {path: text})
+
+
+def _fold_count(text: str) -> int:
+    """The prompts an earlier fold note says it holds."""
+    match = _FOLD_PROMPTS.search(text)
+    return int(match.group(1).replace(",", "")) if match else 0
+
+
+_FOLD_PROMPTS = re.compile(r"before this point \(([\d,]+) prompt\(s\)")
+
+
+def _fold_text(run: Sequence[SessionMessage], saved: Callable[[str], str | None]) -> str:
+    """The folded conversation as the archive holds it: each prompt, reply, call and output under
+    a heading line (:func:`render_turn`'s), an earlier fold's file inlined when it can be read."""
+    parts: list[str] = []
+    at = 0
+    while at < len(run):
+        message = run[at]
+        if is_fold_note(message.text):
+            path = saved_path(message.text)
+            earlier = saved(path) if path is not None else None
+            parts.append(earlier.rstrip("\n") if earlier is not None else f"## the earlier conversation\n{message.text}")
+            at += 1
+            continue
+        end = at + 1
+        while end < len(run) and not is_prompt(run[end]):
+            end += 1
+        if is_prompt(message):
+            parts.append(render_turn(message, run[at + 1 : end]).rstrip("\n"))
+        else:
+            parts.extend(_rendered(run[at:end]))
+        at = end
+    return "\n\n".join(parts) + "\n"
+
+
 def _last_exchange(messages: Sequence[SessionMessage], start: int) -> int:
     """Where the last exchange of the turn from ``start`` begins: the last run of assistant
     messages holding calls (parallel calls come one a message), else its last message."""
@@ -323,11 +427,18 @@ def _same_prompt(prompt: SessionMessage, message: SessionMessage) -> bool:
     )
 
 
-def _closed(body: Sequence[SessionMessage]) -> bool:
-    """Whether every call in ``body`` has its result in it, and every result its call."""
+def _answered(messages: Sequence[SessionMessage]) -> set[str]:
+    """The ids of the calls that have a result in ``messages``."""
+    return {result.tool_use_id for message in messages for result in message.toolResults or ()}
+
+
+def _closed(body: Sequence[SessionMessage], answered: set[str]) -> bool:
+    """Whether every result in ``body`` has its call in it, and every call in it its result, or
+    none anywhere (``answered``: the calls answered in the whole history): a call the user
+    interrupted was never answered, and leaves with its turn without parting a pair."""
     uses = {use.tool_use_id for message in body for use in message.toolUses}
     results = {result.tool_use_id for message in body for result in message.toolResults or ()}
-    return uses == results
+    return results <= uses and not (uses - results) & answered
 
 
 def _tools(calls: Sequence[ToolCall]) -> list[tuple[str, int]]:
@@ -351,8 +462,13 @@ def _files(calls: Sequence[ToolCall]) -> list[str]:
 def render_turn(prompt: SessionMessage, body: Sequence[SessionMessage]) -> str:
     """A turn as the archive holds it, plain text the Read tool shows: the prompt, then each
     reply, call (tool, id, input as JSON) and output in order, under a heading line each."""
+    return "\n\n".join([f"## the user's prompt\n{prompt.text}", *_rendered(body)]) + "\n"
+
+
+def _rendered(body: Sequence[SessionMessage]) -> list[str]:
+    """Each reply, call and output of ``body`` under its heading line."""
     names = {use.tool_use_id: use.tool for message in body for use in message.toolUses}
-    parts = [f"## the user's prompt\n{prompt.text}"]
+    parts: list[str] = []
     for message in body:
         if message.text:
             parts.append(f"## {'the assistant' if message.role == 'assistant' else 'a user message'}\n{message.text}")
@@ -361,4 +477,4 @@ def render_turn(prompt: SessionMessage, body: Sequence[SessionMessage]) -> str:
         for result in message.toolResults or ():
             error = " (an error)" if result.isError else ""
             parts.append(f"## output of {names.get(result.tool_use_id, 'the')} call {result.tool_use_id}{error}\n{result.text}")
-    return "\n\n".join(parts) + "\n"
+    return parts

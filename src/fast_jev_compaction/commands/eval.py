@@ -135,7 +135,17 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation.corpus import default_corpus, load_sessions
     from ..evaluation.fit import FIT_FIRE_POINTS, FITTED_FEATURES, fit_report, fitted_model, session_rows
     from ..evaluation.quality import evaluate
-    from ..evaluation.report import REFIT_STATE, STATE_FEATURES_SOURCE, fit_markdown, markdown_report, text_report, to_json
+    from ..evaluation.report import (
+        REFIT_STATE,
+        STATE_FEATURES_SOURCE,
+        fit_markdown,
+        markdown_report,
+        prefix_fills_of,
+        prefix_fills_section,
+        text_report,
+        to_json,
+        with_prefix_fills,
+    )
     from ..evaluation.state_fit import STATE_FITTED_FEATURES, state_rows
     from ..evaluation.through_jev import JevFigures, served_judge
     from ..evaluation.transfer_report import section_of as transfer_of
@@ -215,7 +225,11 @@ def run(args: argparse.Namespace) -> int:
             sessions, model, archive=Path(args.archive or scratch), frontier=args.frontier, progress=progress.update,
             jev=jev, fill_percent=args.prefix_fills,
         )
-    if args.markdown:
+    if args.markdown and args.prefix_fills:
+        # A window changes every figure of the page: the run writes its own section alone.
+        path = Path(args.markdown)
+        _write_text(path, with_prefix_fills(_read_text(path), prefix_fills_section(evaluation)))
+    elif args.markdown:
         from ..evaluation.replay_report import section_of, with_section
 
         page = markdown_report(evaluation, model.fit)
@@ -224,6 +238,9 @@ def run(args: argparse.Namespace) -> int:
         # judge's transfer, which a fit writes, at the end.
         kept = section_of(before)
         page = with_section(page, kept) if kept is not None else page
+        # So does the --prefix-fills section, which its own run writes, after it.
+        fills = prefix_fills_of(before)
+        page = with_prefix_fills(page, fills) if fills is not None else page
         kept_transfer = transfer if transfer is not None else transfer_of(before)
         _write_text(Path(args.markdown), with_transfer(page, kept_transfer) if kept_transfer is not None else page)
     if args.json:

@@ -27,7 +27,7 @@ from ..options import CompactOptions
 from ..pairing import Pairing, ToolCall, is_recent, pair_tool_calls
 from ..policy import CHARS_PER_TOKEN
 from ..stats import message_chars
-from ..turn_eviction import in_flight_chars, in_flight_preserve
+from ..turn_eviction import in_flight_chars, in_flight_preserve, least_chars
 from .corpus import Session, session_split
 from .firepoints import EVAL_FIRE_POINTS, fire_index
 from .fit import FITTED_FEATURES, Row, fit_logistic, leave_one_session_out, projected
@@ -123,6 +123,9 @@ class Evaluation:
     after_percent: list[float] = field(default_factory=list)  # ... and the share of it left after each pass
     # ... and of it, the share the last prompt and the turn in flight hold (turn_eviction.in_flight_chars)
     in_flight_percent: list[float] = field(default_factory=list)
+    # ... and the least the ladder could bring it to, a note for what precedes the turn in flight
+    # counted (turn_eviction.least_chars)
+    floor_percent: list[float] = field(default_factory=list)
 
     def aucs(self) -> dict[str, float | None]:
         return {name: auc(values, self.scores.labels) for name, values in self.scores.by_ranker.items()}
@@ -173,6 +176,8 @@ def evaluate(
                 window = window_filled(head, fill_percent)
                 report.after_percent.append(100 * result.stats.chars_after / CHARS_PER_TOKEN / window)
                 report.in_flight_percent.append(100 * in_flight_chars(result.messages) / CHARS_PER_TOKEN / window)
+                least = least_chars(result.messages, str(folder) if folder is not None else "")
+                report.floor_percent.append(100 * least / CHARS_PER_TOKEN / window)
             contexts = {PIPELINE: result.messages}
             contexts.update({name: rule(head, pairing) for name, rule in BASELINES.items()})
             per_fraction = report.by_fraction.setdefault(f"{fraction:.1f}", {p: Outcome() for p in policies})

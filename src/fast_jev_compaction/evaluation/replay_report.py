@@ -174,7 +174,8 @@ def with_section(page: str, section: str) -> str:
     page's opening paragraphs (its title and what generated it) when it holds none."""
     if _SECTION.search(page):
         return _SECTION.sub(lambda _: section + "\n\n", page, count=1)
-    head, sep, rest = page.partition("\n## ")
-    if not sep:
+    # Before the first section, a generated one (its opening comment) or the page's own heading.
+    first = re.search(r"\n(?=## |<!-- )", page)
+    if first is None:
         return page.rstrip("\n") + "\n\n" + section + "\n"
-    return head.rstrip("\n") + "\n\n" + section + "\n\n## " + rest
+    return page[: first.start()].rstrip("\n") + "\n\n" + section + "\n\n" + page[first.end() :]

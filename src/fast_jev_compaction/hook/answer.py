@@ -51,6 +51,8 @@ def toast_text(stats: Any, how: str) -> str:
         parts.append("the older part of the turn in flight moved")
     if stats.prompts_archived:
         parts.append(f"{stats.prompts_archived} old prompt(s) cut to their opening")
+    if stats.prompts_folded:
+        parts.append(f"the conversation before the turn in flight moved ({stats.prompts_folded} prompt(s))")
     detail = f" ({', '.join(parts)})" if parts else ""
     return f"{cut} of {unpinned} tool outputs moved to the archive{detail}, {how}, no summary"
 

@@ -42,7 +42,7 @@ from .markers import cut_note, foreign_marks_quoted, is_lead_note, without_lead_
 from .messages import SessionMessage, ToolResult
 from .options import CompactOptions, validate_threshold
 from .pairing import Pairing, ToolCall, is_pinned, pair_tool_calls
-from .pointers import pointed_lines
+from .pointers import Pointed, pointed_lines
 from .policy import (
     INPUT_KEEPING_RULES,
     MEDIA_CHARS,
@@ -230,6 +230,10 @@ async def compact(
         if decision.reason in rule_names:
             stats.settled_by_rules += 1
     del by_id
+    # Every cut is made: what they were worked out from goes before the rebuild, a compaction's
+    # peak (an emptied dict keeps its table until cleared).
+    probes.clear()
+    pointers = Pointed({})
     inputs: dict[str, dict[str, Any]] = {}
     source = messages
     if need is not None and opts.policy != "threshold" and opts.archive_dir:

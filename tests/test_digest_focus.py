@@ -128,3 +128,17 @@ def test_only_earlier_outputs_point_and_only_into_the_same_file() -> None:
     results = {"toolu_1": ToolResult("toolu_1", "1→x"), "toolu_2": ToolResult("toolu_2", "src/ledger.py:9:x"),
                "toolu_3": ToolResult("toolu_3", "1→x")}
     assert pointed_lines(calls, results) == {}
+
+
+def test_each_read_of_a_file_has_the_pointers_made_before_it() -> None:
+    calls = [call(1, "Grep", {"pattern": "x"}), call(2, "Read", {"file_path": "/srv/app/src/ledger.py"}),
+             call(3, "Grep", {"pattern": "y"}), call(4, "Read", {"file_path": "/srv/app/src/ledger.py"}),
+             call(5, "Read", {"file_path": "/srv/app/src/ledger.py"}), call(6, "Grep", {"pattern": "z"})]
+    results = {"toolu_1": ToolResult("toolu_1", "src/ledger.py:9:x\nlib/ledger.py:3:x"),
+               "toolu_2": ToolResult("toolu_2", "1→x"),
+               "toolu_3": ToolResult("toolu_3", "src/ledger.py:40:y\nsrc/ledger.py:9:y"),
+               "toolu_4": ToolResult("toolu_4", "1→x"), "toolu_5": ToolResult("toolu_5", "1→x"),
+               "toolu_6": ToolResult("toolu_6", "src/ledger.py:77:z")}
+    pointed = pointed_lines(calls, results)
+    assert dict(pointed) == {"toolu_2": frozenset({9}), "toolu_4": frozenset({9, 40}), "toolu_5": frozenset({9, 40})}
+    assert pointed.get("toolu_6", frozenset()) == frozenset() and len(pointed) == 3

@@ -42,7 +42,7 @@ from .markers import cut_note, foreign_marks_quoted, is_lead_note, without_lead_
 from .messages import SessionMessage, ToolResult
 from .options import CompactOptions, validate_threshold
 from .pairing import Pairing, ToolCall, is_pinned, pair_tool_calls
-from .pointers import pointed_lines
+from .pointers import Pointed, pointed_lines
 from .policy import (
     INPUT_KEEPING_RULES,
     MEDIA_CHARS,
@@ -131,32 +131,35 @@ async def compact(
     # The lines of each Read that earlier outputs pointed at (path:line), kept first in its digest.
     pointers = pointed_lines(pairing.calls, results)
     # What each cut of a call does (rebuild.Cut), worked out once for the policy's probes and the
-    # final decisions alike, beside the file its output is saved to (a hash of the output): by
-    # tool_use_id, released as each call is decided.
+    # final decisions alike: by tool_use_id, released as each call is decided.
     probes: dict[str, _Probes] = {}
 
-    def cut(call: ToolCall, action: Action) -> tuple[Cut, str | None]:
+    def saved_at(call: ToolCall) -> str | None:
+        """The file the call's output is saved to (a hash of the output), made when asked: one kept
+        per probed call would stand at the policy's peak of memory."""
+        # An empty output has nothing to read back: its marker says so instead of naming a file.
+        text = results[call.tool_use_id].text
+        return archive_path(opts.archive_dir, text) if opts.archive_dir and text else None
+
+    def cut(call: ToolCall, action: Action) -> Cut:
         probe = probes.get(call.tool_use_id)
         if probe is None:
-            # An empty output has nothing to read back: its marker says so instead of naming a file.
-            text = results[call.tool_use_id].text
-            path = archive_path(opts.archive_dir, text) if opts.archive_dir and text else None
-            probe = probes[call.tool_use_id] = _Probes(path)
+            probe = probes[call.tool_use_id] = _Probes()
         made = probe.truncated if action == TRUNCATE else probe.dropped
         if made is None:
             input_size = input_sizes[_position(pairing.calls, call)]
             made = cut_of(
-                results[call.tool_use_id], call, action, shape, probe.path, input_size,
+                results[call.tool_use_id], call, action, shape, saved_at(call), input_size,
                 pointers.get(call.tool_use_id, frozenset()),
             )
             if action == TRUNCATE:
                 probe.truncated = made
             else:
                 probe.dropped = made
-        return made, probe.path
+        return made
 
     def freed(call: ToolCall, action: Action) -> int:
-        return 0 if action == KEEP or call.pinned else cut(call, action)[0].freed
+        return 0 if action == KEEP or call.pinned else cut(call, action).freed
 
     by_id: dict[str, CallDecision] = {}
     for call in pairing.calls:
@@ -203,7 +206,7 @@ async def compact(
     for call in pairing.calls:
         decision = by_id.pop(call.tool_use_id)
         if decision.action != KEEP:
-            final, path = cut(call, decision.action)
+            final = cut(call, decision.action)
             # Made whole, not by ``dataclasses.replace`` (which looks up every field by name), and
             # with the fields in order: (ids, action, reason, chars_freed, archive_path).
             ids = (decision.id, decision.tool_use_id, decision.tool, decision.keep_call, decision.keep_result)
@@ -212,6 +215,7 @@ async def compact(
                 # and the counts say so.
                 decision = CallDecision(*ids, KEEP, SMALL)
             else:
+                path = saved_at(call)
                 decision = CallDecision(*ids, decision.action, decision.reason, final.freed, path)
                 if final.text is not None:  # a truncation's cut (a drop's marker: rebuild.Cut)
                     made[call.tool_use_id] = final.text
@@ -230,6 +234,10 @@ async def compact(
         if decision.reason in rule_names:
             stats.settled_by_rules += 1
     del by_id
+    # Every cut is made: what they were worked out from goes before the rebuild, a compaction's
+    # peak (an emptied dict keeps its table until cleared).
+    probes.clear()
+    pointers = Pointed({})
     inputs: dict[str, dict[str, Any]] = {}
     source = messages
     if need is not None and opts.policy != "threshold" and opts.archive_dir:
@@ -402,10 +410,9 @@ def _position(calls: Sequence[ToolCall], call: ToolCall) -> int:
 
 @dataclass(slots=True)
 class _Probes:
-    """One call's cuts, each made once, and the file its output is saved to. Two slots, not a
-    dict by action: every call probed has one while the policy weighs them all."""
+    """One call's cuts, each made once. Two slots, not a dict by action: every call probed has
+    one while the policy weighs them all."""
 
-    path: str | None
     truncated: Cut | None = None
     dropped: Cut | None = None
 

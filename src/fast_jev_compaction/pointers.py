@@ -10,8 +10,9 @@ file an absolute path reads).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections import defaultdict
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from .lexicon import READ, call_shape
 from .messages import ToolResult
@@ -38,14 +39,40 @@ def _same_file(pointer: str, read: str) -> bool:
     return longer == shorter or longer.endswith("/" + shorter)
 
 
-def pointed_lines(calls: Sequence[ToolCall], results: Mapping[str, ToolResult]) -> dict[str, frozenset[int]]:
-    """By tool_use_id of each Read, the line numbers of its file that the outputs of the calls
-    before it pointed at (what ``digest(..., pointed=)`` takes); Reads nothing pointed into are
-    left out."""
-    reads = [(call, shape.file) for call in calls if (shape := call_shape(call.tool, call.input)).kind == READ and shape.file]
+class Pointed(Mapping[str, frozenset[int]]):
+    """By tool_use_id of each Read that earlier outputs pointed into, the line numbers they named
+    (what ``digest(..., pointed=)`` takes). A Read's set is made when it is asked for: what is
+    held is, per file read, the lines pointed into it in call order (one list, shared by every
+    Read of that file) and, per Read, how many of them came before it. A set for every Read at
+    once held the same lines over and over (each Read of a file has all the earlier ones')."""
+
+    __slots__ = ("_reads",)
+
+    def __init__(self, reads: dict[str, tuple[list[int], int]]) -> None:
+        self._reads = reads
+
+    def __getitem__(self, tool_use_id: str) -> frozenset[int]:
+        lines, before = self._reads[tool_use_id]
+        return frozenset(lines[:before])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._reads)
+
+    def __len__(self) -> int:
+        return len(self._reads)
+
+
+def pointed_lines(calls: Sequence[ToolCall], results: Mapping[str, ToolResult]) -> Pointed:
+    """The lines of its file that the outputs of the calls before it pointed at, for each Read
+    (:class:`Pointed`); Reads nothing pointed into are left out."""
+    reads = [
+        (index, call.tool_use_id, shape.file)
+        for index, call in enumerate(calls)
+        if (shape := call_shape(call.tool, call.input)).kind == READ and shape.file
+    ]
     if not reads:
-        return {}
-    names = {_name(path) for _, path in reads}
+        return Pointed({})
+    names = {_name(path) for _, _, path in reads}
     # By file name, each pointer (path, line) and the index of the call whose output holds it.
     seen: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
     for index, call in enumerate(calls):
@@ -57,11 +84,15 @@ def pointed_lines(calls: Sequence[ToolCall], results: Mapping[str, ToolResult]) 
             name = _name(path)
             if name in names:
                 seen[name].append((path, int(match[2]), index))
-    position = {call.tool_use_id: index for index, call in enumerate(calls)}
-    pointed: dict[str, frozenset[int]] = {}
-    for call, path in reads:
-        at = position[call.tool_use_id]
-        lines = frozenset(line for pointer, line, index in seen.get(_name(path), ()) if index < at and _same_file(pointer, path))
-        if lines:
-            pointed[call.tool_use_id] = lines
-    return pointed
+    # By path read, the lines pointed into that file and the index of the call pointing, in call order.
+    into: dict[str, tuple[list[int], list[int]]] = {}
+    pointed: dict[str, tuple[list[int], int]] = {}
+    for at, tool_use_id, path in reads:
+        if path not in into:
+            found = [(line, index) for pointer, line, index in seen.get(_name(path), ()) if _same_file(pointer, path)]
+            into[path] = ([line for line, _ in found], [index for _, index in found])
+        lines, indices = into[path]
+        before = bisect_left(indices, at)
+        if before:
+            pointed[tool_use_id] = (lines, before)
+    return Pointed(pointed)

@@ -11,6 +11,7 @@ file.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import chain
 from typing import Any, Mapping, Sequence
 
 from .archive import EXTENSIONS, archive_path, base64_bytes
@@ -232,18 +233,17 @@ def rebuild(
     }
     # Where the cut calls sit, when every one is a call of these messages: the other messages are
     # passed over without a look at their blocks.
-    touched = (
-        {at for tool_use_id in cuts for at in (by_id[tool_use_id].call_index, by_id[tool_use_id].result_index)}
-        | {at for tool_use_id in new_inputs for at in (by_id[tool_use_id].call_index, by_id[tool_use_id].result_index)}
-        | {at for tool_use_id in shown for at in (by_id[tool_use_id].call_index, by_id[tool_use_id].result_index)}
-        if all(tool_use_id in by_id for tool_use_id in (*cuts, *new_inputs, *shown))
-        else None
-    )
+    # One flag a message, not a set of positions (an int object and a table slot each).
+    touched: bytearray | None = None
+    if all(tool_use_id in by_id for tool_use_id in chain(cuts, new_inputs, shown)):
+        touched = bytearray(len(messages))
+        for tool_use_id in chain(cuts, new_inputs, shown):
+            touched[by_id[tool_use_id].call_index] = touched[by_id[tool_use_id].result_index] = 1
     out: list[SessionMessage] = []
     taken = 0
     known = made or {}
     for position, message in enumerate(messages):
-        if touched is not None and position not in touched:
+        if touched is not None and not touched[position]:
             out.append(message)
             continue
         results = message.toolResults or ()

@@ -18,6 +18,7 @@ from fast_jev_compaction.markers import (
     gap,
     ids_line,
     input_marker,
+    is_prompt_note,
     media_note,
     moved_media_note,
     prompt_note,
@@ -177,7 +178,7 @@ def test_markers_are_pinned():
     assert texts["tools note"] == EXPECTED_TOOLS_NOTE
     assert texts["moved image note"] == EXPECTED_MOVED_IMAGE_NOTE
     assert saved_path(texts["moved image note"]) == IMAGE
-    assert texts["prompt note"] == EXPECTED_PROMPT_NOTE
+    assert texts["prompt note"] == EXPECTED_PROMPT_NOTE and is_prompt_note(texts["prompt note"])
     assert texts["fold note"] == EXPECTED_FOLD_NOTE
 
 

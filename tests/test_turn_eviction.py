@@ -376,6 +376,21 @@ def test_when_nothing_else_is_left_old_prompts_keep_their_opening_and_the_last_s
     assert f"{shortened} old prompt(s) cut to their opening" in toast_text(result.stats, "under the target")
 
 
+def test_a_prompt_pasted_twice_is_counted_each_time_it_is_cut(tmp_path: Path) -> None:
+    """The same log pasted in two old prompts is one file, but two prompts cut: the count says
+    what the messages hold, not how many files hold them."""
+    messages = long_prompts_session()
+    prompts = [at for at, m in enumerate(messages) if is_prompt(m)]
+    messages[prompts[2]] = SessionMessage(role="user", text=messages[prompts[1]].text, handle="h2")
+    before = [m for m in messages if is_prompt(m)]
+    result = fit(messages, tmp_path, TINY_WINDOW)
+    after = [m for m in result.messages if is_prompt(m)]
+    assert len(after) == len(before)
+    shortened = sum(old.text != new.text for old, new in zip(before, after))
+    assert shortened == result.stats.prompts_archived == 3
+    assert len({saved_path(new.text) for old, new in zip(before, after) if old.text != new.text}) == 2
+
+
 def test_old_prompts_stay_whole_while_the_rungs_above_meet_the_need(tmp_path: Path) -> None:
     messages = long_prompts_session()
     # Old turns going meets this need: every prompt is the very same message.

@@ -376,6 +376,23 @@ def test_when_nothing_else_is_left_old_prompts_keep_their_opening_and_the_last_s
     assert f"{shortened} old prompt(s) cut to their opening" in toast_text(result.stats, "under the target")
 
 
+def test_the_first_prompt_cut_to_its_opening_keeps_the_lead_line_whole_and_the_users_opening(tmp_path: Path) -> None:
+    """The engine joins the lead line to the first prompt, so a later pass reads it as that
+    prompt's opening: the cut keeps the line whole (a later pass finds it, the model reads all of
+    it) and the user's own opening after it."""
+    messages = long_prompts_session()
+    first = messages[0]
+    lead = lead_note(str(tmp_path))
+    messages[0] = SessionMessage(role="user", text=f"{lead}\n\n{pasted(0, 20_000)}", handle="h0")
+    result = fit(messages, tmp_path, TINY_WINDOW)
+    assert first.role == "user" and not result.stats.prompts_folded
+    cut = result.messages[0]
+    assert cut is not messages[0] and saved_path(cut.text) is not None
+    assert result.archive[saved_path(cut.text)] == messages[0].text
+    assert cut.text.startswith(f"{lead}\n\n{pasted(0, 20_000)[:PROMPT_HEAD_CHARS]}")
+    assert len(cut.text) - len(lead) < PROMPT_HEAD_CHARS + 300
+
+
 def test_a_prompt_pasted_twice_is_counted_each_time_it_is_cut(tmp_path: Path) -> None:
     """The same log pasted in two old prompts is one file, but two prompts cut: the count says
     what the messages hold, not how many files hold them."""

@@ -12,7 +12,7 @@ import pytest
 
 from fast_jev_compaction.cli import main
 from fast_jev_compaction.compaction import compact_sync, run_sync
-from fast_jev_compaction.decisions import DROP, OLD_TURN, PINNED, TRUNCATE
+from fast_jev_compaction.decisions import DROP, INPUT_ARCHIVED, OLD_TURN, PINNED, TRUNCATE
 from fast_jev_compaction.hook.turns import regroup, turn_problems
 from fast_jev_compaction.judge.local import LocalJudge
 from fast_jev_compaction.ladder import compact_to_fit
@@ -391,6 +391,39 @@ def test_the_first_prompt_cut_to_its_opening_keeps_the_lead_line_whole_and_the_u
     assert result.archive[saved_path(cut.text)] == messages[0].text
     assert cut.text.startswith(f"{lead}\n\n{pasted(0, 20_000)[:PROMPT_HEAD_CHARS]}")
     assert len(cut.text) - len(lead) < PROMPT_HEAD_CHARS + 300
+
+
+def written_session() -> list[SessionMessage]:
+    """Turns that each write a module: long inputs, short outputs."""
+    messages: list[SessionMessage] = []
+    for k in range(TURNS):
+        content = "\n".join(f"def g{k}_{n}(x):\n    return x * {n}  # body" for n in range(150))
+        messages += [
+            SessionMessage(role="user", text=f"prompt {k}: write src/w{k}.py"),
+            SessionMessage(role="assistant", text=f"Writing w{k}.", toolUses=(
+                ToolUse(f"toolu_w{k}", "Write", {"file_path": f"src/w{k}.py", "content": content}),)),
+            SessionMessage(role="user", toolResults=(ToolResult(f"toolu_w{k}", "File created successfully"),)),
+            SessionMessage(role="assistant", text=reply(k)),
+        ]
+    return [*messages, SessionMessage(role="user", text="now run the tests")]
+
+
+@pytest.mark.parametrize("share", [0.1, 0.15, 0.2])
+def test_a_call_pinned_in_the_first_pass_whose_input_the_second_moves_says_so(tmp_path: Path, share: float) -> None:
+    """Rung e's pass, with the pin shrunk, may move the input of a call the first pass pinned:
+    its decision names the file the input went to, as the first pass's would, and it is no
+    longer counted as pinned."""
+    messages = written_session()
+    window = int(sum(map(message_chars, messages)) * share / CHARS_PER_TOKEN / 0.3)
+    result = fit(messages, tmp_path, window)
+    inputs = {use.tool_use_id: use.input for m in messages for use in m.toolUses}
+    moved = [use.tool_use_id for m in result.messages for use in m.toolUses if use.input != inputs[use.tool_use_id]]
+    decisions = {d.tool_use_id: d for d in result.decisions}
+    assert moved
+    for tool_use_id in moved:
+        decision = decisions[tool_use_id]
+        assert decision.reason == INPUT_ARCHIVED and decision.archive_path in result.archive, decision
+    assert result.stats.pinned == sum(d.reason == PINNED for d in result.decisions)
 
 
 def test_a_prompt_pasted_twice_is_counted_each_time_it_is_cut(tmp_path: Path) -> None:

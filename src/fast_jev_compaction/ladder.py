@@ -307,8 +307,18 @@ def _combined(
             media.update(step.media)
             for decision in step.decisions:
                 earlier = by_id.get(decision.tool_use_id)
-                if earlier is not None and decision.action != KEEP:
+                if earlier is None:
+                    continue
+                if decision.action != KEEP:
                     by_id[decision.tool_use_id] = replace(decision, id=earlier.id)
+                elif decision.reason == INPUT_ARCHIVED:
+                    # Its input moved in this pass (a call the first one pinned, or whose output it
+                    # cut): the decision says so, naming the input's file unless a cut output's
+                    # marker names the output's (compaction's rule).
+                    by_id[decision.tool_use_id] = replace(
+                        earlier, reason=INPUT_ARCHIVED, chars_freed=earlier.chars_freed + decision.chars_freed,
+                        archive_path=decision.archive_path if earlier.action == KEEP else earlier.archive_path,
+                    )
         archive.update(evicted.archive)
         for turn in evicted.turns:
             for call in turn.calls:

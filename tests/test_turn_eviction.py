@@ -5,6 +5,7 @@ shrinks; the user's prompts never change and no tool result loses its call."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from fast_jev_compaction.cli import main
 from fast_jev_compaction.compaction import compact_sync, run_sync
-from fast_jev_compaction.decisions import DROP, INPUT_ARCHIVED, OLD_TURN, PINNED, TRUNCATE
+from fast_jev_compaction.decisions import DROP, INPUT_ARCHIVED, OLD_TURN, PINNED, TRUNCATE, UNDER_TARGET
 from fast_jev_compaction.hook.turns import regroup, turn_problems
 from fast_jev_compaction.judge.local import LocalJudge
 from fast_jev_compaction.ladder import compact_to_fit
@@ -424,6 +425,37 @@ def test_a_call_pinned_in_the_first_pass_whose_input_the_second_moves_says_so(tm
         decision = decisions[tool_use_id]
         assert decision.reason == INPUT_ARCHIVED and decision.archive_path in result.archive, decision
     assert result.stats.pinned == sum(d.reason == PINNED for d in result.decisions)
+
+
+def twice_read_session() -> list[SessionMessage]:
+    """The same output read in an old turn and in a recent one (a file and its copy), and an
+    old turn with a long reply: evicting that turn frees far more than the need."""
+    same = "\n".join(f"line {n}: value = compute({n}) + offset  # shared module" for n in range(200))
+    messages: list[SessionMessage] = []
+    for k in range(TURNS):
+        tool, given = ("Read", {"file_path": "src/a.py" if k == 1 else "src/copy_of_a.py"}) if k in (1, 6) else ("Bash", {"command": f"ls dir{k}"})
+        messages += [
+            SessionMessage(role="user", text=f"prompt {k}: look at things"),
+            SessionMessage(role="assistant", text=f"Running {k}.", toolUses=(ToolUse(f"toolu_{k}", tool, given),)),
+            SessionMessage(role="user", toolResults=(ToolResult(f"toolu_{k}", same if k in (1, 6) else f"small {k}\n" * 30),)),
+            SessionMessage(role="assistant", text=reply(k) * (5 if k == 2 else 1)),
+        ]
+    return [*messages, SessionMessage(role="user", text="now fix it")]
+
+
+def test_an_output_given_back_leaves_its_file_when_an_evicted_turn_names_it(tmp_path: Path) -> None:
+    """Files are named by their content: an output given back whole shares its file with the
+    same output cut in a turn moved out since, whose marker (in the turn's file) still names it."""
+    messages = twice_read_session()
+    window = int(sum(map(message_chars, messages)) * 0.472 / CHARS_PER_TOKEN / 0.3)
+    result = fit(messages, tmp_path, window, preserve=2)
+    decisions = {d.tool_use_id: d for d in result.decisions}
+    assert (decisions["toolu_1"].reason, decisions["toolu_6"].reason) == (OLD_TURN, UNDER_TARGET)
+    named = {
+        path for text in [*result.archive.values(), *(m.text for m in result.messages)]
+        for path in re.findall(r"saved at (\S+?\.txt)", text)
+    }
+    assert named and named <= result.archive.keys()
 
 
 def test_a_prompt_pasted_twice_is_counted_each_time_it_is_cut(tmp_path: Path) -> None:

@@ -131,3 +131,27 @@ def transcripts(draw: st.DrawFn) -> tuple[list[str], list[str]]:
 def test_hung_texts_are_what_decoding_every_line_gives(case: tuple[list[str], list[str]]) -> None:
     lines, handles = case
     assert hung_texts(lines, handles) == every_line_decoded(lines, handles)
+
+
+def test_an_old_prompt_cut_to_its_opening_carries_the_text_that_hung_on_it(tmp_path: Path) -> None:
+    """A prompt cut by the ladder goes back without its handle (the handle would bring the whole
+    prompt back), so the engine no longer writes what hung on it: the hook carries it, as it
+    does for a rebuilt result."""
+    from fast_jev_compaction.turn_eviction import PROMPT_HEAD_CHARS, shorten_old_prompts
+
+    pasted = SessionMessage(role="user", text="/review " + "log line\n" * PROMPT_HEAD_CHARS, handle="p1")
+    other = SessionMessage(role="user", text="/review " + "other line\n" * PROMPT_HEAD_CHARS, handle="p2")
+    last = SessionMessage(role="user", text="now fix it", handle="p3")
+    original = [
+        pasted, SessionMessage(role="assistant", text="Read it.", handle="a1"),
+        other, SessionMessage(role="assistant", text="Read that too.", handle="a2"),
+        last,
+    ]
+    shrunk, _, files = shorten_old_prompts(original, 10**9, str(tmp_path))
+    assert shrunk[0] is not pasted and shrunk[0].handle is None and shrunk[2] is not other and len(files) == 2
+    hung = {"p1": "Base directory for this skill: /x", "a2": CAVEAT}
+    out = regroup(shrunk, carried_by(original, hung))
+    assert [m.text for m in out] == [
+        shrunk[0].text, "Base directory for this skill: /x", "Read it.", shrunk[2].text, "Read that too.", CAVEAT,
+        "now fix it",
+    ]

@@ -13,12 +13,15 @@ from fast_jev_compaction.markers import (
     QUOTED,
     carries_mark,
     drop_marker,
+    fold_note,
     foreign_marks_quoted,
     gap,
     ids_line,
     input_marker,
+    is_prompt_note,
     media_note,
     moved_media_note,
+    prompt_note,
     quoted,
     saved_path,
     size_text,
@@ -96,6 +99,15 @@ EXPECTED_TOOLS_NOTE = (
     'with "select:CronCreate,CronList" loads them again if needed]'
 )
 
+EXPECTED_PROMPT_NOTE = (
+    "[fast-jev-compaction moved the rest of this prompt out of the conversation; the whole prompt "
+    f"(12,345 chars) is saved at {ARCHIVE}; Read it if needed]"
+)
+EXPECTED_FOLD_NOTE = (
+    f"[fast-jev-compaction: the conversation before this point (3 prompt(s), 45,678 chars) is saved at {ARCHIVE}; "
+    "Read it if needed]"
+)
+
 EXPECTED_LEAD = (
     "[fast-jev-compaction: this conversation was compacted without a summary. Older tool outputs "
     "were cut to their key lines or moved out of it; each marker names the file that holds the full "
@@ -129,6 +141,8 @@ def model_facing_texts() -> dict[str, str]:
         "unsaved image note": media_note("an image/png", 48213, None),
         "tools note": tools_note(["CronCreate", "CronList"]),
         "moved image note": moved_media_note("an image/png", 48213, IMAGE),
+        "prompt note": prompt_note(12345, ARCHIVE),
+        "fold note": fold_note(3, 45678, ARCHIVE),
     }
 
 
@@ -164,6 +178,8 @@ def test_markers_are_pinned():
     assert texts["tools note"] == EXPECTED_TOOLS_NOTE
     assert texts["moved image note"] == EXPECTED_MOVED_IMAGE_NOTE
     assert saved_path(texts["moved image note"]) == IMAGE
+    assert texts["prompt note"] == EXPECTED_PROMPT_NOTE and is_prompt_note(texts["prompt note"])
+    assert texts["fold note"] == EXPECTED_FOLD_NOTE
 
 
 @pytest.mark.parametrize("name", list(model_facing_texts()))
@@ -175,7 +191,7 @@ def test_no_alarm_words(name):
         assert phrase not in text.lower(), (name, phrase)
 
 
-@pytest.mark.parametrize("name", ["note", "drop marker", "command marker"])
+@pytest.mark.parametrize("name", ["note", "drop marker", "command marker", "prompt note", "fold note"])
 def test_markers_say_where_the_content_is_and_how_to_get_it(name):
     text = model_facing_texts()[name]
     assert re.search(rf"saved at {re.escape(ARCHIVE)}; Read it if needed\]$", text)

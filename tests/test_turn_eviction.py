@@ -5,6 +5,7 @@ shrinks; the user's prompts never change and no tool result loses its call."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from fast_jev_compaction.cli import main
 from fast_jev_compaction.compaction import compact_sync, run_sync
-from fast_jev_compaction.decisions import DROP, OLD_TURN, PINNED, TRUNCATE
+from fast_jev_compaction.decisions import DROP, INPUT_ARCHIVED, OLD_TURN, PINNED, TRUNCATE, UNDER_TARGET
 from fast_jev_compaction.hook.turns import regroup, turn_problems
 from fast_jev_compaction.judge.local import LocalJudge
 from fast_jev_compaction.ladder import compact_to_fit
@@ -374,6 +375,102 @@ def test_when_nothing_else_is_left_old_prompts_keep_their_opening_and_the_last_s
     from fast_jev_compaction.hook.answer import toast_text
 
     assert f"{shortened} old prompt(s) cut to their opening" in toast_text(result.stats, "under the target")
+
+
+def test_the_first_prompt_cut_to_its_opening_keeps_the_lead_line_whole_and_the_users_opening(tmp_path: Path) -> None:
+    """The engine joins the lead line to the first prompt, so a later pass reads it as that
+    prompt's opening: the cut keeps the line whole (a later pass finds it, the model reads all of
+    it) and the user's own opening after it."""
+    messages = long_prompts_session()
+    first = messages[0]
+    lead = lead_note(str(tmp_path))
+    messages[0] = SessionMessage(role="user", text=f"{lead}\n\n{pasted(0, 20_000)}", handle="h0")
+    result = fit(messages, tmp_path, TINY_WINDOW)
+    assert first.role == "user" and not result.stats.prompts_folded
+    cut = result.messages[0]
+    assert cut is not messages[0] and saved_path(cut.text) is not None
+    assert result.archive[saved_path(cut.text)] == messages[0].text
+    assert cut.text.startswith(f"{lead}\n\n{pasted(0, 20_000)[:PROMPT_HEAD_CHARS]}")
+    assert len(cut.text) - len(lead) < PROMPT_HEAD_CHARS + 300
+
+
+def written_session() -> list[SessionMessage]:
+    """Turns that each write a module: long inputs, short outputs."""
+    messages: list[SessionMessage] = []
+    for k in range(TURNS):
+        content = "\n".join(f"def g{k}_{n}(x):\n    return x * {n}  # body" for n in range(150))
+        messages += [
+            SessionMessage(role="user", text=f"prompt {k}: write src/w{k}.py"),
+            SessionMessage(role="assistant", text=f"Writing w{k}.", toolUses=(
+                ToolUse(f"toolu_w{k}", "Write", {"file_path": f"src/w{k}.py", "content": content}),)),
+            SessionMessage(role="user", toolResults=(ToolResult(f"toolu_w{k}", "File created successfully"),)),
+            SessionMessage(role="assistant", text=reply(k)),
+        ]
+    return [*messages, SessionMessage(role="user", text="now run the tests")]
+
+
+@pytest.mark.parametrize("share", [0.1, 0.15, 0.2])
+def test_a_call_pinned_in_the_first_pass_whose_input_the_second_moves_says_so(tmp_path: Path, share: float) -> None:
+    """Rung e's pass, with the pin shrunk, may move the input of a call the first pass pinned:
+    its decision names the file the input went to, as the first pass's would, and it is no
+    longer counted as pinned."""
+    messages = written_session()
+    window = int(sum(map(message_chars, messages)) * share / CHARS_PER_TOKEN / 0.3)
+    result = fit(messages, tmp_path, window)
+    inputs = {use.tool_use_id: use.input for m in messages for use in m.toolUses}
+    moved = [use.tool_use_id for m in result.messages for use in m.toolUses if use.input != inputs[use.tool_use_id]]
+    decisions = {d.tool_use_id: d for d in result.decisions}
+    assert moved
+    for tool_use_id in moved:
+        decision = decisions[tool_use_id]
+        assert decision.reason == INPUT_ARCHIVED and decision.archive_path in result.archive, decision
+    assert result.stats.pinned == sum(d.reason == PINNED for d in result.decisions)
+
+
+def twice_read_session() -> list[SessionMessage]:
+    """The same output read in an old turn and in a recent one (a file and its copy), and an
+    old turn with a long reply: evicting that turn frees far more than the need."""
+    same = "\n".join(f"line {n}: value = compute({n}) + offset  # shared module" for n in range(200))
+    messages: list[SessionMessage] = []
+    for k in range(TURNS):
+        tool, given = ("Read", {"file_path": "src/a.py" if k == 1 else "src/copy_of_a.py"}) if k in (1, 6) else ("Bash", {"command": f"ls dir{k}"})
+        messages += [
+            SessionMessage(role="user", text=f"prompt {k}: look at things"),
+            SessionMessage(role="assistant", text=f"Running {k}.", toolUses=(ToolUse(f"toolu_{k}", tool, given),)),
+            SessionMessage(role="user", toolResults=(ToolResult(f"toolu_{k}", same if k in (1, 6) else f"small {k}\n" * 30),)),
+            SessionMessage(role="assistant", text=reply(k) * (5 if k == 2 else 1)),
+        ]
+    return [*messages, SessionMessage(role="user", text="now fix it")]
+
+
+def test_an_output_given_back_leaves_its_file_when_an_evicted_turn_names_it(tmp_path: Path) -> None:
+    """Files are named by their content: an output given back whole shares its file with the
+    same output cut in a turn moved out since, whose marker (in the turn's file) still names it."""
+    messages = twice_read_session()
+    window = int(sum(map(message_chars, messages)) * 0.472 / CHARS_PER_TOKEN / 0.3)
+    result = fit(messages, tmp_path, window, preserve=2)
+    decisions = {d.tool_use_id: d for d in result.decisions}
+    assert (decisions["toolu_1"].reason, decisions["toolu_6"].reason) == (OLD_TURN, UNDER_TARGET)
+    named = {
+        path for text in [*result.archive.values(), *(m.text for m in result.messages)]
+        for path in re.findall(r"saved at (\S+?\.txt)", text)
+    }
+    assert named and named <= result.archive.keys()
+
+
+def test_a_prompt_pasted_twice_is_counted_each_time_it_is_cut(tmp_path: Path) -> None:
+    """The same log pasted in two old prompts is one file, but two prompts cut: the count says
+    what the messages hold, not how many files hold them."""
+    messages = long_prompts_session()
+    prompts = [at for at, m in enumerate(messages) if is_prompt(m)]
+    messages[prompts[2]] = SessionMessage(role="user", text=messages[prompts[1]].text, handle="h2")
+    before = [m for m in messages if is_prompt(m)]
+    result = fit(messages, tmp_path, TINY_WINDOW)
+    after = [m for m in result.messages if is_prompt(m)]
+    assert len(after) == len(before)
+    shortened = sum(old.text != new.text for old, new in zip(before, after))
+    assert shortened == result.stats.prompts_archived == 3
+    assert len({saved_path(new.text) for old, new in zip(before, after) if old.text != new.text}) == 2
 
 
 def test_old_prompts_stay_whole_while_the_rungs_above_meet_the_need(tmp_path: Path) -> None:

@@ -7,7 +7,8 @@ window needs, least valuable first, means the surplus is spent on what was cut l
 outputs the budget policy truncated go back whole, most recent first (recency is the strongest
 sign that a later turn needs an output), each one only if its whole text fits in what is left
 of the surplus; so the context still ends under its aim (``policy.chars_to_free``'s margin
-under the target). An output given back leaves nothing in the archive; its decision says
+under the target). An output given back leaves nothing in the archive (but the file another one names: files
+are named by their content, and an evicted turn may hold the same output cut); its decision says
 ``under-target``: the pass had freed what the window needs without it.
 
 Only truncations go back: a truncated output's call and result are still in place, its digest
@@ -83,7 +84,11 @@ def given_back(
     messages = _with_texts(result.messages, {**back, **wider}, originals, _original_uses(source, back.keys()))
     decisions = [_given(decision, back, wider, shown) for decision in result.decisions]
     named = {decision.archive_path for decision in decisions if decision.archive_path}
-    archive = {path: text for path, text in result.archive.items() if path in named or path not in _paths(result, back)}
+    gone = {path for path in _paths(result, back) if path is not None and path not in named}
+    # A file is named by its content: the same output cut in a turn moved out since (or in what a
+    # fold or another file holds) still names it there.
+    gone = {path for path in gone if not any(path in text for other, text in result.archive.items() if other != path)}
+    archive = {path: text for path, text in result.archive.items() if path not in gone}
     stats = replace(
         result.stats,
         chars_after=result.stats.chars_after + round(surplus - left),

@@ -139,9 +139,12 @@ async def compact_to_fit(
         history, shrunk = shorten_index_lines(history, _left(need, first.stats, chars_after))
         chars_after -= shrunk
     prompts: dict[str, str] = {}
+    prompts_cut = 0  # a prompt pasted twice is one file and two prompts cut
     if _left(need, first.stats, chars_after) > 0:
         # Then old prompts, past their opening: the user's last one stays whole.
+        whole = history
         history, cut, prompts = shorten_old_prompts(history, _left(need, first.stats, chars_after), archive_dir)
+        prompts_cut = sum(new is not old for old, new in zip(whole, history))
         chars_after -= cut
         shrunk += cut
     if _left(need, first.stats, chars_after) > 0:
@@ -191,7 +194,7 @@ async def compact_to_fit(
         return first
     combined = _combined(first, steps, evictions, history, chars_after, started, need)
     combined.archive.update(prompts)
-    combined.stats.prompts_archived = len(prompts)
+    combined.stats.prompts_archived = prompts_cut
     return given_back(combined, messages, -_left(need, first.stats, chars_after), _shape(messages, opts))
 
 
@@ -304,8 +307,18 @@ def _combined(
             media.update(step.media)
             for decision in step.decisions:
                 earlier = by_id.get(decision.tool_use_id)
-                if earlier is not None and decision.action != KEEP:
+                if earlier is None:
+                    continue
+                if decision.action != KEEP:
                     by_id[decision.tool_use_id] = replace(decision, id=earlier.id)
+                elif decision.reason == INPUT_ARCHIVED:
+                    # Its input moved in this pass (a call the first one pinned, or whose output it
+                    # cut): the decision says so, naming the input's file unless a cut output's
+                    # marker names the output's (compaction's rule).
+                    by_id[decision.tool_use_id] = replace(
+                        earlier, reason=INPUT_ARCHIVED, chars_freed=earlier.chars_freed + decision.chars_freed,
+                        archive_path=decision.archive_path if earlier.action == KEEP else earlier.archive_path,
+                    )
         archive.update(evicted.archive)
         for turn in evicted.turns:
             for call in turn.calls:

@@ -257,9 +257,17 @@ def prompt_note(total_chars: int, archive_path: str) -> str:
     """Closes an old prompt cut to its opening (rung e, last): its turn is in the archive already,
     and the prompt, whole, is saved beside it."""
     return (
-        f"{PREFIX} moved the rest of this prompt out of the conversation; the whole prompt "
+        f"{_PROMPT_NOTE}the whole prompt "
         f"({total_chars:,} chars) is saved at {archive_path}; Read it if needed]"
     )
+
+
+_PROMPT_NOTE = f"{PREFIX} moved the rest of this prompt out of the conversation; "
+
+
+def is_prompt_note(line: str) -> bool:
+    """Whether ``line`` is a note :func:`prompt_note` made."""
+    return line.startswith(_PROMPT_NOTE) and line.endswith("; Read it if needed]")
 
 
 def fold_note(prompts: int, total_chars: int, archive_path: str) -> str:

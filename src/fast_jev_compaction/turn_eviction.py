@@ -45,6 +45,7 @@ from .markers import (
     saved_path,
     short_index_line,
     turn_index_line,
+    without_lead_note,
 )
 from .messages import SessionMessage
 from .pairing import ToolCall, pinned_positions
@@ -301,7 +302,11 @@ def shorten_old_prompts(
             break
         prompt = messages[at]
         path = archive_path(archive_dir, prompt.text)
-        text = f"{prompt.text[:PROMPT_HEAD_CHARS]}\n{prompt_note(len(prompt.text), path)}"
+        # The lead line the engine joined to the first prompt is not the user's opening: it stays
+        # whole, and the user's own opening after it.
+        own = without_lead_note(prompt.text)
+        lead = prompt.text[: len(prompt.text) - len(own)]
+        text = f"{lead}{own[:PROMPT_HEAD_CHARS]}\n{prompt_note(len(prompt.text), path)}"
         gained = len(prompt.text) - len(text)
         # The user's own words go only when most of them leave: a prompt barely past its opening
         # would trade them for a few characters (and a rewritten history, for nothing).

@@ -18,12 +18,14 @@ the answer must not be sent.
 
 from __future__ import annotations
 
+import os
 from array import array
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..markers import PREFIX, is_turn_index_line
+from ..archive import archive_name
+from ..markers import PREFIX, is_prompt_note, is_turn_index_line, saved_path
 from ..messages import Role, SessionMessage, ToolResult, ToolUse
 
 _RECORD_IDS = frozenset({"uuid", "handle"})
@@ -109,10 +111,17 @@ def _block_ids(message: SessionMessage) -> list[str]:
 def carried_by(original: Sequence[SessionMessage], hung: Mapping[str, str]) -> Callable[[SessionMessage], str]:
     """The engine text a rebuilt message must carry: what hung on its source, unless it keeps its handle.
 
-    A message rebuilt by the decisions has lost its handle; its tool blocks name the source.
+    A message rebuilt by the decisions has lost its handle; its tool blocks name the source. An
+    old prompt cut to its opening (``turn_eviction.shorten_old_prompts``) has lost it too, and
+    holds no block: the note closing it names the file that holds its source's text whole, by a
+    hash of that text.
     """
-    # Only a source with hung text matters (the others carry ""): the map skips the rest.
+    # Only a source with hung text matters (the others carry ""): the maps skip the rest.
     by_block = {block_id: m.handle for m in original if m.handle in hung for block_id in _block_ids(m)}
+    by_file = {
+        archive_name(m.text): m.handle
+        for m in original if m.handle in hung and m.role == "user" and not m.toolResults and not m.toolUses
+    }
 
     def carried(message: SessionMessage) -> str:
         if keeps_handle(message):
@@ -120,10 +129,20 @@ def carried_by(original: Sequence[SessionMessage], hung: Mapping[str, str]) -> C
         handle = message.handle
         if handle is None:
             block_ids = _block_ids(message)
-            handle = by_block.get(block_ids[0]) if block_ids else None
+            handle = by_block.get(block_ids[0]) if block_ids else _cut_prompt_source(message, by_file)
         return hung.get(handle, "") if handle is not None else ""
 
     return carried
+
+
+def _cut_prompt_source(message: SessionMessage, by_file: Mapping[str, str | None]) -> str | None:
+    """The handle of the prompt ``message`` was cut from, when its last line is the note of a
+    cut prompt (``markers.prompt_note``) naming one of ``by_file``'s files."""
+    if not by_file or message.role != "user" or message.toolResults:
+        return None
+    last = message.text[message.text.rfind("\n") + 1:]
+    path = saved_path(last) if is_prompt_note(last) else None
+    return by_file.get(os.path.basename(path)) if path is not None else None
 
 
 def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessage], str] | None = None,

@@ -19,13 +19,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fast_jev_compaction.asker import AskResult
 from fast_jev_compaction.compaction import compact_sync
+from fast_jev_compaction.conversation.transcript import parse_transcript, read_messages
 from fast_jev_compaction.errors import CompactionError
+from fast_jev_compaction.evaluation.synthetic import transcript_lines
 from fast_jev_compaction.judge.local import LocalJudge
-from fast_jev_compaction.synthetic import transcript_lines
+from fast_jev_compaction.state.asker import AskResult
 from fast_jev_compaction.textutil import js_json
-from fast_jev_compaction.transcript import parse_transcript, read_messages
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 

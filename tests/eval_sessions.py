@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
+from fast_jev_compaction.conversation.messages import SessionMessage, ToolResult, ToolUse
 
 # Ten words of ordinary length: every 8-word window of it is a distinctive shingle.
 SENTENCE = "parse tokens from the stream while skipping every whitespace token quietly"

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
+from fast_jev_compaction.conversation.messages import SessionMessage, ToolResult, ToolUse
 
 # What the needle names, and the prompt that asks for it: (subject, question).
 _SUBJECTS = (

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
+from fast_jev_compaction.conversation.messages import SessionMessage, ToolResult, ToolUse
 
 
 @dataclass

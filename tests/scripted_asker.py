@@ -13,8 +13,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from fast_jev_compaction.asker import AskResult, Usage
-from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
+from fast_jev_compaction.conversation.messages import SessionMessage, ToolResult, ToolUse
+from fast_jev_compaction.state.asker import AskResult, Usage
 
 
 class ScriptedFailure(Exception):

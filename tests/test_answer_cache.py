@@ -9,7 +9,11 @@ import stat
 import subprocess
 import sys
 
-from fast_jev_compaction.answer_cache import (
+from fast_jev_compaction.compaction import compact, compact_sync
+from fast_jev_compaction.conversation.pairing import pair_tool_calls
+from fast_jev_compaction.jev.client import JevClient
+from fast_jev_compaction.options import CompactOptions
+from fast_jev_compaction.state.answer_cache import (
     MemoryAnswerCache,
     SqliteAnswerCache,
     answer_key,
@@ -17,11 +21,7 @@ from fast_jev_compaction.answer_cache import (
     open_answer_cache,
     situations,
 )
-from fast_jev_compaction.compaction import compact, compact_sync
-from fast_jev_compaction.jev.client import JevClient
-from fast_jev_compaction.options import CompactOptions
-from fast_jev_compaction.pairing import pair_tool_calls
-from fast_jev_compaction.tokens import estimate_tokens
+from fast_jev_compaction.state.tokens import estimate_tokens
 from jev_fault_server import FaultServer, Reply, Seen, answers_body
 from scripted_asker import ScriptedAsker, pair, user
 
@@ -114,7 +114,7 @@ def test_the_file_is_private_and_shared_by_concurrent_processes(tmp_path):
     folder = tmp_path / "data"
     script = (
         "import sys\n"
-        "from fast_jev_compaction.answer_cache import open_answer_cache\n"
+        "from fast_jev_compaction.state.answer_cache import open_answer_cache\n"
         "cache = open_answer_cache(sys.argv[1])\n"
         "for n in range(50):\n"
         "    cache.put({f'{sys.argv[2]}-{n}': (0.5, 0.25)})\n"
@@ -183,7 +183,7 @@ def test_sqlite_answer_cache_get_forgets_values_no_judge_gives(tmp_path):
 
 def test_answer_cache_asks_again_when_compact_instructions_change_the_goal():
     """`/compact <instructions>` never reached the judge for calls it had judged already."""
-    from fast_jev_compaction.goal import compaction_goal
+    from fast_jev_compaction.state.goal import compaction_goal
 
     messages = [user("Please refactor the handlers")] + session(0, 20) + [user("keep going")]
     cache = MemoryAnswerCache()

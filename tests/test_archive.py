@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fast_jev_compaction.archive import archive_path, prune, write_archive
+from fast_jev_compaction.decide.archive import archive_path, prune, write_archive
 from fast_jev_compaction.private_files import UnsafeFolderError
 
 REPO = Path(__file__).resolve().parents[1]

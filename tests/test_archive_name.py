@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from fast_jev_compaction.archive import archive_name, encoded
+from fast_jev_compaction.decide.archive import archive_name, encoded
 
 
 def test_a_name_is_hashlibs_sha256_of_the_bytes_written() -> None:

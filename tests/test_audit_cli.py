@@ -122,7 +122,7 @@ def test_stats_through_a_real_process(tmp_path: Path) -> None:
 
 
 def test_stats_counts_the_archive_beside_the_log(tmp_path: Path) -> None:
-    from fast_jev_compaction.archive import write_archive
+    from fast_jev_compaction.decide.archive import write_archive
 
     db = make_db(tmp_path / "d.sqlite", (replaced(), []))
     write_archive({str(tmp_path / "archive" / "a.txt"): "x" * 2048, str(tmp_path / "archive" / "b.txt"): "y"})

@@ -7,18 +7,18 @@ import asyncio
 
 import pytest
 
-from fast_jev_compaction.batches import run_bounded
+from fast_jev_compaction.conversation.pairing import pair_tool_calls
 from fast_jev_compaction.errors import FittingError
-from fast_jev_compaction.pairing import pair_tool_calls
-from fast_jev_compaction.questions import (
+from fast_jev_compaction.state.batches import run_bounded
+from fast_jev_compaction.state.questions import (
     REQUEST_OVERHEAD_TOKENS,
     batch_calls,
     batch_questions,
     question_tokens,
     questions_for,
 )
+from fast_jev_compaction.state.tokens import estimate_tokens
 from fast_jev_compaction.textutil import js_json
-from fast_jev_compaction.tokens import estimate_tokens
 from scripted_asker import read_pairs
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from fast_jev_compaction.goal import goal_from_messages
+from fast_jev_compaction.conversation.pairing import pair_tool_calls
+from fast_jev_compaction.conversation.transcript import parse_transcript, read_messages
+from fast_jev_compaction.decide.rules import call_facts, settle
+from fast_jev_compaction.evaluation.synthetic import transcript_lines
 from fast_jev_compaction.judge.model import score_calls
-from fast_jev_compaction.pairing import pair_tool_calls
-from fast_jev_compaction.rules import call_facts, settle
-from fast_jev_compaction.synthetic import transcript_lines
-from fast_jev_compaction.transcript import parse_transcript, read_messages
+from fast_jev_compaction.state.goal import goal_from_messages
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "session.jsonl"
 

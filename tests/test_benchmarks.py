@@ -11,11 +11,11 @@ import pytest
 
 from fast_jev_compaction.commands.bench import CORE_OPTIONS, ConstantAsker
 from fast_jev_compaction.compaction import compact_sync
+from fast_jev_compaction.conversation.transcript import parse_transcript
+from fast_jev_compaction.evaluation.synthetic import transcript_lines
 from fast_jev_compaction.judge.local import LocalJudge
-from fast_jev_compaction.synthetic import transcript_lines
+from fast_jev_compaction.state.tokens import _accumulated, estimate_tokens
 from fast_jev_compaction.textutil import js_json
-from fast_jev_compaction.tokens import _accumulated, estimate_tokens
-from fast_jev_compaction.transcript import parse_transcript
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +54,9 @@ def test_compaction_with_the_embedded_judge(benchmark, session):
 
 
 def _plan_inputs(session):  # type: ignore[no-untyped-def]
-    from fast_jev_compaction.goal import goal_from_messages
-    from fast_jev_compaction.pairing import pair_tool_calls
-    from fast_jev_compaction.questions import question_tokens
+    from fast_jev_compaction.conversation.pairing import pair_tool_calls
+    from fast_jev_compaction.state.goal import goal_from_messages
+    from fast_jev_compaction.state.questions import question_tokens
 
     pairing = pair_tool_calls(session, CORE_OPTIONS.preserve_recent_messages)
     to_judge = list(pairing.candidates)
@@ -69,8 +69,8 @@ def _plan_inputs(session):  # type: ignore[no-untyped-def]
 def test_state_path(benchmark, size):
     """The state path alone (windows.plan_requests: the single state against the windows, the
     requests' states), on a session that fits one state and on one that needs windows."""
-    from fast_jev_compaction.questions import REQUEST_OVERHEAD_TOKENS
-    from fast_jev_compaction.windows import plan_requests
+    from fast_jev_compaction.state.questions import REQUEST_OVERHEAD_TOKENS
+    from fast_jev_compaction.state.windows import plan_requests
 
     inputs = _plan_inputs(parse_transcript(list(transcript_lines(size))))
     requests = benchmark(plan_requests, *inputs)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from fast_jev_compaction.archive import archive_name
 from fast_jev_compaction.cli import main
-from fast_jev_compaction.markers import carries_mark, is_turn_index_line, saved_path
-from fast_jev_compaction.messages import parse_messages
-from fast_jev_compaction.transcript import TranscriptError, read_messages
+from fast_jev_compaction.conversation.messages import parse_messages
+from fast_jev_compaction.conversation.transcript import TranscriptError, read_messages
+from fast_jev_compaction.decide.archive import archive_name
+from fast_jev_compaction.decide.markers import carries_mark, is_turn_index_line, saved_path
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus"
@@ -141,7 +141,7 @@ def test_the_json_output_written_piece_by_piece_is_json_dumps_own(count: int) ->
     from types import SimpleNamespace
 
     from fast_jev_compaction.commands.compact import _payload
-    from fast_jev_compaction.messages import SessionMessage, ToolResult
+    from fast_jev_compaction.conversation.messages import SessionMessage, ToolResult
 
     messages = [
         SessionMessage(role="user", text="déjà vu\nline 2", handle="h"),

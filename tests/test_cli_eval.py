@@ -262,8 +262,8 @@ def test_the_jev_section_is_written_into_the_page(sessions: list[str], tmp_path:
 
 
 def test_prefixes_compacted_in_a_window_they_fill_report_where_they_end(sessions: list[str], tmp_path: Path) -> None:
+    from fast_jev_compaction.conversation.messages import SessionMessage
     from fast_jev_compaction.evaluation.quality import window_filled
-    from fast_jev_compaction.messages import SessionMessage
 
     assert window_filled([SessionMessage(role="user", text="x" * 3500)], 60) == 1667  # 1,000 tokens are 60 % of it
     loaded, _ = load_sessions(sessions)

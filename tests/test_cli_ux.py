@@ -24,9 +24,9 @@ from typing import Any, Iterator
 import pytest
 
 from fast_jev_compaction.audit.store import DecisionLog
-from fast_jev_compaction.goal import compaction_goal, goal_from_messages
-from fast_jev_compaction.synthetic import transcript_lines
-from fast_jev_compaction.transcript import read_messages
+from fast_jev_compaction.conversation.transcript import read_messages
+from fast_jev_compaction.evaluation.synthetic import transcript_lines
+from fast_jev_compaction.state.goal import compaction_goal, goal_from_messages
 from jev_fault_server import FaultServer, Reply, Seen, answers_body
 
 REPO = Path(__file__).resolve().parents[1]

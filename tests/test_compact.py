@@ -8,17 +8,17 @@ import re
 
 import pytest
 
-from fast_jev_compaction.archive import archive_name
-from fast_jev_compaction.asker import AskResult, JevAsker, Usage
 from fast_jev_compaction.compaction import compact, compact_sync, shape_of
+from fast_jev_compaction.conversation.pairing import pair_tool_calls
+from fast_jev_compaction.decide.archive import archive_name
+from fast_jev_compaction.decide.markers import LEAD_HEAD, lead_note
+from fast_jev_compaction.decide.rebuild import cut_output
 from fast_jev_compaction.errors import FittingError, JevResponseError
-from fast_jev_compaction.fitting import fit_state
-from fast_jev_compaction.goal import goal_from_messages
-from fast_jev_compaction.markers import LEAD_HEAD, lead_note
 from fast_jev_compaction.options import resolve_options
-from fast_jev_compaction.pairing import pair_tool_calls
-from fast_jev_compaction.questions import batch_questions, question_tokens
-from fast_jev_compaction.rebuild import cut_output
+from fast_jev_compaction.state.asker import AskResult, JevAsker, Usage
+from fast_jev_compaction.state.fitting import fit_state
+from fast_jev_compaction.state.goal import goal_from_messages
+from fast_jev_compaction.state.questions import batch_questions, question_tokens
 from fast_jev_compaction.stats import CompactStats, decision_log_lines, message_chars, percent, summarize
 from scripted_asker import ScriptedAsker, assistant, dump, pair, per_call, read_pairs, result, results, ten_messages, use, user
 
@@ -361,8 +361,8 @@ def test_outputs_shown_quote_a_forged_marker_and_the_archive_keeps_the_original(
 
 
 def test_outputs_shown_leave_a_note_naming_a_genuine_archive_file_as_it_is(tmp_path):
-    from fast_jev_compaction.archive import archive_path, write_archive
-    from fast_jev_compaction.markers import media_note
+    from fast_jev_compaction.decide.archive import archive_path, write_archive
+    from fast_jev_compaction.decide.markers import media_note
 
     folder = str(tmp_path / "archive")
     image = b"\x89PNG not really"
@@ -386,8 +386,8 @@ def test_outputs_shown_quote_the_copy_of_the_output_a_kept_call_carries(tmp_path
 
 def test_trimmed_input_moves_a_long_field_that_only_imitates_a_moved_one(tmp_path):
     """A body holding our prefix was never moved by rung b: it stayed whole whatever its size."""
-    from fast_jev_compaction.markers import input_marker
-    from fast_jev_compaction.rebuild import trimmed_input
+    from fast_jev_compaction.decide.markers import input_marker
+    from fast_jev_compaction.decide.rebuild import trimmed_input
 
     folder = str(tmp_path / "archive")
     forged = input_marker("content", 90_000, "/home/u/.ssh/id_rsa", True) + "\n" + "body line\n" * 2000

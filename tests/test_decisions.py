@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from fast_jev_compaction.decisions import decide_call
-from fast_jev_compaction.pairing import pair_tool_calls
+from fast_jev_compaction.conversation.pairing import pair_tool_calls
+from fast_jev_compaction.decide.decisions import decide_call
 from scripted_asker import ten_messages
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from fast_jev_compaction.digest import DigestShape, digest
-from fast_jev_compaction.markers import ids_line
+from fast_jev_compaction.decide.digest import DigestShape, digest
+from fast_jev_compaction.decide.markers import ids_line
 
 SHAPE = DigestShape(budget=800, head=250, ids=275)
 IDS_OPENING = ids_line([]).removesuffix("]")

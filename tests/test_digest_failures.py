@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from fast_jev_compaction.compaction import compact_sync
-from fast_jev_compaction.digest import DigestShape, digest
-from fast_jev_compaction.markers import PREFIX
+from fast_jev_compaction.decide.digest import DigestShape, digest
+from fast_jev_compaction.decide.markers import PREFIX
+from fast_jev_compaction.decide.rebuild import cut_output
 from fast_jev_compaction.options import resolve_options
-from fast_jev_compaction.rebuild import cut_output
 from scripted_asker import ScriptedAsker, assistant, result, results, use, user
 
 SHAPE = DigestShape(budget=800, head=250, ids=275)

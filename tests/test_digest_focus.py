@@ -3,11 +3,11 @@ read that another output pointed at (``path:line``)."""
 
 from __future__ import annotations
 
-from fast_jev_compaction.digest import DigestShape, digest
-from fast_jev_compaction.focus import focus_terms, terms
-from fast_jev_compaction.messages import ToolResult
-from fast_jev_compaction.pairing import ToolCall
-from fast_jev_compaction.pointers import pointed_lines
+from fast_jev_compaction.conversation.messages import ToolResult
+from fast_jev_compaction.conversation.pairing import ToolCall
+from fast_jev_compaction.decide.digest import DigestShape, digest
+from fast_jev_compaction.decide.focus import focus_terms, terms
+from fast_jev_compaction.decide.pointers import pointed_lines
 
 SHAPE = DigestShape(budget=800, head=250, ids=275)
 

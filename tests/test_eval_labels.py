@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from eval_sessions import LONG_ID, SENTENCE, call, filler, prompt, result, reuse_session, said
+from fast_jev_compaction.conversation.pairing import pair_tool_calls
 from fast_jev_compaction.evaluation.firepoints import fire_index, prefix
 from fast_jev_compaction.evaluation.labels import label_outputs
 from fast_jev_compaction.evaluation.metrics import auc
@@ -20,7 +21,6 @@ from fast_jev_compaction.evaluation.outcome import (
     result_chars,
 )
 from fast_jev_compaction.judge.reuse import long_ids, shingles
-from fast_jev_compaction.pairing import pair_tool_calls
 
 
 def test_a_shingle_quoted_later_in_an_edit_makes_the_read_needed_until_that_edit() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fast_jev_compaction.conversation.messages import SessionMessage, ToolResult, ToolUse
 from fast_jev_compaction.hook.gate import (
     CHARS_PER_TOKEN,
     EngineLimit,
@@ -21,7 +22,6 @@ from fast_jev_compaction.hook.gate import (
     unmeasured_tokens,
     window_of,
 )
-from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
 from fast_jev_compaction.stats import CompactStats
 from test_hook_entry import _bash, compactions, event, run_hook, tool_heavy_conversation
 

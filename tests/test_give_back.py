@@ -8,11 +8,11 @@ from dataclasses import replace
 from typing import Any
 
 from fast_jev_compaction.compaction import CompactResult, run_sync
-from fast_jev_compaction.decisions import KEEP, TRUNCATE, UNDER_TARGET
+from fast_jev_compaction.conversation.messages import BLOCK_FIELDS, RECORD_FIELDS
+from fast_jev_compaction.decide.decisions import KEEP, TRUNCATE, UNDER_TARGET
+from fast_jev_compaction.decide.policy import chars_to_free
 from fast_jev_compaction.ladder import compact_to_fit
-from fast_jev_compaction.messages import BLOCK_FIELDS, RECORD_FIELDS
 from fast_jev_compaction.options import resolve_options
-from fast_jev_compaction.policy import chars_to_free
 from test_ladder import TARGET_PERCENT, ValueJudge, by_id, chars, reads, window_needing
 
 

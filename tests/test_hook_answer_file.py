@@ -12,10 +12,10 @@ from typing import Any, Iterator
 
 import pytest
 
+from fast_jev_compaction.conversation.messages import parse_messages
 from fast_jev_compaction.hook.answer import STDOUT_SOFT_LIMIT
 from fast_jev_compaction.hook.answer_file import ANSWERS_DIR, STALE_AFTER_S, ascii_json, remove_stale, write_messages
 from fast_jev_compaction.hook.turns import turn_problems
-from fast_jev_compaction.messages import parse_messages
 from test_hook_entry import compactions, event, run_hook, tool_heavy_conversation
 
 # Every kind of character the JSON must carry: accented, CJK, astral (a surrogate pair in

@@ -19,17 +19,17 @@ from typing import Any, Iterator
 
 import pytest
 
-from fast_jev_compaction.archive import archive_name
 from fast_jev_compaction.audit.store import DecisionLog, open_log
 from fast_jev_compaction.commands.spawned import link_validation_packages
-from fast_jev_compaction.decisions import action_name
+from fast_jev_compaction.conversation.messages import parse_messages
+from fast_jev_compaction.decide.archive import archive_name
+from fast_jev_compaction.decide.decisions import action_name
+from fast_jev_compaction.decide.markers import lead_note
 from fast_jev_compaction.hook.answer import wire_messages
 from fast_jev_compaction.hook.compaction import in_flight_preserve
 from fast_jev_compaction.hook.config import HookConfig, resolve_hook_config
 from fast_jev_compaction.hook.stdin import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_BYTES, StdinIdleError, StdinText, StdinTooLargeError
 from fast_jev_compaction.hook.turns import keeps_handle, turn_problems
-from fast_jev_compaction.markers import lead_note
-from fast_jev_compaction.messages import parse_messages
 
 REPO = Path(__file__).resolve().parents[1]
 HOOK = REPO / "hooks" / "fast_jev_hook.py"
@@ -818,7 +818,7 @@ def test_hook_log_is_bounded_by_rotation(data_dir: Path) -> None:
 
 
 def test_a_compacted_history_starts_with_one_lead_line_and_a_later_pass_adds_none(data_dir: Path) -> None:
-    from fast_jev_compaction.markers import is_lead_note
+    from fast_jev_compaction.decide.markers import is_lead_note
 
     first, _ = run_hook(json.dumps(event(tool_heavy_conversation(), data_dir)).encode(), data_dir)
     assert first["action"] == "replace"

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from fast_jev_compaction.conversation.messages import MessageError, SessionMessage, ToolUse, message_from_wire, parse_messages
 from fast_jev_compaction.hook.event import HookEvent, parse_event, read_event
-from fast_jev_compaction.messages import MessageError, SessionMessage, ToolUse, message_from_wire, parse_messages
 
 MESSAGES: list[dict[str, Any]] = [
     {"role": "user", "text": "go", "handle": "h1", "uuid": "u-1"},

@@ -22,8 +22,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fast_jev_compaction.answers import read_noul_answers, read_usage
-from fast_jev_compaction.asker import AskResult, JevAsker, Usage
 from fast_jev_compaction.errors import (
     JevConfigError,
     JevRequestError,
@@ -36,6 +34,8 @@ from fast_jev_compaction.jev import parse_cloudflare_response, parse_response, r
 from fast_jev_compaction.jev.client import JevClient
 from fast_jev_compaction.jev.providers import OPENROUTER_URL, SYSTEM_ONE_URL, cleartext_warning
 from fast_jev_compaction.jev.wire import build_body, build_cloudflare_body, hint_for_status
+from fast_jev_compaction.state.answers import read_noul_answers, read_usage
+from fast_jev_compaction.state.asker import AskResult, JevAsker, Usage
 from fast_jev_compaction.textutil import js_json
 from jev_fault_server import FaultServer, Reply, Seen, answers_body
 

@@ -4,10 +4,10 @@ wire of a ~200k-token session, measured on a real Jev-protocol server on 127.0.0
 from __future__ import annotations
 
 from fast_jev_compaction.compaction import compact_sync
-from fast_jev_compaction.decisions import UNDER_CUT
+from fast_jev_compaction.conversation.pairing import pair_tool_calls
+from fast_jev_compaction.decide.decisions import UNDER_CUT
+from fast_jev_compaction.decide.policy import MIN_DROP_CHARS, could_cut, cut_over
 from fast_jev_compaction.options import CompactOptions
-from fast_jev_compaction.pairing import pair_tool_calls
-from fast_jev_compaction.policy import MIN_DROP_CHARS, could_cut, cut_over
 from scripted_asker import ScriptedAsker, pair, per_call, user
 
 
@@ -69,12 +69,12 @@ def test_a_200k_token_session_costs_at_most_50k_tokens_and_its_second_pass_a_fif
     judge over the Jev protocol; the hook's answer cache (a SQLite file) between the passes."""
     import asyncio
 
-    from fast_jev_compaction.answer_cache import open_answer_cache
     from fast_jev_compaction.compaction import compact
     from fast_jev_compaction.evaluation.judge_cost import grown_session
     from fast_jev_compaction.jev.client import JevClient
     from fast_jev_compaction.judge.local import LocalJudge
-    from fast_jev_compaction.tokens import estimate_tokens
+    from fast_jev_compaction.state.answer_cache import open_answer_cache
+    from fast_jev_compaction.state.tokens import estimate_tokens
     from jev_fault_server import FaultServer, Reply
 
     judge = LocalJudge()
@@ -136,7 +136,7 @@ def test_the_hook_remembers_answers_between_two_compactions(tmp_path):
 
     from fast_jev_compaction.evaluation.judge_cost import grown_session
     from fast_jev_compaction.judge.local import LocalJudge
-    from fast_jev_compaction.tokens import estimate_tokens
+    from fast_jev_compaction.state.tokens import estimate_tokens
     from jev_fault_server import FaultServer, Reply
     from test_hook_entry import HOOK, event, hook_env
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from eval_sessions import SENTENCE, call, filler, prompt, result, reuse_session, said
+from fast_jev_compaction.conversation.pairing import pair_tool_calls
 from fast_jev_compaction.evaluation import fit as fitting
 from fast_jev_compaction.evaluation.fit import (
     FITTED_FEATURES,
@@ -21,7 +22,6 @@ from fast_jev_compaction.evaluation.fit import (
 )
 from fast_jev_compaction.judge.features import FEATURE_NAMES, call_features
 from fast_jev_compaction.judge.model import JudgeModel, ModelError, load_model, parse_model, score_calls
-from fast_jev_compaction.pairing import pair_tool_calls
 
 
 def _features(messages, goal=""):

@@ -12,14 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fast_jev_compaction.asker import AskResult, JevAsker
 from fast_jev_compaction.judge import JudgeInputError, LocalJudge
 from fast_jev_compaction.judge.features import FEATURE_NAMES
 from fast_jev_compaction.judge.model import load_state_model
 from fast_jev_compaction.judge.state import read_state
 from fast_jev_compaction.judge.state_features import state_features
+from fast_jev_compaction.state.asker import AskResult, JevAsker
+from fast_jev_compaction.state.tokens import estimate_tokens
 from fast_jev_compaction.textutil import js_json
-from fast_jev_compaction.tokens import estimate_tokens
 
 CONTEXT = "A coding assistant conversation is being compacted to free context."
 
@@ -472,7 +472,7 @@ def test_any_well_formed_state_is_answered(case: tuple[dict[str, Any], dict[str,
 
 def test_real_fitting_stages_are_understood() -> None:
     compaction = pytest.importorskip("fast_jev_compaction.compaction")
-    messages_mod = pytest.importorskip("fast_jev_compaction.messages")
+    messages_mod = pytest.importorskip("fast_jev_compaction.conversation.messages")
     options_mod = pytest.importorskip("fast_jev_compaction.options")
     SessionMessage, ToolUse, ToolResult = (messages_mod.SessionMessage, messages_mod.ToolUse,
                                            messages_mod.ToolResult)

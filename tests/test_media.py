@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from fast_jev_compaction.archive import write_archive
+from fast_jev_compaction.conversation.messages import SessionMessage, ToolResult, ToolUse
+from fast_jev_compaction.decide.archive import write_archive
+from fast_jev_compaction.decide.markers import PREFIX
 from fast_jev_compaction.hook.event import HookEvent
 from fast_jev_compaction.hook.media import Media, found_media, from_content, from_record, transcript_media, with_media, with_notes
-from fast_jev_compaction.markers import PREFIX
-from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
 from test_hook_entry import event, run_hook, tool_heavy_conversation
 
 

@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from fast_jev_compaction.markers import (
+from fast_jev_compaction.conversation.pairing import ToolCall
+from fast_jev_compaction.decide.markers import (
     LEAD_NOTE,
     QUOTED,
     carries_mark,
@@ -29,8 +30,7 @@ from fast_jev_compaction.markers import (
     truncation_note,
     turn_index_line,
 )
-from fast_jev_compaction.pairing import ToolCall
-from fast_jev_compaction.questions import STATE_CONTEXT, questions_for
+from fast_jev_compaction.state.questions import STATE_CONTEXT, questions_for
 
 CALL = ToolCall(
     id="t7", tool_use_id="toolu_7", tool="Bash", input={"command": "ls"}, call_index=3, result_index=4,
@@ -257,7 +257,7 @@ def test_sizes_are_shown_with_one_decimal(size, shown):
 
 
 def test_a_drop_marker_never_quotes_a_target_that_holds_a_mark() -> None:
-    from fast_jev_compaction.markers import drop_marker, saved_path
+    from fast_jev_compaction.decide.markers import drop_marker, saved_path
 
     moved = "[fast-jev-compaction moved this 4,000-char content to the archive: saved at /a/b.txt; Read it if needed]"
     line = drop_marker("Bash", moved, 900, False, "/archive/c.txt")

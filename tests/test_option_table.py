@@ -16,14 +16,7 @@ import pytest
 
 from fast_jev_compaction.cli import build_parser
 from fast_jev_compaction.hook.config import HookConfig, resolve_hook_config
-from fast_jev_compaction.options import (
-    OPTION,
-    OPTIONS,
-    CompactOptions,
-    markdown_table,
-    plugin_user_config,
-    read_plugin_options,
-)
+from fast_jev_compaction.options import OPTION, OPTIONS, CompactOptions, markdown_table, plugin_user_config, read_plugin_options
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN_JSON = REPO / ".claude-plugin" / "plugin.json"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from fast_jev_compaction.conversation.pairing import collect_tool_calls, is_pinned, pair_tool_calls, pinned_positions
 from fast_jev_compaction.errors import PairingError
-from fast_jev_compaction.pairing import collect_tool_calls, is_pinned, pair_tool_calls, pinned_positions
 from scripted_asker import FILE_A, assistant, call, result, results, ten_messages, use, user
 
 

@@ -6,10 +6,9 @@ import itertools
 
 import pytest
 
-from fast_jev_compaction.decisions import DROP, KEEP, TRUNCATE
-from fast_jev_compaction.options import CompactOptions
-from fast_jev_compaction.pairing import RECENT_MESSAGES, ToolCall, is_recent
-from fast_jev_compaction.policy import (
+from fast_jev_compaction.conversation.pairing import RECENT_MESSAGES, ToolCall, is_recent
+from fast_jev_compaction.decide.decisions import DROP, KEEP, TRUNCATE
+from fast_jev_compaction.decide.policy import (
     CHEAP,
     CHEAP_MAX_CHARS,
     CUT_CHARS,
@@ -22,6 +21,7 @@ from fast_jev_compaction.policy import (
     could_cut,
     cut_over,
 )
+from fast_jev_compaction.options import CompactOptions
 
 TOTAL = 100  # messages in the conversation the calls come from
 RECENT = TOTAL - 2  # a result index in the last RECENT_MESSAGES messages

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from fast_jev_compaction.decisions import DROP, KEEP, TRUNCATE, CallDecision, decide_call
-from fast_jev_compaction.digest import DigestShape
-from fast_jev_compaction.markers import carries_mark, saved_path
-from fast_jev_compaction.messages import NO_EXTRA, SessionMessage
-from fast_jev_compaction.pairing import pair_tool_calls
-from fast_jev_compaction.rebuild import MIN_SAVING, apply_decisions, cut_output
+from fast_jev_compaction.conversation.messages import NO_EXTRA, SessionMessage
+from fast_jev_compaction.conversation.pairing import pair_tool_calls
+from fast_jev_compaction.decide.decisions import DROP, KEEP, TRUNCATE, CallDecision, decide_call
+from fast_jev_compaction.decide.digest import DigestShape
+from fast_jev_compaction.decide.markers import carries_mark, saved_path
+from fast_jev_compaction.decide.rebuild import MIN_SAVING, apply_decisions, cut_output
 from scripted_asker import assistant, dump, result, results, use, user
 
 SHAPE = DigestShape(budget=1600, head=500)

@@ -7,18 +7,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fast_jev_compaction.compaction import compact_sync, shape_of
-from fast_jev_compaction.decisions import DROP, KEEP, TRUNCATE, CallDecision
-from fast_jev_compaction.digest import DigestShape
+from fast_jev_compaction.conversation.lexicon import call_target
+from fast_jev_compaction.conversation.messages import SessionMessage, ToolResult, ToolUse
+from fast_jev_compaction.conversation.pairing import pair_tool_calls
+from fast_jev_compaction.conversation.transcript import parse_transcript
+from fast_jev_compaction.decide.decisions import DROP, KEEP, TRUNCATE, CallDecision
+from fast_jev_compaction.decide.digest import DigestShape
+from fast_jev_compaction.decide.markers import drop_marker
+from fast_jev_compaction.decide.rebuild import apply_decisions, rebuild
+from fast_jev_compaction.evaluation.synthetic import transcript_lines
 from fast_jev_compaction.judge.local import LocalJudge
-from fast_jev_compaction.lexicon import call_target
-from fast_jev_compaction.markers import drop_marker
-from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
 from fast_jev_compaction.options import CompactOptions
-from fast_jev_compaction.pairing import pair_tool_calls
-from fast_jev_compaction.rebuild import apply_decisions, rebuild
 from fast_jev_compaction.stats import input_chars, measured, message_chars
-from fast_jev_compaction.synthetic import transcript_lines
-from fast_jev_compaction.transcript import parse_transcript
 
 SHAPE = DigestShape(budget=300, head=100, ids=20)
 _TEXT = st.text(st.sampled_from('ab "\\\n\u00e9'), max_size=8)

@@ -10,15 +10,15 @@ import math
 import pytest
 
 from fast_jev_compaction.compaction import compact
-from fast_jev_compaction.decisions import decide_call
+from fast_jev_compaction.conversation.pairing import pair_tool_calls
+from fast_jev_compaction.decide.decisions import decide_call
+from fast_jev_compaction.decide.rebuild import apply_decisions
 from fast_jev_compaction.errors import FittingError, JevResponseError, PairingError
-from fast_jev_compaction.fitting import fit_state
-from fast_jev_compaction.goal import goal_from_messages, goal_with_instructions
 from fast_jev_compaction.options import CompactOptions, resolve_options
-from fast_jev_compaction.pairing import pair_tool_calls
-from fast_jev_compaction.rebuild import apply_decisions
+from fast_jev_compaction.state.fitting import fit_state
+from fast_jev_compaction.state.goal import goal_from_messages, goal_with_instructions
+from fast_jev_compaction.state.tokens import estimate_tokens
 from fast_jev_compaction.textutil import js_json
-from fast_jev_compaction.tokens import estimate_tokens
 from scripted_asker import (
     ScriptedAsker,
     ScriptedFailure,
@@ -281,8 +281,8 @@ class TestPendingState:
 def _one_call_per_batch(count=12):
     """A budget with room for one call per request: its state carries the newest messages and
     one call in detail (windows.py), and two calls' detail and questions overflow a window."""
-    from fast_jev_compaction.questions import question_tokens
-    from fast_jev_compaction.windows import WINDOW_SHARE
+    from fast_jev_compaction.state.questions import question_tokens
+    from fast_jev_compaction.state.windows import WINDOW_SHARE
 
     messages = read_pairs(count)
     pairing = pair_tool_calls(messages, 1)

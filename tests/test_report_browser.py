@@ -28,7 +28,7 @@ import pytest
 from fast_jev_compaction.audit import DecisionLog
 from fast_jev_compaction.audit.html import KIND_COLOURS
 from fast_jev_compaction.audit.session import decision_kind
-from fast_jev_compaction.transcript import read_messages
+from fast_jev_compaction.conversation.transcript import read_messages
 
 REPO = Path(__file__).resolve().parents[1]
 HOOK = REPO / "hooks" / "fast_jev_hook.py"

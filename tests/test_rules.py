@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from fast_jev_compaction.archive import archive_path, write_archive
 from fast_jev_compaction.compaction import compact_sync
-from fast_jev_compaction.markers import truncation_note
+from fast_jev_compaction.decide.archive import archive_path, write_archive
+from fast_jev_compaction.decide.markers import truncation_note
+from fast_jev_compaction.decide.rules import EDIT_CAP, LOG_CAP, RULE_NAMES, RULES
 from fast_jev_compaction.options import resolve_options
-from fast_jev_compaction.rules import EDIT_CAP, LOG_CAP, RULE_NAMES, RULES
 from scripted_asker import ScriptedAsker, assistant, result, results, use, user
 
 BIG = "x" * 9000
@@ -148,8 +148,8 @@ def test_already_cut_is_not_fooled_by_a_note_naming_a_real_file_of_another_size(
 
 def _settled(*specs, total=200):
     """Each spec is (tool, input, result_chars[, is_error[, result_index]]): the verdicts settle gives."""
-    from fast_jev_compaction.pairing import ToolCall
-    from fast_jev_compaction.rules import call_facts, settle
+    from fast_jev_compaction.conversation.pairing import ToolCall
+    from fast_jev_compaction.decide.rules import call_facts, settle
 
     calls = []
     for n, (tool, tool_input, chars, *rest) in enumerate(specs):

@@ -16,7 +16,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from fast_jev_compaction.hook.event import HookEventWire
-from fast_jev_compaction.protocol import ANSWERS_ADAPTER, STATE_ADAPTER, SYSTEM_ONE_ADAPTER
+from fast_jev_compaction.state.protocol import ANSWERS_ADAPTER, STATE_ADAPTER, SYSTEM_ONE_ADAPTER
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"

@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 
 from fast_jev_compaction.cli import main
-from fast_jev_compaction.decisions import CallDecision
-from fast_jev_compaction.digest import DigestShape
-from fast_jev_compaction.messages import RECORD_FIELDS, SessionMessage, ToolResult, ToolUse
-from fast_jev_compaction.pairing import collect_tool_calls
-from fast_jev_compaction.rebuild import rebuild
-from fast_jev_compaction.session_file import transcript_records
-from fast_jev_compaction.transcript import parse_transcript_with_stats, record_fields
+from fast_jev_compaction.conversation.messages import RECORD_FIELDS, SessionMessage, ToolResult, ToolUse
+from fast_jev_compaction.conversation.pairing import collect_tool_calls
+from fast_jev_compaction.conversation.session_file import transcript_records
+from fast_jev_compaction.conversation.transcript import parse_transcript_with_stats, record_fields
+from fast_jev_compaction.decide.decisions import CallDecision
+from fast_jev_compaction.decide.digest import DigestShape
+from fast_jev_compaction.decide.rebuild import rebuild
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 CORPUS_JSONL = sorted(CORPUS.rglob("*.jsonl")) if CORPUS.is_dir() else []

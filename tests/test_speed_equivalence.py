@@ -15,26 +15,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from fast_jev_compaction.conversation.messages import SessionMessage
+from fast_jev_compaction.conversation.pairing import is_pinned, pair_tool_calls
+from fast_jev_compaction.conversation.transcript import parse_transcript
 from fast_jev_compaction.errors import FittingError
-from fast_jev_compaction.fitting import (
-    DETAILED_STAGES,
-    INPUT_STAGES,
-    _Budget,
-    _floor_tokens,
-    entry_tokens,
-    fit_state,
-    item_tokens,
-)
-from fast_jev_compaction.goal import goal_from_messages
-from fast_jev_compaction.history import (
-    TERM_SCAN_CHARS,
-    RenderMemo,
-    _is_term,
-    _term_counts,
-    _top_terms,
-    history_entries,
-    input_json,
-)
+from fast_jev_compaction.evaluation.synthetic import transcript_lines
 from fast_jev_compaction.judge.features import error_lines, terms
 from fast_jev_compaction.judge.reuse import (
     build_reuse_index,
@@ -45,9 +30,26 @@ from fast_jev_compaction.judge.reuse import (
     snippets,
     word_set,
 )
-from fast_jev_compaction.messages import SessionMessage
-from fast_jev_compaction.pairing import is_pinned, pair_tool_calls
-from fast_jev_compaction.synthetic import transcript_lines
+from fast_jev_compaction.state.fitting import (
+    DETAILED_STAGES,
+    INPUT_STAGES,
+    _Budget,
+    _floor_tokens,
+    entry_tokens,
+    fit_state,
+    item_tokens,
+)
+from fast_jev_compaction.state.goal import goal_from_messages
+from fast_jev_compaction.state.history import (
+    TERM_SCAN_CHARS,
+    RenderMemo,
+    _is_term,
+    _term_counts,
+    _top_terms,
+    history_entries,
+    input_json,
+)
+from fast_jev_compaction.state.tokens import _accumulated, estimate_tokens, from_tally, json_tally, most_tokens, tally
 from fast_jev_compaction.textutil import (
     _JS_ENCODER,
     _PLAIN_ENCODER,
@@ -59,8 +61,6 @@ from fast_jev_compaction.textutil import (
     plain_json,
     truncate,
 )
-from fast_jev_compaction.tokens import _accumulated, estimate_tokens, from_tally, json_tally, most_tokens, tally
-from fast_jev_compaction.transcript import parse_transcript
 
 # Pieces that exercise every class: ASCII letters and digits, JSON punctuation, JavaScript-only
 # spaces, non-ASCII letters (word characters the ASCII tables cannot see), astral characters.
@@ -94,7 +94,7 @@ def test_tallies_of_json_fragments_add_up_to_the_whole(texts: list[str]) -> None
 def test_the_ordered_estimate_is_the_estimate(text: str) -> None:
     """What entry_tokens falls back on when the tally leaves the estimate undecided: the pieces
     added in order, the same estimate as the whole one for any text."""
-    from fast_jev_compaction.tokens import ordered_estimate
+    from fast_jev_compaction.state.tokens import ordered_estimate
 
     assert ordered_estimate(text) == estimate_tokens(text) == _accumulated(text)
 
@@ -115,14 +115,14 @@ _LONG_TEXT = st.lists(
 @example('{"id":"toolu_01","tool":"Bash","input":"{\\"command\\":\\"ls -la\\"}","result":"12 lines"},' * 40)
 def test_the_ordered_estimate_adds_the_pieces_one_by_one(text: str) -> None:
     """ordered_estimate, whatever the tally: upstream's regex pieces added one by one in float."""
-    from fast_jev_compaction.tokens import ordered_estimate
+    from fast_jev_compaction.state.tokens import ordered_estimate
 
     assert ordered_estimate(text) == _accumulated(text)
 
 
 def _plain_unit_classes(text: str) -> bytes:
     """The plain form of tokens._unit_classes: each character classed alone, an astral one twice."""
-    from fast_jev_compaction.tokens import _JS_SPACE
+    from fast_jev_compaction.state.tokens import _JS_SPACE
 
     spaces = re.compile(f"[{_JS_SPACE}]")
     classes = bytearray()
@@ -141,7 +141,7 @@ def _plain_unit_classes(text: str) -> bytes:
 @settings(max_examples=500, deadline=None)
 @given(st.one_of(_LONG_TEXT, st.text(alphabet=st.characters(blacklist_categories=()))))
 def test_unit_classes_through_utf8_are_the_plain_classes(text: str) -> None:
-    from fast_jev_compaction.tokens import _unit_classes
+    from fast_jev_compaction.state.tokens import _unit_classes
 
     assert _unit_classes(text) == _plain_unit_classes(text)
 
@@ -163,7 +163,7 @@ _TALLY_TEXT = st.lists(
 
 def _regex_tally(text: str) -> tuple[int, int]:
     """The plain form of tokens.tally: upstream's regex pieces, costed one by one in tenths."""
-    from fast_jev_compaction.tokens import _PIECE
+    from fast_jev_compaction.state.tokens import _PIECE
 
     tenths = others = 0
     for letters, digits, other in (m.groups() for m in _PIECE.finditer(text)):
@@ -474,7 +474,7 @@ def test_floor_is_under_every_stage_before_the_merge(long_session, keep: int) ->
     for input_chars, _ in INPUT_STAGES:
         assert floor <= _Budget(goal, history_entries(messages, pairing, input_chars, memo), 0).tokens
     # every step of the walk, stage by stage, down to the last one before the merge
-    from fast_jev_compaction.fitting import _shrink
+    from fast_jev_compaction.state.fitting import _shrink
 
     order = [p for p in range(len(smallest)) if not pinned[p]] + [p for p in range(len(smallest)) if pinned[p]]
     left_out: set[int] = set()
@@ -532,7 +532,7 @@ def test_fit_detailed_agrees_with_the_plain_walk_of_its_stages(long_session, lim
 def test_fit_detailed_with_and_without_its_floors(long_session, limit: int, likely_fit: float, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The floors (every one of them, or none where the size guess says the history most likely
     fits) change only the work: the same state, or none."""
-    from fast_jev_compaction import fitting
+    from fast_jev_compaction.state import fitting
 
     monkeypatch.setattr(fitting, "LIKELY_FIT_CHARS_PER_TOKEN", likely_fit)
     messages = long_session[:300]
@@ -540,8 +540,8 @@ def test_fit_detailed_with_and_without_its_floors(long_session, limit: int, like
 
 
 def _assert_fit_detailed_is_the_plain_walk(messages: list, pairing, goal: str, limit: int) -> None:  # type: ignore[no-untyped-def, type-arg]
-    from fast_jev_compaction.fitting import GUESSED_CHARS_PER_TOKEN, _size_guess, fit_detailed
-    from fast_jev_compaction.history import shown_messages
+    from fast_jev_compaction.state.fitting import GUESSED_CHARS_PER_TOKEN, _size_guess, fit_detailed
+    from fast_jev_compaction.state.history import shown_messages
 
     fitted = fit_detailed(messages, pairing, goal, limit, RenderMemo())
     reference = None
@@ -564,7 +564,7 @@ _ANY_TEXT = st.one_of(_TEXT, st.text())
 def _session_of(turns: list[tuple[str, str, str]], last_waiting: bool = False) -> list:  # type: ignore[type-arg]
     """A transcript of one assistant turn per (text, command, output), each with its result (the
     last one's left out, its call pending, with ``last_waiting``)."""
-    from fast_jev_compaction.synthetic import _Chain
+    from fast_jev_compaction.evaluation.synthetic import _Chain
 
     chain = _Chain("u", "floors")
     lines = [chain.record("user", {"role": "user", "content": "Please look."})]
@@ -579,8 +579,8 @@ def _session_of(turns: list[tuple[str, str, str]], last_waiting: bool = False) -
 
 
 def _assert_floors_under_detailed_entries(messages: list) -> None:  # type: ignore[type-arg]
-    from fast_jev_compaction.fitting import _frame_tenths, _uncut
-    from fast_jev_compaction.history import history_entry, result_note, shown_messages
+    from fast_jev_compaction.state.fitting import _frame_tenths, _uncut
+    from fast_jev_compaction.state.history import history_entry, result_note, shown_messages
 
     pairing = pair_tool_calls(messages, 2)
     memo = RenderMemo()
@@ -672,9 +672,9 @@ def test_size_guess_summed_without_listing_the_shown_messages(turns: list[tuple[
     """fit_detailed's guess of a history's size, summed from all texts and calls at once, is
     _size_guess summed over the shown messages: blank texts with and without calls, calls done
     and waiting."""
-    from fast_jev_compaction.fitting import _guessed_chars, _size_guess
-    from fast_jev_compaction.history import shown_messages
-    from fast_jev_compaction.synthetic import _Chain
+    from fast_jev_compaction.evaluation.synthetic import _Chain
+    from fast_jev_compaction.state.fitting import _guessed_chars, _size_guess
+    from fast_jev_compaction.state.history import shown_messages
 
     chain = _Chain("u", "guess")
     lines = []
@@ -698,7 +698,7 @@ def test_size_guess_summed_without_listing_the_shown_messages(turns: list[tuple[
        st.integers(min_value=0, max_value=5000), st.sampled_from([" ", "\n", "x", " \t\n"]))
 def test_one_line_input_reads_only_the_opening_of_long_texts(value: dict, repeat: int, filler: str) -> None:  # type: ignore[type-arg]
     """The one-liner of an input with long texts is the whole pairs' line collapsed and cut."""
-    from fast_jev_compaction.history import one_line_input
+    from fast_jev_compaction.state.history import one_line_input
     from fast_jev_compaction.textutil import js_json, truncate
 
     value = {k: v * repeat if isinstance(v, str) and k == "content" else v for k, v in value.items()}
@@ -718,7 +718,7 @@ _TERM_ALPHABET = st.sampled_from(
 @settings(max_examples=1000, deadline=None)
 @given(st.one_of(st.lists(_TERM_ALPHABET, max_size=60).map("".join), _ANY_TEXT))
 def test_term_pattern_finds_what_the_plain_pattern_finds(text: str) -> None:
-    from fast_jev_compaction.history import _TERM
+    from fast_jev_compaction.state.history import _TERM
 
     assert _TERM.findall(text) == re.findall(r"[A-Za-z_][\w.\-/]{5,}[\w]", text)
 
@@ -749,8 +749,8 @@ def test_term_counts_count_what_the_plain_pattern_finds(text: str) -> None:
 def test_digest_terms_are_the_plain_definition(text: str, times: int) -> None:
     """A digest's terms: the ``_TERM`` matches of the opening ``TERM_SCAN_CHARS`` characters, redacted,
     counted, the 8 most repeated that pass ``_is_term``, ties alphabetical."""
-    from fast_jev_compaction.history import _parts
     from fast_jev_compaction.redaction import redact_text
+    from fast_jev_compaction.state.history import _parts
 
     text = text * times
     counts = Counter(re.findall(r"[A-Za-z_][\w.\-/]{5,}[\w]", redact_text(text[:TERM_SCAN_CHARS])))
@@ -768,7 +768,7 @@ _LINE_PIECES = st.sampled_from(
 def test_digest_ends_are_the_ends_of_the_whole_flattened_output(lines: list[str], times: int, budget: int) -> None:
     """A digest read from each end's flattened characters is the digest of the whole output's
     flattened lines."""
-    from fast_jev_compaction.history import _parts, output_digest
+    from fast_jev_compaction.state.history import _parts, output_digest
 
     text = "\n".join(lines * times)
     flat = " ⏎ ".join(line.strip() for line in text.splitlines() if line.strip())
@@ -783,8 +783,8 @@ def test_digest_ends_are_the_ends_of_the_whole_flattened_output(lines: list[str]
 @settings(max_examples=500, deadline=None)
 @given(st.one_of(st.from_regex(r"t[0-9]{1,6}", fullmatch=True), _ANY_TEXT), _ANY_TEXT, st.integers(0, 10**9))
 def test_question_tokens_equal_the_estimate_of_the_questions(call_id: str, tool: str, chars: int) -> None:
-    from fast_jev_compaction.pairing import ToolCall
-    from fast_jev_compaction.questions import question_tokens, questions_for
+    from fast_jev_compaction.conversation.pairing import ToolCall
+    from fast_jev_compaction.state.questions import question_tokens, questions_for
     from fast_jev_compaction.textutil import js_json
 
     call = ToolCall(call_id, "toolu_1", tool, {}, 1, 2, chars, False, False)
@@ -804,7 +804,7 @@ _COMMAND_WORDS = st.sampled_from(
 @settings(max_examples=500, deadline=None)
 @given(st.lists(_COMMAND_WORDS, max_size=12), st.sampled_from([" ", "", "\n", "\t"]))
 def test_side_effect_patterns_one_by_one_match_as_their_alternation(words: list[str], joint: str) -> None:
-    from fast_jev_compaction.lexicon import _SIDE_EFFECT, _SIDE_EFFECT_PATTERNS, SIDE_EFFECT, shell_kind
+    from fast_jev_compaction.conversation.lexicon import _SIDE_EFFECT, _SIDE_EFFECT_PATTERNS, SIDE_EFFECT, shell_kind
 
     alternation = re.compile("|".join(f"(?:{pattern})" for pattern, _ in _SIDE_EFFECT_PATTERNS))
     command = joint.join(words).lower()
@@ -851,7 +851,7 @@ _PLAIN_SIDE_EFFECT = re.compile(
 @example("tee")
 @example("2>x")
 def test_side_effect_patterns_with_a_blank_in_front_match_the_plain_form(command: str) -> None:
-    from fast_jev_compaction.lexicon import SIDE_EFFECT, shell_kind
+    from fast_jev_compaction.conversation.lexicon import SIDE_EFFECT, shell_kind
 
     assert (shell_kind(command) == SIDE_EFFECT) == bool(_PLAIN_SIDE_EFFECT.search(command.lower()))
 
@@ -908,8 +908,8 @@ _PROMPTS = st.lists(
 @settings(max_examples=300, deadline=None)
 @given(_PROMPTS)
 def test_goal_walked_from_the_end_is_the_last_prompts_of_all(rows: list[tuple[str, str, bool]]) -> None:
-    from fast_jev_compaction.goal import GOAL_PROMPT_CHARS, GOAL_PROMPTS, prompt_text
-    from fast_jev_compaction.messages import ToolResult
+    from fast_jev_compaction.conversation.messages import ToolResult
+    from fast_jev_compaction.state.goal import GOAL_PROMPT_CHARS, GOAL_PROMPTS, prompt_text
 
     messages = [
         SessionMessage(role=role, text=text, toolResults=(ToolResult(tool_use_id="x", text="out"),) if result else None)  # type: ignore[arg-type]
@@ -935,7 +935,7 @@ def test_pinned_calls_are_those_with_a_pinned_end_and_results_all_results(keep: 
 
 
 def _plain_program_words(segment: str) -> list[str]:
-    from fast_jev_compaction.lexicon import _ENV_ASSIGN, _PYTHON, _WRAPPERS
+    from fast_jev_compaction.conversation.lexicon import _ENV_ASSIGN, _PYTHON, _WRAPPERS
 
     words = segment.split()
     while words and (_ENV_ASSIGN.match(words[0]) or words[0] in _WRAPPERS):
@@ -962,7 +962,7 @@ _COMMAND_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
 @settings(max_examples=500, deadline=None)
 @given(st.lists(_SHELL_WORDS, max_size=10), st.sampled_from([" ", "  ", "\t", " ; ", " && "]))
 def test_shell_words_and_kind_match_the_plain_forms(words: list[str], joint: str) -> None:
-    from fast_jev_compaction import lexicon
+    from fast_jev_compaction.conversation import lexicon
 
     command = joint.join(words)
     assert lexicon.program_words(command) == _plain_program_words(command)
@@ -993,7 +993,7 @@ _BUILD_WORDS = st.sampled_from(
 @settings(max_examples=1000, deadline=None)
 @given(st.lists(_BUILD_WORDS, max_size=8), st.sampled_from([" ", "", "  ", "\t", "/", "-", "_", ";"]))
 def test_test_build_pattern_matches_as_its_plain_form(words: list[str], joint: str) -> None:
-    from fast_jev_compaction.lexicon import _TEST_BUILD
+    from fast_jev_compaction.conversation.lexicon import _TEST_BUILD
 
     command = joint.join(words)
     assert bool(_TEST_BUILD.search(command)) == bool(_PLAIN_TEST_BUILD.search(command))
@@ -1003,7 +1003,7 @@ def test_test_build_pattern_matches_as_its_plain_form(words: list[str], joint: s
 @given(st.lists(st.one_of(_BUILD_WORDS, _SHELL_WORDS, _COMMAND_WORDS), max_size=10), st.sampled_from([" ", " && ", " | ", "\n"]),
        st.sampled_from(["Bash", "shell", "exec_command"]), st.sampled_from(["command", "cmd"]))
 def test_a_shell_shape_has_the_tool_kind_with_inspecting_as_shell(words: list[str], joint: str, tool: str, key: str) -> None:
-    from fast_jev_compaction.lexicon import INSPECT, SHELL, call_shape, tool_kind
+    from fast_jev_compaction.conversation.lexicon import INSPECT, SHELL, call_shape, tool_kind
 
     fields = {key: joint.join(words)}
     kind = tool_kind(tool, fields)
@@ -1027,7 +1027,7 @@ def _plain_clip(text: str, limit: int) -> str:
 @example(" " * 30 + "abc", 5)
 @example("abcdef " + " " * 20, 5)
 def test_clip_folds_blanks_as_the_pattern_does(text: str, limit: int) -> None:
-    from fast_jev_compaction.lexicon import _clip
+    from fast_jev_compaction.conversation.lexicon import _clip
 
     assert _clip(text, limit) == _plain_clip(text, limit)
 
@@ -1044,7 +1044,7 @@ _JSONISH = st.recursive(
 def test_as_text_renders_as_json_dumps(value: object) -> None:
     import json
 
-    from fast_jev_compaction.lexicon import as_text
+    from fast_jev_compaction.conversation.lexicon import as_text
 
     expected = value if isinstance(value, str) else "" if value is None else json.dumps(
         value, ensure_ascii=False, separators=(",", ":"), sort_keys=True
@@ -1055,7 +1055,7 @@ def test_as_text_renders_as_json_dumps(value: object) -> None:
 @settings(max_examples=1000, deadline=None)
 @given(st.lists(st.sampled_from(["a", "b", " ", "\t", "\n", "\x1c", "\u3000", "&", "|", ";", "&&", "||", "Σ"]), max_size=16).map("".join))
 def test_command_segments_split_as_the_pattern(command: str) -> None:
-    from fast_jev_compaction.lexicon import command_segments
+    from fast_jev_compaction.conversation.lexicon import command_segments
 
     assert command_segments(command) == _COMMAND_SPLIT.split(command)
 
@@ -1071,9 +1071,9 @@ _RUN_COMMANDS = st.sampled_from(
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(_RUN_COMMANDS, st.booleans()), max_size=8))
 def test_failed_calls_are_fixed_as_when_every_shape_held_its_program(runs: list[tuple[str, bool]]) -> None:
-    from fast_jev_compaction.lexicon import TEST_BUILD, command_head
-    from fast_jev_compaction.pairing import ToolCall
-    from fast_jev_compaction.rules import call_facts
+    from fast_jev_compaction.conversation.lexicon import TEST_BUILD, command_head
+    from fast_jev_compaction.conversation.pairing import ToolCall
+    from fast_jev_compaction.decide.rules import call_facts
 
     calls = [
         ToolCall(f"t{i}", f"u{i}", "Bash", {"command": command}, 2 * i, 2 * i + 1, 3, failed, False)
@@ -1103,8 +1103,8 @@ _INPUTS = st.dictionaries(st.sampled_from(["command", "file_path", "content", "l
 @settings(max_examples=300, deadline=None)
 @given(_TEXT, _TEXT, _INPUTS, st.integers(min_value=0, max_value=10**9), st.booleans())
 def test_a_line_is_never_longer_than_its_bound(call_id: str, tool: str, value: dict, size: int, error: bool) -> None:  # type: ignore[type-arg]
-    from fast_jev_compaction.history import one_line_call, one_line_most_chars
-    from fast_jev_compaction.pairing import ToolCall
+    from fast_jev_compaction.conversation.pairing import ToolCall
+    from fast_jev_compaction.state.history import one_line_call, one_line_most_chars
 
     call = ToolCall(call_id, "u", tool, value, 0, 1, size, error, False)
     assert len(one_line_call(call)) <= one_line_most_chars(call)
@@ -1114,7 +1114,7 @@ def _plain_surround(windows, entries, tokens, limit, first, last):  # type: igno
     """_surround over the list of every message that shows, as it was first written."""
     from bisect import bisect_left
 
-    from fast_jev_compaction.windows import MAX_MISSES
+    from fast_jev_compaction.state.windows import MAX_MISSES
 
     messages = windows.messages
     shown = [i for i, m in enumerate(messages) if m.text.strip() or i in windows.completed or i in windows.pending]
@@ -1146,7 +1146,7 @@ def _plain_surround(windows, entries, tokens, limit, first, last):  # type: igno
 
 @pytest.mark.parametrize("keep", [0, 6, 40])
 def test_windows_walk_out_as_over_the_list_of_shown_messages(long_session, keep: int) -> None:  # type: ignore[no-untyped-def]
-    from fast_jev_compaction.windows import _Windows
+    from fast_jev_compaction.state.windows import _Windows
 
     # Cut after a message with calls: they wait for their outputs (pending work).
     messages = long_session[:max(i for i, m in enumerate(long_session[:-1]) if m.toolUses) + 1]
@@ -1169,7 +1169,7 @@ def test_windows_walk_out_as_over_the_list_of_shown_messages(long_session, keep:
 @settings(max_examples=300, deadline=None)
 @given(_TEXT)
 def test_a_texts_estimate_from_the_tally_of_its_json_is_its_estimate(text: str) -> None:
-    from fast_jev_compaction.windows import _text_tokens
+    from fast_jev_compaction.state.windows import _text_tokens
 
     assert _text_tokens(text, RenderMemo()) == estimate_tokens(text)
     assert _text_tokens(text.replace('"', "").replace("\\", "").replace("\n", " "), RenderMemo()) == estimate_tokens(
@@ -1182,7 +1182,7 @@ def test_a_texts_estimate_from_the_tally_of_its_json_is_its_estimate(text: str) 
 def test_the_state_base_from_tallies_is_the_whole_estimate(goal: str) -> None:
     """state_base_tokens adds the goal's tally to the fixed context's: the estimate of the
     whole empty-history state."""
-    from fast_jev_compaction.fitting import build_state, state_base_tokens
+    from fast_jev_compaction.state.fitting import build_state, state_base_tokens
 
     assert state_base_tokens.__wrapped__(goal) == estimate_tokens(js_json(build_state(goal, [])))
 # Every class JSON escapes differently: as it is, in two characters, in six, a lone surrogate
@@ -1225,7 +1225,7 @@ def test_input_chars_of_inputs_json_cannot_write() -> None:
 def test_as_text_prints_what_json_dumps_prints(value: object) -> None:
     import json
 
-    from fast_jev_compaction.lexicon import as_text
+    from fast_jev_compaction.conversation.lexicon import as_text
 
     if isinstance(value, str) or value is None:
         return
@@ -1260,7 +1260,7 @@ _MARK_PIECES = ["[", "]", "[fast-jev-compaction", "[fast-jev-compaction ", "[fas
 @example("no bracket at all fast-jev-compaction kept ")
 def test_carries_mark_is_the_pattern_search(text: str) -> None:
     """The "[" and prefix searches before the pattern rule out only texts it finds nothing in."""
-    from fast_jev_compaction.markers import _OWN_MARK, carries_mark
+    from fast_jev_compaction.decide.markers import _OWN_MARK, carries_mark
 
     assert carries_mark(text) == (_OWN_MARK.search(text) is not None)
 
@@ -1291,7 +1291,7 @@ _INJECTED_BLOCK = re.compile(
 @example("<bash-input><system-reminder>a</bash-input>b</system-reminder>c")
 @example("<bash-input>a<bash-input>b</bash-input>c</bash-input>d")
 def test_injected_blocks_go_as_the_lazy_pattern_takes_them(text: str) -> None:
-    from fast_jev_compaction.goal import _INJECTED_OPENERS, prompt_text
+    from fast_jev_compaction.state.goal import _INJECTED_OPENERS, prompt_text
 
     plain = _INJECTED_BLOCK.sub("", text).strip()
     if plain.startswith(_INJECTED_OPENERS):
@@ -1302,9 +1302,9 @@ def test_injected_blocks_go_as_the_lazy_pattern_takes_them(text: str) -> None:
 def _plain_plan(messages: list, pairing, to_judge: list, goal: str, budgets: tuple[int, int], cost: dict[str, int]) -> list:  # type: ignore[no-untyped-def, type-arg]
     """plan_requests as it reads, the windows' cost compared for any number of batches (None
     where the newest messages overflow a window, a path this does not take)."""
-    from fast_jev_compaction.fitting import fit_detailed
-    from fast_jev_compaction.questions import REQUEST_OVERHEAD_TOKENS, batch_calls
-    from fast_jev_compaction.windows import Request, _hopeless, _Windows
+    from fast_jev_compaction.state.fitting import fit_detailed
+    from fast_jev_compaction.state.questions import REQUEST_OVERHEAD_TOKENS, batch_calls
+    from fast_jev_compaction.state.windows import Request, _hopeless, _Windows
 
     max_state, max_request = budgets
     memo = RenderMemo()
@@ -1340,9 +1340,9 @@ def test_plan_requests_takes_one_batch_of_a_fitting_state_without_costing_the_wi
     from contextlib import nullcontext
     from unittest import mock
 
-    from fast_jev_compaction import windows as module
-    from fast_jev_compaction.questions import question_tokens
-    from fast_jev_compaction.windows import plan_requests
+    from fast_jev_compaction.state import windows as module
+    from fast_jev_compaction.state.questions import question_tokens
+    from fast_jev_compaction.state.windows import plan_requests
 
     lowered = mock.patch.object(module, "item_tokens", lambda item, memo: memo.tally(item)[0] // 10 + 1)
 
@@ -1371,8 +1371,8 @@ def test_windows_split_from_cost_bounds_as_from_exact_costs(long_session, monkey
     the split closes a window where the exact costs would, at every room, those just at a
     window's edge included; also were every open estimate one less than its bound (``down``:
     on the corpus 3 in 40 are)."""
-    from fast_jev_compaction import windows as module
-    from fast_jev_compaction.questions import question_tokens
+    from fast_jev_compaction.state import windows as module
+    from fast_jev_compaction.state.questions import question_tokens
 
     monkeypatch.setattr(module, "WINDOW_SHARE", 1.0)
     if down:
@@ -1413,9 +1413,9 @@ def test_windows_split_from_cost_bounds_as_from_exact_costs(long_session, monkey
 def test_plan_requests_tries_the_single_state_again_under_a_lesser_exact_focus(long_session, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The single state is tried first under the most the windows' focus can be; one that fits
     only there is not the plan when the exact focus is less (every open estimate one less here)."""
-    from fast_jev_compaction import windows as module
-    from fast_jev_compaction.fitting import FittedState, build_state
-    from fast_jev_compaction.questions import question_tokens
+    from fast_jev_compaction.state import windows as module
+    from fast_jev_compaction.state.fitting import FittedState, build_state
+    from fast_jev_compaction.state.questions import question_tokens
 
     monkeypatch.setattr(module, "item_tokens", lambda item, memo: memo.tally(item)[0] // 10 + 1)
     pairing = pair_tool_calls(long_session, 6)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from fast_jev_compaction.conversation.pairing import pair_tool_calls
 from fast_jev_compaction.errors import FittingError
-from fast_jev_compaction.fitting import fit_state
-from fast_jev_compaction.goal import goal_from_messages, goal_with_instructions
-from fast_jev_compaction.history import DIGEST_CHARS, history_entries, one_line_call, one_line_input, output_digest
-from fast_jev_compaction.pairing import pair_tool_calls
-from fast_jev_compaction.questions import STATE_CONTEXT
+from fast_jev_compaction.state.fitting import fit_state
+from fast_jev_compaction.state.goal import goal_from_messages, goal_with_instructions
+from fast_jev_compaction.state.history import DIGEST_CHARS, history_entries, one_line_call, one_line_input, output_digest
+from fast_jev_compaction.state.questions import STATE_CONTEXT
+from fast_jev_compaction.state.tokens import estimate_tokens
 from fast_jev_compaction.textutil import js_json, truncate
-from fast_jev_compaction.tokens import estimate_tokens
 from scripted_asker import (
     BASH_OUT,
     FILE_A,

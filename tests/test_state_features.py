@@ -7,16 +7,16 @@ import math
 
 import pytest
 
-from fast_jev_compaction.fitting import fit_state
-from fast_jev_compaction.goal import goal_from_messages
-from fast_jev_compaction.history import output_digest, read_digest
+from fast_jev_compaction.conversation.pairing import pair_tool_calls
 from fast_jev_compaction.judge.features import FEATURE_NAMES, call_features
 from fast_jev_compaction.judge.local import LocalJudge
 from fast_jev_compaction.judge.model import load_state_model
 from fast_jev_compaction.judge.state import read_state
 from fast_jev_compaction.judge.state_features import state_features
-from fast_jev_compaction.pairing import pair_tool_calls
-from fast_jev_compaction.questions import batch_questions
+from fast_jev_compaction.state.fitting import fit_state
+from fast_jev_compaction.state.goal import goal_from_messages
+from fast_jev_compaction.state.history import output_digest, read_digest
+from fast_jev_compaction.state.questions import batch_questions
 from planted_sessions import planted_session
 
 # Read from the call line, the note and the positions: the same as in process on a full state.

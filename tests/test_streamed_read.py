@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from fast_jev_compaction.synthetic import transcript_lines
-from fast_jev_compaction.transcript import _read_streamed, load_messages, read_messages
+from fast_jev_compaction.conversation.transcript import _read_streamed, load_messages, read_messages
+from fast_jev_compaction.evaluation.synthetic import transcript_lines
 
 
 def dumped(messages):

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fast_jev_compaction.state.tokens import estimate_tokens
 from fast_jev_compaction.textutil import js_json
-from fast_jev_compaction.tokens import estimate_tokens
 
 
 @pytest.mark.parametrize(
@@ -134,7 +134,7 @@ _PIECES_ALPHABET = st.sampled_from(list("ab Z9-_1.,\n\t\u00e9\u2026\u2192\u3000\
 def test_counted_estimate_equals_the_piece_by_piece_float_sum(text):
     """The fast path counts pieces in C; the float accumulation of upstream decides only when the
     exact sum lands on an integer. Both must give the same answer everywhere."""
-    from fast_jev_compaction.tokens import _accumulated
+    from fast_jev_compaction.state.tokens import _accumulated
 
     assert estimate_tokens(text) == _accumulated(text)
 
@@ -160,7 +160,7 @@ _ANY_TEXT = st.one_of(
 @given(_ANY_TEXT)
 def test_estimate_and_tally_match_the_js_pieces_on_any_text(text):
     """The counted estimate and tally equal upstream's regex pieces added one by one."""
-    from fast_jev_compaction.tokens import _PIECE, _accumulated, tally
+    from fast_jev_compaction.state.tokens import _PIECE, _accumulated, tally
 
     pieces = [(m.group(1), m.group(2), m.group(3)) for m in _PIECE.finditer(text)]
     tenths = sum(

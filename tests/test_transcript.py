@@ -12,9 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fast_jev_compaction.errors import CompactionError
-from fast_jev_compaction.messages import SessionMessage, parse_messages
-from fast_jev_compaction.transcript import (
+from fast_jev_compaction.conversation.messages import SessionMessage, parse_messages
+from fast_jev_compaction.conversation.transcript import (
     TranscriptError,
     TranscriptParse,
     load_messages,
@@ -22,6 +21,7 @@ from fast_jev_compaction.transcript import (
     parse_transcript_with_stats,
     read_messages,
 )
+from fast_jev_compaction.errors import CompactionError
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 CORPUS_JSONL = sorted(CORPUS.rglob("*.jsonl")) if CORPUS.is_dir() else []
@@ -178,7 +178,7 @@ def test_corpus_results_no_pass_cut_are_written_back_as_they_came(corpus_dir: Pa
     """Issue 22's round trip: a session file made of the messages as read holds each result's
     content as the transcript wrote it (tool references, images and lists of text items
     alike); tests/test_session_file.py checks the rest of the block and its record."""
-    from fast_jev_compaction.session_file import transcript_records
+    from fast_jev_compaction.conversation.session_file import transcript_records
 
     written = {
         block["tool_use_id"]: block["content"]
@@ -645,7 +645,7 @@ def _cc_session(big: str = "ok") -> list[dict[str, Any]]:
 
 
 def test_a_result_written_before_its_calls_records_follows_them_by_its_parent_uuid() -> None:
-    from fast_jev_compaction.pairing import pair_tool_calls
+    from fast_jev_compaction.conversation.pairing import pair_tool_calls
 
     messages = parse_transcript(_jsonl(*_cc_session()))
     assert [m.handle for m in messages] == ["u-1", "a-1", "r-b", "r-a", "a-5"]

@@ -13,11 +13,10 @@ import pytest
 
 from fast_jev_compaction.cli import main
 from fast_jev_compaction.compaction import compact_sync, run_sync
-from fast_jev_compaction.decisions import DROP, INPUT_ARCHIVED, OLD_TURN, PINNED, TRUNCATE, UNDER_TARGET
-from fast_jev_compaction.hook.turns import regroup, turn_problems
-from fast_jev_compaction.judge.local import LocalJudge
-from fast_jev_compaction.ladder import compact_to_fit
-from fast_jev_compaction.markers import (
+from fast_jev_compaction.conversation.messages import SessionMessage, ToolResult, ToolUse, parse_messages
+from fast_jev_compaction.conversation.transcript import read_messages
+from fast_jev_compaction.decide.decisions import DROP, INPUT_ARCHIVED, OLD_TURN, PINNED, TRUNCATE, UNDER_TARGET
+from fast_jev_compaction.decide.markers import (
     carries_mark,
     fold_note,
     is_lead_note,
@@ -28,12 +27,8 @@ from fast_jev_compaction.markers import (
     short_index_line,
     turn_index_line,
 )
-from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse, parse_messages
-from fast_jev_compaction.options import CompactOptions
-from fast_jev_compaction.policy import CHARS_PER_TOKEN, TARGET_MARGIN_POINTS
-from fast_jev_compaction.stats import CompactStats, message_chars, summarize
-from fast_jev_compaction.transcript import read_messages
-from fast_jev_compaction.turn_eviction import (
+from fast_jev_compaction.decide.policy import CHARS_PER_TOKEN, TARGET_MARGIN_POINTS
+from fast_jev_compaction.decide.turn_eviction import (
     PROMPT_HEAD_CHARS,
     evict_in_flight,
     evict_turns,
@@ -43,6 +38,11 @@ from fast_jev_compaction.turn_eviction import (
     shorten_index_lines,
     shorten_old_prompts,
 )
+from fast_jev_compaction.hook.turns import regroup, turn_problems
+from fast_jev_compaction.judge.local import LocalJudge
+from fast_jev_compaction.ladder import compact_to_fit
+from fast_jev_compaction.options import CompactOptions
+from fast_jev_compaction.stats import CompactStats, message_chars, summarize
 from test_model_facing_text import ARCHIVE, FORBIDDEN, FORBIDDEN_ANY_CASE
 
 TURNS = 8

@@ -7,17 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from fast_jev_compaction.compaction import run_sync
+from fast_jev_compaction.conversation.messages import SessionMessage, ToolResult, ToolUse
+from fast_jev_compaction.decide.markers import carries_mark, is_fold_note, saved_path
+from fast_jev_compaction.decide.policy import CHARS_PER_TOKEN
+from fast_jev_compaction.decide.turn_eviction import fold_old_turns, in_flight_preserve, is_prompt, least_chars
 from fast_jev_compaction.evaluation.outcome import Context, read_archived
 from fast_jev_compaction.evaluation.quality import window_filled
 from fast_jev_compaction.hook.turns import regroup, turn_problems
 from fast_jev_compaction.judge.local import LocalJudge
 from fast_jev_compaction.ladder import compact_to_fit
-from fast_jev_compaction.markers import carries_mark, is_fold_note, saved_path
-from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
 from fast_jev_compaction.options import DEFAULT_TARGET_PERCENT, CompactOptions
-from fast_jev_compaction.policy import CHARS_PER_TOKEN
 from fast_jev_compaction.stats import message_chars, summarize
-from fast_jev_compaction.turn_eviction import fold_old_turns, in_flight_preserve, is_prompt, least_chars
 
 
 def fit_filled(messages: list[SessionMessage], archive: Path, fill: float = 60):
@@ -130,7 +130,7 @@ def test_a_later_fold_holds_the_earlier_one_s_conversation(tmp_path: Path) -> No
 
 
 def test_the_goal_is_the_user_s_words_not_the_fold_s_note(tmp_path: Path) -> None:
-    from fast_jev_compaction.goal import goal_from_messages
+    from fast_jev_compaction.state.goal import goal_from_messages
 
     messages = small_session()
     fold = fold_old_turns(messages, [], 0, 10**6, str(tmp_path))

@@ -14,14 +14,14 @@ from typing import get_args
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fast_jev_compaction.decisions import Action, CallDecision
-from fast_jev_compaction.digest import DigestShape
+from fast_jev_compaction.conversation.messages import SessionMessage, ToolResult, ToolUse
+from fast_jev_compaction.conversation.pairing import pair_tool_calls
+from fast_jev_compaction.decide.decisions import Action, CallDecision
+from fast_jev_compaction.decide.digest import DigestShape
+from fast_jev_compaction.decide.markers import drop_marker, short_index_line
+from fast_jev_compaction.decide.rebuild import apply_decisions, cut_output
 from fast_jev_compaction.hook.answer import wire_messages
 from fast_jev_compaction.hook.turns import carried_by, keeps_handle, regroup, replies, replies_after, turn_problems
-from fast_jev_compaction.markers import drop_marker, short_index_line
-from fast_jev_compaction.messages import SessionMessage, ToolResult, ToolUse
-from fast_jev_compaction.pairing import pair_tool_calls
-from fast_jev_compaction.rebuild import apply_decisions, cut_output
 
 # The three outcomes in decisions.py order; a rename of the actions changes nothing here.
 KEEP, TRUNCATE, DROP = get_args(Action)
@@ -376,7 +376,7 @@ def _hook_replies(corpus_dir: str, data_dir, context: dict | None = None) -> tup
     import json
     from pathlib import Path
 
-    from fast_jev_compaction.transcript import read_messages
+    from fast_jev_compaction.conversation.transcript import read_messages
     from test_hook_entry import event, run_hook
 
     path = Path(corpus_dir) / "entire-checkpoints/PackmindHub__context-evaluator/a79e8577-088e-4020-be7a-d941574b478c.jsonl"

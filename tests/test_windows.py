@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from fast_jev_compaction.compaction import compact_sync
-from fast_jev_compaction.fitting import fit_state
-from fast_jev_compaction.goal import goal_from_messages
+from fast_jev_compaction.conversation.pairing import pair_tool_calls
 from fast_jev_compaction.options import CompactOptions
-from fast_jev_compaction.pairing import pair_tool_calls
+from fast_jev_compaction.state.fitting import fit_state
+from fast_jev_compaction.state.goal import goal_from_messages
+from fast_jev_compaction.state.tokens import estimate_tokens
+from fast_jev_compaction.state.windows import WINDOWED
 from fast_jev_compaction.textutil import js_json
-from fast_jev_compaction.tokens import estimate_tokens
-from fast_jev_compaction.windows import WINDOWED
 from scripted_asker import ScriptedAsker, pair, user
 
 OUTPUT = "def handler(event):\n    return process(event)\n" * 8
@@ -126,8 +126,8 @@ def test_the_hook_compacts_a_three_thousand_call_event(tmp_path):
 def test_a_request_about_a_few_calls_carries_a_state_sized_by_them():
     """A later pass asking about the newest calls of a long history: its state holds them in
     detail, the newest messages and a little of the history around them, not the whole history."""
-    from fast_jev_compaction.questions import question_tokens
-    from fast_jev_compaction.windows import SURROUND_PER_CALL, plan_requests
+    from fast_jev_compaction.state.questions import question_tokens
+    from fast_jev_compaction.state.windows import SURROUND_PER_CALL, plan_requests
 
     messages = session(400)
     pairing = pair_tool_calls(messages, 6)
@@ -159,8 +159,8 @@ def _spaced_session() -> list:
 
 
 def _plain_fit(messages: list, limit: float):  # type: ignore[no-untyped-def]
-    from fast_jev_compaction.fitting import DETAILED_STAGES, _Budget
-    from fast_jev_compaction.history import history_entries
+    from fast_jev_compaction.state.fitting import DETAILED_STAGES, _Budget
+    from fast_jev_compaction.state.history import history_entries
 
     pairing = pair_tool_calls(messages, 2)
     goal = goal_from_messages(messages)
@@ -175,8 +175,8 @@ def test_a_history_guessed_far_over_the_limit_is_not_tried() -> None:
     """The single state is not tried when the history's size guess passes
     GUESSED_CHARS_PER_TOKEN characters per token of the limit, even where it would have fitted
     (the trade-off of fitting.GUESSED_CHARS_PER_TOKEN); under that it is tried as before."""
-    from fast_jev_compaction.fitting import GUESSED_CHARS_PER_TOKEN, _size_guess, fit_detailed
-    from fast_jev_compaction.history import RenderMemo, shown_messages
+    from fast_jev_compaction.state.fitting import GUESSED_CHARS_PER_TOKEN, _size_guess, fit_detailed
+    from fast_jev_compaction.state.history import RenderMemo, shown_messages
 
     messages = _spaced_session()
     pairing = pair_tool_calls(messages, 2)
@@ -204,9 +204,9 @@ def test_a_history_not_tried_as_one_state_is_asked_about_in_windows() -> None:
 
 
 def _windows(messages, max_state_tokens=6000.0, max_request_tokens=8000.0):
-    from fast_jev_compaction.history import RenderMemo
-    from fast_jev_compaction.questions import question_tokens
-    from fast_jev_compaction.windows import _Windows
+    from fast_jev_compaction.state.history import RenderMemo
+    from fast_jev_compaction.state.questions import question_tokens
+    from fast_jev_compaction.state.windows import _Windows
 
     pairing = pair_tool_calls(messages, 2)
     to_judge = list(pairing.candidates)

@@ -21,29 +21,15 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Iterator, Mapping, Sequence, TypeVar
 
-from .archive import archive_path, archived
-from .asker import answers_at_once, in_process
-from .decisions import (
-    DROP,
-    INPUT_ARCHIVED,
-    KEEP,
-    PINNED,
-    SMALL,
-    TRUNCATE,
-    UNDER_CUT,
-    UNDER_TARGET,
-    Action,
-    CallDecision,
-)
-from .digest import IDS_SHARE, DigestShape
-from .focus import focus_terms
-from .goal import goal_from_messages
-from .markers import cut_note, foreign_marks_quoted, is_lead_note, without_lead_note
-from .messages import SessionMessage, ToolResult
-from .options import CompactOptions, validate_threshold
-from .pairing import Pairing, ToolCall, is_pinned, pair_tool_calls
-from .pointers import Pointed, pointed_lines
-from .policy import (
+from .conversation.messages import SessionMessage, ToolResult
+from .conversation.pairing import Pairing, ToolCall, is_pinned, pair_tool_calls
+from .decide.archive import archive_path, archived
+from .decide.decisions import DROP, INPUT_ARCHIVED, KEEP, PINNED, SMALL, TRUNCATE, UNDER_CUT, UNDER_TARGET, Action, CallDecision
+from .decide.digest import IDS_SHARE, DigestShape
+from .decide.focus import focus_terms
+from .decide.markers import cut_note, foreign_marks_quoted, is_lead_note, without_lead_note
+from .decide.pointers import Pointed, pointed_lines
+from .decide.policy import (
     INPUT_KEEPING_RULES,
     MEDIA_CHARS,
     Scored,
@@ -52,14 +38,17 @@ from .policy import (
     could_cut,
     threshold_decisions,
 )
-from .rebuild import MIN_SAVING, Cut, cut_of, media_blocks, moved_media, rebuild, trimmed_input
-from .rules import Verdict, call_facts, settle
+from .decide.rebuild import MIN_SAVING, Cut, cut_of, media_blocks, moved_media, rebuild, trimmed_input
+from .decide.rules import Verdict, call_facts, settle
+from .options import CompactOptions, validate_threshold
+from .state.asker import answers_at_once, in_process
+from .state.goal import goal_from_messages
 from .stats import CompactStats, input_chars, measured
 
 if TYPE_CHECKING:
-    from .answer_cache import AnswerCache
-    from .asker import AskResult, JevAsker
-    from .windows import Request
+    from .state.answer_cache import AnswerCache
+    from .state.asker import AskResult, JevAsker
+    from .state.windows import Request
 
 T = TypeVar("T")
 
@@ -468,7 +457,7 @@ async def _answers(judging: _Judging, to_judge: list[ToolCall], cache: AnswerCac
     to_judge = [call for call in to_judge if could_cut(call, len(judging.messages), opts, remote=True)]
     if cache is None or not to_judge:
         return await _ask(judging, to_judge) if to_judge else {}
-    from .answer_cache import answer_key, judge_scope, situations
+    from .state.answer_cache import answer_key, judge_scope, situations
 
     scope = judge_scope(asker)
     where = situations(judging.pairing.calls)
@@ -498,10 +487,10 @@ async def _ask(judging: _Judging, to_judge: list[ToolCall]) -> dict[str, tuple[f
     """A remote judge's (keep_call, keep_result) for each call in ``to_judge``, by call id."""
     # Only a judge that takes states and requests needs these: an in-process one (the hook's
     # usual judge) never imports them.
-    from .answers import read_noul_answers
-    from .batches import run_bounded
-    from .questions import REQUEST_OVERHEAD_TOKENS, batch_questions, question_tokens
-    from .windows import WINDOWED, plan_requests
+    from .state.answers import read_noul_answers
+    from .state.batches import run_bounded
+    from .state.questions import REQUEST_OVERHEAD_TOKENS, batch_questions, question_tokens
+    from .state.windows import WINDOWED, plan_requests
 
     messages, pairing, asker, opts, stats = judging.messages, judging.pairing, judging.asker, judging.opts, judging.stats
     question_cost = {call.id: question_tokens(call) for call in to_judge}

@@ -22,11 +22,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from .decisions import BUDGET, KEEP, TRUNCATE, UNDER_TARGET, CallDecision
-from .digest import IDS_SHARE, DigestShape
-from .markers import foreign_marks_quoted
-from .messages import SessionMessage, ToolResult, ToolUse
-from .rebuild import block_only, cut_output
+from .conversation.messages import SessionMessage, ToolResult, ToolUse
+from .decide.decisions import BUDGET, KEEP, TRUNCATE, UNDER_TARGET, CallDecision
+from .decide.digest import IDS_SHARE, DigestShape
+from .decide.markers import foreign_marks_quoted
+from .decide.rebuild import block_only, cut_output
 
 if TYPE_CHECKING:
     from .compaction import CompactResult

@@ -29,10 +29,9 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, cast
 
-from .archive import archived
-from .asker import in_process
 from .compaction import CompactResult, compact, shape_of
-from .decisions import (
+from .decide.archive import archived
+from .decide.decisions import (
     BUDGET,
     DROP,
     INPUT_ARCHIVED,
@@ -46,13 +45,9 @@ from .decisions import (
     UNDER_TARGET,
     CallDecision,
 )
-from .digest import DigestShape
-from .give_back import given_back
-from .goal import goal_from_messages
-from .options import CompactOptions
-from .policy import CHARS_PER_TOKEN, TARGET_MARGIN_POINTS, chars_to_free
-from .stats import CompactStats, input_chars
-from .turn_eviction import (
+from .decide.digest import DigestShape
+from .decide.policy import CHARS_PER_TOKEN, TARGET_MARGIN_POINTS, chars_to_free
+from .decide.turn_eviction import (
     Eviction,
     evict_in_flight,
     evict_turns,
@@ -62,12 +57,17 @@ from .turn_eviction import (
     shorten_index_lines,
     shorten_old_prompts,
 )
+from .give_back import given_back
+from .options import CompactOptions
+from .state.asker import in_process
+from .state.goal import goal_from_messages
+from .stats import CompactStats, input_chars
 
 if TYPE_CHECKING:
-    from .answer_cache import AnswerCache
-    from .asker import JevAsker
-    from .messages import SessionMessage
-    from .pairing import Pairing, ToolCall
+    from .conversation.messages import SessionMessage
+    from .conversation.pairing import Pairing, ToolCall
+    from .state.answer_cache import AnswerCache
+    from .state.asker import JevAsker
 
 # Reasons that are not a rule's name (compaction.py counts a decision settled by rules by name).
 _NOT_RULES = frozenset({PINNED, SMALL, THRESHOLD, UNDER_CUT, BUDGET, OLD_TURN, UNDER_TARGET, INPUT_ARCHIVED})

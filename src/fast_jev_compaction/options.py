@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal, Mapping
 from pydantic import BeforeValidator, ConfigDict, Field, Strict, StrictBool, StrictStr, TypeAdapter, ValidationError, with_config
 from typing_extensions import NotRequired, TypedDict
 
-from .digest import FAILURES_FACTOR
+from .decide.digest import FAILURES_FACTOR
 
 Kind = Literal["number", "integer", "string", "choice", "flag"]
 # core: a CompactOptions field; cli: a `fast-jev compact` flag; hook: read by the Python hook;

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring
 from typing import Sequence
 
-from .decisions import BUDGET, PINNED, THRESHOLD, CallDecision
-from .messages import SessionMessage
-from .pairing import ToolCall
+from .conversation.messages import SessionMessage
+from .conversation.pairing import ToolCall
+from .decide.decisions import BUDGET, PINNED, THRESHOLD, CallDecision
 from .textutil import JSON_SHORT_ESCAPES, js_json
 
 UI_LOG_MAX_CHARS = 4096

@@ -17,11 +17,11 @@ import pytest
 
 from claude_harness import RUN_TIMEOUT, Claude, Tui, isolated_env, wait_for
 from fake_anthropic import FINAL_TEXT, conversation
-from fast_jev_compaction.archive import archive_name
 from fast_jev_compaction.compaction import shape_of
-from fast_jev_compaction.markers import is_lead_note, saved_path
+from fast_jev_compaction.decide.archive import archive_name
+from fast_jev_compaction.decide.markers import is_lead_note, saved_path
+from fast_jev_compaction.decide.rebuild import cut_output
 from fast_jev_compaction.options import CompactOptions
-from fast_jev_compaction.rebuild import cut_output
 
 pytestmark = pytest.mark.e2e
 

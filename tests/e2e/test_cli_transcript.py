@@ -18,7 +18,7 @@ import pytest
 
 from claude_harness import RUN_TIMEOUT, Claude, isolated_env
 from fake_anthropic import FINAL_TEXT
-from fast_jev_compaction.messages import SessionMessage, parse_messages
+from fast_jev_compaction.conversation.messages import SessionMessage, parse_messages
 from test_claude_plugin import INJECTED, items
 
 pytestmark = pytest.mark.e2e

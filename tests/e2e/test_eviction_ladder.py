@@ -25,7 +25,7 @@ import pytest
 
 from claude_harness import Claude
 from fake_anthropic import FINAL_TEXT, RECOVER_ALL, REPORT, conversation
-from fast_jev_compaction.markers import LEAD_HEAD, is_turn_index_line
+from fast_jev_compaction.decide.markers import LEAD_HEAD, is_turn_index_line
 from test_claude_plugin import _blocks, _result_text
 
 pytestmark = pytest.mark.e2e

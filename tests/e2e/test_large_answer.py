@@ -10,8 +10,8 @@ import pytest
 
 from claude_harness import Claude
 from fake_anthropic import FINAL_TEXT, LONG_PROSE, conversation
+from fast_jev_compaction.decide.markers import LEAD_HEAD
 from fast_jev_compaction.hook.answer_file import ANSWERS_DIR
-from fast_jev_compaction.markers import LEAD_HEAD
 from test_repeated_compaction import NAMED_PATH, texts_of
 
 pytestmark = pytest.mark.e2e

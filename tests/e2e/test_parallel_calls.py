@@ -25,7 +25,7 @@ import pytest
 
 from claude_harness import REPO, Claude
 from fake_anthropic import FINAL_TEXT, conversation
-from fast_jev_compaction.markers import truncation_note
+from fast_jev_compaction.decide.markers import truncation_note
 
 pytestmark = pytest.mark.e2e
 

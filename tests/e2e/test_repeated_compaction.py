@@ -20,7 +20,7 @@ import pytest
 
 from claude_harness import Claude, Tui, wait_for
 from fake_anthropic import FINAL_TEXT, conversation
-from fast_jev_compaction.markers import LEAD_HEAD, carries_mark
+from fast_jev_compaction.decide.markers import LEAD_HEAD, carries_mark
 from test_claude_plugin import _blocks, _result_text, items
 
 pytestmark = pytest.mark.e2e

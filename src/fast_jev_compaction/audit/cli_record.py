@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..rules import RULE_NAMES
+from ..decide.rules import RULE_NAMES
 from .redact import preview
 from .store import CompactionRow, DecisionLog, DecisionRow
 

@@ -12,16 +12,7 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
-from .session import (
-    KINDS,
-    Compaction,
-    SessionSummary,
-    archive_path,
-    decision_kind,
-    decision_rule,
-    reason_category,
-    shrink_pct,
-)
+from .session import KINDS, Compaction, SessionSummary, archive_path, decision_kind, decision_rule, reason_category, shrink_pct
 from .store import DecisionRow
 
 # Okabe-Ito blue and orange, and a neutral grey for what left the context.

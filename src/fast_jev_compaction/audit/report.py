@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from ..decisions import action_name
-from ..table import PLAIN_REASONS, render, target, why
+from ..decide.decisions import action_name
 from .store import CompactionRow, DecisionRow, Totals
+from .table import PLAIN_REASONS, render, target, why
 
 LOG_HEADERS = ("call", "tool", "target", "decision", "rule / probabilities", "freed")
 

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..decisions import ACTIONS, action_name
+from ..decide.decisions import ACTIONS, action_name
 from .report import EMPTY_STATE, format_pct, kept_out_tenths
 from .store import CompactionRow, DecisionRow
 

@@ -67,11 +67,11 @@ class ConstantAsker:
         self.largest_request = 0
 
     async def ask(self, state: Any, questions: Any) -> Any:
-        from ..asker import AskResult
+        from ..state.asker import AskResult
 
         if self.measure:
+            from ..state.tokens import estimate_tokens
             from ..textutil import js_json
-            from ..tokens import estimate_tokens
 
             body = estimate_tokens(js_json({"model": JEV_DEFAULT_MODEL, "state": state, "questions": questions}))
             self.largest_request = max(self.largest_request, body)
@@ -113,8 +113,8 @@ def measure(path: Path, repeat: int) -> dict[str, Any]:
     import tracemalloc
 
     from ..compaction import collector_paused, compact_sync
+    from ..conversation.transcript import read_messages
     from ..judge.local import LocalJudge
-    from ..transcript import read_messages
 
     size = path.stat().st_size
     tracemalloc.start()
@@ -185,9 +185,9 @@ def run(args: argparse.Namespace) -> int:
     import tempfile
 
     from ..errors import EXIT_BAD_INPUT, CompactionError, explain
-    from ..progress import Progress
+    from ..evaluation.synthetic import transcript_lines
     from ..stats import percent
-    from ..synthetic import transcript_lines
+    from .progress import Progress
 
     if args.jev_tokens:
         return _jev_tokens(args.json)

@@ -102,7 +102,7 @@ def _same_file(a: str, b: str) -> bool:
 def _payload(result: Any, fmt: str, out: str) -> Iterator[str]:
     """The output in pieces, one message at a time: the whole text is never built."""
     if fmt == "transcript":
-        from ..session_file import transcript_lines
+        from ..conversation.session_file import transcript_lines
 
         yield from transcript_lines(result.messages, session_id_for(out))
         return
@@ -155,13 +155,13 @@ def _summary_document(result: Any, judge: str, args: argparse.Namespace) -> dict
 
 def options_archive(args: argparse.Namespace) -> str | None:
     archive = None if args.no_archive else (args.archive or (f"{args.out}.archive" if args.out else None))
-    from ..archive import as_marked  # what a marker names: the folder's bytes as UTF-8
+    from ..decide.archive import as_marked  # what a marker names: the folder's bytes as UTF-8
 
     return as_marked(os.path.abspath(archive)) if archive else None
 
 
 def decisions_text(result: Any) -> str:
-    from ..table import decision_row, decision_table
+    from ..audit.table import decision_row, decision_table
 
     calls = {call.tool_use_id: call for call in result.calls}
     rows = []
@@ -177,13 +177,13 @@ def decisions_text(result: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from ..compaction import collector_paused, run_sync
+    from ..conversation.transcript import load_messages, read_messages
     from ..errors import CompactionError
-    from ..goal import compaction_goal
     from ..ladder import compact_to_fit
     from ..options import resolve_options
-    from ..progress import CountingAsker, Progress
+    from ..state.goal import compaction_goal
     from ..stats import summarize
-    from ..transcript import load_messages, read_messages
+    from .progress import CountingAsker, Progress
 
     if args.out and args.file != "-" and _same_file(args.out, args.file):
         return _fail(f"refusing to write onto the input {args.file}; give --out another file", EXIT_BAD_INPUT)
@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"{explain(exc)}{tail}", code)
 
     if result.archive or result.media:
-        from ..archive import write_archive
+        from ..decide.archive import write_archive
 
         try:
             write_archive({**result.archive, **result.media})

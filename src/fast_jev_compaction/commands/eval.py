@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation.transfer_report import with_section as with_transfer
     from ..judge.features import FEATURE_NAMES
     from ..judge.model import STATE_WEIGHTS_PATH, WEIGHTS_PATH, ModelError, load_model, load_state_model
-    from ..progress import Progress
+    from .progress import Progress
 
     paths = args.paths or [str(default_corpus())]
     missing = [p for p in paths if not Path(p).exists()]
@@ -267,7 +267,7 @@ def _replay(args: argparse.Namespace, sessions: list[Session], skipped: list[Ski
     from ..evaluation.replay import REPLAY_WINDOWS, replay
     from ..evaluation.replay_report import markdown_section, text_report, to_json, with_section
     from ..evaluation.through_jev import served_judge
-    from ..progress import Progress
+    from .progress import Progress
 
     windows = tuple(dict.fromkeys(args.windows)) if args.windows else REPLAY_WINDOWS
     with ExitStack() as stack:

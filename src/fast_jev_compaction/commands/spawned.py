@@ -88,8 +88,8 @@ def _write_event(messages: list[Any], folder: Path, name: str, **options: Any) -
 
 
 def _small_messages() -> list[Any]:
-    from ..synthetic import transcript_lines
-    from ..transcript import parse_transcript
+    from ..conversation.transcript import parse_transcript
+    from ..evaluation.synthetic import transcript_lines
 
     return parse_transcript(list(transcript_lines(HOOK_EVENT_MESSAGES)))
 
@@ -195,14 +195,14 @@ def _start_row(hooks: list[Child], bare: list[Child]) -> dict[str, Any]:
 def peak_memory(path: Path) -> dict[str, Any]:
     """Peak RSS over the baseline, for ``fast-jev compact`` on ``path`` and the hook on its event
     (under an interpreter like the plugin's, as for its start), as multiples of the transcript's size."""
-    from ..transcript import read_messages
+    from ..conversation.transcript import read_messages
 
     size = path.stat().st_size
     cli = [sys.executable, "-I", "-m", "fast_jev_compaction.cli", "compact"]
     with tempfile.TemporaryDirectory(prefix="fast-jev-bench-rss-") as name:
         folder = Path(name)
         small = folder / "small.jsonl"
-        from ..synthetic import transcript_lines
+        from ..evaluation.synthetic import transcript_lines
 
         small.write_text("".join(line + "\n" for line in transcript_lines(HOOK_EVENT_MESSAGES)), encoding="utf-8")
         out = str(folder / "out.json")

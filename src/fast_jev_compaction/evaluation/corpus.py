@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from ..conversation.messages import SessionMessage
+from ..conversation.pairing import pair_tool_calls
+from ..conversation.transcript import read_messages
 from ..errors import CompactionError
-from ..messages import SessionMessage
-from ..pairing import pair_tool_calls
-from ..transcript import read_messages
 
 _REPO = Path(__file__).resolve().parents[3]
 

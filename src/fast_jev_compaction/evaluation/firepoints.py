@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..messages import SessionMessage
+from ..conversation.messages import SessionMessage
 
 EVAL_FIRE_POINTS = (0.4, 0.6, 0.8)
 

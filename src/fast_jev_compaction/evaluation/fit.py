@@ -13,14 +13,14 @@ import math
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Mapping, Sequence
 
-from ..goal import goal_from_messages
+from ..conversation.messages import SessionMessage
+from ..conversation.pairing import Pairing, pair_tool_calls
+from ..decide.policy import CHEAP
 from ..judge.features import FEATURE_NAMES, call_features, feature_vector
 from ..judge.model import JudgeModel
 from ..judge.reuse import build_reuse_index
-from ..messages import SessionMessage
 from ..options import CompactOptions
-from ..pairing import Pairing, pair_tool_calls
-from ..policy import CHEAP
+from ..state.goal import goal_from_messages
 from .firepoints import fire_index
 from .labels import OutputLabel, label_outputs
 from .metrics import auc

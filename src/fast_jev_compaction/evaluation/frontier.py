@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from ..messages import SessionMessage
-from ..pairing import Pairing, ToolCall
+from ..conversation.messages import SessionMessage
+from ..conversation.pairing import Pairing, ToolCall
 from .outcome import rewritten
 
 PRICES = (0.25, 0.5, 1.0, 2.0, 4.0)  # keep_result per 10,000 chars freed

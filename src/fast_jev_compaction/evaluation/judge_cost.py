@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..messages import SessionMessage
+from ..conversation.messages import SessionMessage
 from ..options import CompactOptions
 
 FIRST_BYTES = 800_000
@@ -49,8 +49,8 @@ def grown_session(folder: Path, first_bytes: int = FIRST_BYTES, growth: float = 
     Both are read from generated transcripts: the longer one starts with the shorter one's records
     (the same seed), all but its closing message.
     """
-    from ..synthetic import work_session_lines
-    from ..transcript import read_messages
+    from ..conversation.transcript import read_messages
+    from .synthetic import work_session_lines
 
     paths = []
     for name, size in (("first", first_bytes), ("grown", int(first_bytes * (1 + growth)))):
@@ -69,12 +69,12 @@ def measure(folder: Path, policy: str = "budget", first_bytes: int = FIRST_BYTES
 
     import httpx
 
-    from ..answer_cache import open_answer_cache
     from ..compaction import compact
     from ..jev.client import JevClient
     from ..jev.server import start_server
     from ..judge.local import LocalJudge
-    from ..tokens import estimate_tokens
+    from ..state.answer_cache import open_answer_cache
+    from ..state.tokens import estimate_tokens
 
     first, more, size = grown_session(folder, first_bytes)
     options = CompactOptions(policy=policy)
@@ -113,8 +113,8 @@ def measure(folder: Path, policy: str = "budget", first_bytes: int = FIRST_BYTES
 
 
 def render(reports: Sequence[CostReport]) -> str:
+    from ..audit.table import render as table
     from ..stats import percent
-    from ..table import render as table
 
     lines = []
     rows = []

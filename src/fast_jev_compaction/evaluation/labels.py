@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..conversation.messages import SessionMessage
+from ..conversation.pairing import pair_tool_calls
 from ..judge.features import call_target, replaces, result_text
 from ..judge.reuse import ReuseIndex, build_reuse_index
-from ..messages import SessionMessage
-from ..pairing import pair_tool_calls
 
 
 @dataclass(frozen=True)

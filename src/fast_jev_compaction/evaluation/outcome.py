@@ -16,9 +16,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+from ..conversation.messages import SessionMessage, ToolResult
+from ..conversation.pairing import Pairing, ToolCall
 from ..judge.reuse import snippets, string_values
-from ..messages import SessionMessage, ToolResult
-from ..pairing import Pairing, ToolCall
 from .labels import OutputLabel
 
 # A marker names where the whole output is: "saved at <path>", "saved to <path>", "full output: <path>".

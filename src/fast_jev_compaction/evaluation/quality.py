@@ -13,21 +13,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..archive import write_archive
 from ..compaction import CompactResult, compact_sync, run_sync
-from ..decisions import KEEP
-from ..goal import goal_from_messages
+from ..conversation.messages import SessionMessage
+from ..conversation.pairing import Pairing, ToolCall, is_recent, pair_tool_calls
+from ..decide.archive import write_archive
+from ..decide.decisions import KEEP
+from ..decide.policy import CHARS_PER_TOKEN
+from ..decide.turn_eviction import in_flight_chars, in_flight_preserve, least_chars
 from ..judge.features import call_features, feature_vector
 from ..judge.local import LocalJudge
 from ..judge.model import JudgeModel
 from ..judge.reuse import build_reuse_index
 from ..ladder import compact_to_fit
-from ..messages import SessionMessage
 from ..options import CompactOptions
-from ..pairing import Pairing, ToolCall, is_recent, pair_tool_calls
-from ..policy import CHARS_PER_TOKEN
+from ..state.goal import goal_from_messages
 from ..stats import message_chars
-from ..turn_eviction import in_flight_chars, in_flight_preserve, least_chars
 from .corpus import Session, session_split
 from .firepoints import EVAL_FIRE_POINTS, fire_index
 from .fit import FITTED_FEATURES, Row, fit_logistic, leave_one_session_out, projected

@@ -37,18 +37,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
-from ..answer_cache import AnswerCache, MemoryAnswerCache
-from ..asker import JevAsker
 from ..compaction import CompactResult, run_sync
+from ..conversation.messages import SessionMessage
+from ..decide.policy import CHARS_PER_TOKEN
+from ..decide.turn_eviction import in_flight_chars, in_flight_preserve
 from ..hook.gate import EngineLimit, Window, after_pass
 from ..judge.local import LocalJudge
 from ..judge.reuse import channel_texts, snippets
 from ..ladder import compact_to_fit
-from ..messages import SessionMessage
 from ..options import OPTION, CompactOptions
-from ..policy import CHARS_PER_TOKEN
+from ..state.answer_cache import AnswerCache, MemoryAnswerCache
+from ..state.asker import JevAsker
 from ..stats import message_chars
-from ..turn_eviction import in_flight_chars, in_flight_preserve
 from .corpus import Session
 from .labels import OutputLabel, label_outputs
 from .outcome import Context, read_archived

@@ -11,15 +11,7 @@ from typing import Any
 from ..stats import percent
 from .metrics import ratio
 from .outcome import MARKER_HOPS
-from .replay import (
-    COMPACT_AT_PERCENT,
-    ENGINE_PERCENT,
-    REARM_POINTS,
-    SUMMARY_TOKENS,
-    TARGET_PERCENT,
-    Replay,
-    Tally,
-)
+from .replay import COMPACT_AT_PERCENT, ENGINE_PERCENT, REARM_POINTS, SUMMARY_TOKENS, TARGET_PERCENT, Replay, Tally
 from .report import _md_table, _table
 
 ALL = "all"

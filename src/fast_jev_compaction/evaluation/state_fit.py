@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
+from ..conversation.messages import SessionMessage
+from ..conversation.pairing import Pairing
 from ..judge.features import FEATURE_NAMES
 from ..judge.state import read_state
 from ..judge.state_features import state_features
-from ..messages import SessionMessage
 from ..options import CompactOptions
-from ..pairing import Pairing
-from ..questions import question_tokens
-from ..windows import plan_requests
+from ..state.questions import question_tokens
+from ..state.windows import plan_requests
 from .fit import FEATURE_GROUPS, UNFITTED_GROUPS, Row, session_rows
 from .labels import OutputLabel
 

@@ -27,19 +27,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
-from ..archive import write_archive
 from ..compaction import CompactResult, compact, run_sync
+from ..conversation.messages import SessionMessage
+from ..conversation.pairing import Pairing
+from ..decide.archive import write_archive
 from ..errors import CompactionError
-from ..fitting import state_base_tokens
-from ..history import one_line_call
 from ..judge.features import feature_vector
 from ..judge.model import JudgeModel, load_state_model
-from ..messages import SessionMessage
 from ..options import CompactOptions
-from ..pairing import Pairing
-from ..questions import question_tokens
-from ..tokens import estimate_tokens
-from ..windows import WINDOWED, plan_requests
+from ..state.fitting import state_base_tokens
+from ..state.history import one_line_call
+from ..state.questions import question_tokens
+from ..state.tokens import estimate_tokens
+from ..state.windows import WINDOWED, plan_requests
 from .fit import Row
 from .labels import OutputLabel
 from .outcome import Context, Outcome, Scores, measure

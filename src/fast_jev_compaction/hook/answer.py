@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Sequence
 
-from ..messages import SessionMessage
+from ..conversation.messages import SessionMessage
 from ..redaction import redact_text
 from ..textutil import js_json
 from .outcome import Answer

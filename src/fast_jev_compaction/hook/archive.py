@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Sequence
 
-from ..archive import write_archive
 from ..compaction import CompactResult, shape_of
-from ..messages import SessionMessage
+from ..conversation.messages import SessionMessage
+from ..decide.archive import write_archive
+from ..decide.rebuild import apply_decisions
 from ..options import CompactOptions
-from ..rebuild import apply_decisions
 from ..stats import message_chars
 
 ARCHIVE_DIR = "archive"

@@ -8,10 +8,10 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from ..archive import as_marked
-from ..markers import is_lead_note, lead_note
-from ..messages import SessionMessage
-from ..turn_eviction import in_flight_preserve
+from ..conversation.messages import SessionMessage
+from ..decide.archive import as_marked
+from ..decide.markers import is_lead_note, lead_note
+from ..decide.turn_eviction import in_flight_preserve
 from .answer import STDOUT_SOFT_LIMIT, answer_size, fallback_answer, file_answer, skip_answer, toast_text, wire_messages, wired
 from .answer_file import ANSWERS_DIR, remove_stale, write_messages
 from .archive import ARCHIVE_DIR, saved_or_unpointed

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
-from ..goal import compaction_goal
-from ..messages import SessionMessage
+from ..conversation.messages import SessionMessage
 from ..options import OPTION, CompactOptions, read_plugin_options, resolve_options
+from ..state.goal import compaction_goal
 
 Judge = Literal["auto", "local", "jev"]
 

@@ -20,7 +20,15 @@ from typing import Any, Callable, Mapping, Protocol
 from pydantic import TypeAdapter, ValidationError, with_config
 from typing_extensions import NotRequired, TypedDict
 
-from ..messages import WIRE_CONFIG, MessageError, SessionMessage, SessionMessageWire, Shared, message_from_wire, parse_messages
+from ..conversation.messages import (
+    WIRE_CONFIG,
+    MessageError,
+    SessionMessage,
+    SessionMessageWire,
+    Shared,
+    message_from_wire,
+    parse_messages,
+)
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..messages import MessageError
+from ..conversation.messages import MessageError
 from .deadline import DeadlineError
 from .stdin import StdinError
 

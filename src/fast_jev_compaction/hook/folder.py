@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from ..archive import on_disk
+from ..decide.archive import on_disk
 
 
 def _usable_folder(candidate: str | None) -> bool:

@@ -39,8 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping, Sequence, TypeGuard
 
-from ..messages import SessionMessage
-from ..policy import CHARS_PER_TOKEN
+from ..conversation.messages import SessionMessage
+from ..decide.policy import CHARS_PER_TOKEN
 from ..stats import CompactStats, message_chars, percent
 
 

@@ -34,7 +34,7 @@ def build_asker(config: HookConfig, log: HookLog) -> tuple[Any, Callable[[], Any
 
 def answer_cache(log: HookLog) -> Any:
     """The judge's remembered answers in the data folder; a broken file only costs the memory."""
-    from ..answer_cache import open_answer_cache
+    from ..state.answer_cache import open_answer_cache
 
     if log.directory is None:  # no data folder to remember answers in
         return None

@@ -26,9 +26,9 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from ..archive import EXTENSIONS, archive_path, base64_bytes, write_archive
-from ..markers import media_note, tools_note
-from ..messages import SessionMessage, ToolResult, ToolUse
+from ..conversation.messages import SessionMessage, ToolResult, ToolUse
+from ..decide.archive import EXTENSIONS, archive_path, base64_bytes, write_archive
+from ..decide.markers import media_note, tools_note
 from .archive import MAX_ARCHIVE_AGE_DAYS, MAX_ARCHIVE_BYTES
 from .event import HookEvent
 from .meta import MAX_TRANSCRIPT_BYTES, transcript_file

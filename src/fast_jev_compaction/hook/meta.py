@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from ..archive import on_disk
+from ..decide.archive import on_disk
 
 MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
 

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..audit.redact import preview
 from ..audit.store import CompactionRow, DecisionRow, record_or_spill
+from ..decide.rules import RULE_NAMES
 from ..private_files import make_private_dirs
 from ..redaction import redact_text
-from ..rules import RULE_NAMES
 from ..textutil import escape_unwritable
 
 if TYPE_CHECKING:

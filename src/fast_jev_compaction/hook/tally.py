@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..asker import AskResult, JevAsker
+from ..state.asker import AskResult, JevAsker
 
 
 @dataclass

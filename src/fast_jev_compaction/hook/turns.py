@@ -24,9 +24,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..archive import archive_name
-from ..markers import PREFIX, is_prompt_note, is_turn_index_line, saved_path
-from ..messages import Role, SessionMessage, ToolResult, ToolUse
+from ..conversation.messages import Role, SessionMessage, ToolResult, ToolUse
+from ..decide.archive import archive_name
+from ..decide.markers import PREFIX, is_prompt_note, is_turn_index_line, saved_path
 
 _RECORD_IDS = frozenset({"uuid", "handle"})
 

@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential
 
-from ..asker import AskResult, Usage
 from ..errors import JevConfigError, JevError, JevRequestError, JevResponseError, JevTimeoutError, JevTransportError
 from ..redaction import redact_json
+from ..state.asker import AskResult, Usage
 from .providers import Endpoint, resolve_endpoint
 from .wire import CloudflareForm, build_body, build_cloudflare_body, parse_cloudflare_response, parse_response
 

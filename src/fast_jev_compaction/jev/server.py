@@ -33,9 +33,9 @@ from urllib.parse import urlsplit
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..asker import Usage
 from ..options import JEV_DEFAULT_MODEL
-from ..protocol import CLOUDFLARE_CATALOG_ADAPTER, PAYLOAD_ADAPTER, SYSTEM_ONE_ADAPTER, first_problem
+from ..state.asker import Usage
+from ..state.protocol import CLOUDFLARE_CATALOG_ADAPTER, PAYLOAD_ADAPTER, SYSTEM_ONE_ADAPTER, first_problem
 from ..textutil import js_json
 from .connections import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS, ConnectionReader, GatedHTTPServer
 

@@ -13,11 +13,11 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from ..answers import MISSING_ANSWERS, read_usage
-from ..asker import Usage
 from ..errors import JevRequestError, JevResponseError, render_hint
 from ..options import KEY_ENV_VARS
-from ..protocol import RESPONSE_ADAPTER
+from ..state.answers import MISSING_ANSWERS, read_usage
+from ..state.asker import Usage
+from ..state.protocol import RESPONSE_ADAPTER
 from ..textutil import js_json
 
 CloudflareForm = Literal["catalog", "classic"]

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Iterable, Mapping, Sequence
 
-from ..goal import prompt_text
-from ..messages import SessionMessage
-from ..pairing import Pairing, ToolCall
+from ..conversation.messages import SessionMessage
+from ..conversation.pairing import Pairing, ToolCall
+from ..state.goal import prompt_text
 from ..textutil import js_json
 from .lexicon import basename, command_head, tool_kind
 from .reuse import ReuseIndex, ascii_words, build_reuse_index, long_ids, word_set

@@ -1,4 +1,4 @@
-"""What the judges add to the core lexicon (``fast_jev_compaction.lexicon``): a few word lists.
+"""What the judges add to the core lexicon (``fast_jev_compaction.conversation.lexicon``): a few word lists.
 
 The tool kinds and the shell-command classification are the core's, so a rule, a marker and a
 judge read "a Read of src/app.py" or "a side-effecting git push" the same way.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..lexicon import basename, command_head, program_words, shell_kind, tool_kind
+from ..conversation.lexicon import basename, command_head, program_words, shell_kind, tool_kind
 
 __all__ = [
     "FILEISH",

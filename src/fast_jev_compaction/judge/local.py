@@ -21,9 +21,9 @@ import threading
 from collections import OrderedDict
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..asker import AskResult, Usage
-from ..messages import SessionMessage
-from ..pairing import Pairing, ToolCall
+from ..conversation.messages import SessionMessage
+from ..conversation.pairing import Pairing, ToolCall
+from ..state.asker import AskResult, Usage
 from ..textutil import js_json
 from .model import JudgeModel, load_state_model
 
@@ -89,7 +89,7 @@ class LocalJudge:
         return self.answer_with_usage(state, questions)[0]
 
     def answer_with_usage(self, state: Any, questions: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], Usage]:
-        from ..tokens import estimate_tokens
+        from ..state.tokens import estimate_tokens
 
         state_json, scored = self._score(state, questions)
         answers = {

@@ -20,8 +20,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..messages import SessionMessage
-from ..pairing import Pairing, ToolCall
+from ..conversation.messages import SessionMessage
+from ..conversation.pairing import Pairing, ToolCall
 from .features import FEATURE_NAMES, KINDS, call_features
 
 WEIGHTS_PATH = Path(__file__).with_name("weights.json")

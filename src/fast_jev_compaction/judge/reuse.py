@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate, compress
 from typing import Any, Container, Iterable, Iterator, Sequence
 
-from ..messages import SessionMessage
+from ..conversation.messages import SessionMessage
 
 SHINGLE_WORDS = 8
 ID_MIN_CHARS = 24

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
-from ..protocol import QUESTIONS_ADAPTER, STATE_ADAPTER, first_problem
+from ..state.protocol import QUESTIONS_ADAPTER, STATE_ADAPTER, first_problem
 from ..textutil import ELLIPSIS, js_json
 from .features import _INCIDENTAL_INPUTS
 from .lexicon import FILE_KINDS as _FILE_KINDS

@@ -27,9 +27,9 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
-from ..goal import prompt_text
-from ..history import read_digest
-from ..messages import SessionMessage
+from ..conversation.messages import SessionMessage
+from ..state.goal import prompt_text
+from ..state.history import read_digest
 from .features import _HALF_LIFE_MESSAGES, _PROMPTS_SATURATION, _TINY_CHARS, FEATURE_NAMES, error_lines, terms
 from .lexicon import basename, tool_kind
 from .reuse import ReuseIndex, long_ids, shingles, snippets, string_values

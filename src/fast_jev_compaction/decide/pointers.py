@@ -14,9 +14,9 @@ from bisect import bisect_left
 from collections import defaultdict
 from typing import Iterator, Mapping, Sequence
 
-from .lexicon import READ, call_shape
-from .messages import ToolResult
-from .pairing import ToolCall
+from ..conversation.lexicon import READ, call_shape
+from ..conversation.messages import ToolResult
+from ..conversation.pairing import ToolCall
 
 # A pointer: a path (a run of path characters, never starting inside a longer run) followed by
 # ":<line>" or '", line <line>'. One pass over an output finds them all, whatever files were read.

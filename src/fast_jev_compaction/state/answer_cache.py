@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import Iterable, Mapping, Protocol, Sequence
 
-from .lexicon import EDIT, READ, call_shape
-from .pairing import ToolCall
-from .textutil import escape_unwritable, js_json
+from ..conversation.lexicon import EDIT, READ, call_shape
+from ..conversation.pairing import ToolCall
+from ..textutil import escape_unwritable, js_json
 
 Scores = tuple[float, float]
 FILE_NAME = "answers.sqlite"

@@ -23,8 +23,8 @@ import math
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from .options import validate_threshold
-from .pairing import ToolCall
+from ..conversation.pairing import ToolCall
+from ..options import validate_threshold
 
 Action = Literal["keep", "truncate", "drop"]
 KEEP: Final = "keep"

@@ -21,7 +21,7 @@ from hashlib import sha256
 from pathlib import Path
 from typing import Any, Mapping
 
-from .private_files import check_own_folder, make_private_dirs, write_private
+from ..private_files import check_own_folder, make_private_dirs, write_private
 
 SUFFIX = ".txt"
 # The images and documents the Read tool shows as they are, by media type, with the extension

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .errors import FittingError
-from .pairing import ToolCall
-from .textutil import format_number, js_json
+from ..conversation.pairing import ToolCall
+from ..errors import FittingError
+from ..textutil import format_number, js_json
 from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, json_tally, tally
 
 # Upstream's context asserted that every tool can be re-run, which biased the judge towards

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .decisions import BUDGET, THRESHOLD, action_name
+from ..decide.decisions import BUDGET, THRESHOLD, action_name
 
 TARGET_CHARS = 48
 # Input fields that name what a call worked on, most telling first.
@@ -50,8 +50,8 @@ def target(tool_input: Mapping[str, Any] | str | None) -> str:
         return _short(tool_input)
     if not tool_input:
         return "-"
-    from .audit.redact import preview
-    from .redaction import redact_text
+    from ..redaction import redact_text
+    from .redact import preview
 
     for key in _TARGET_KEYS:
         value = tool_input.get(key)

@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..errors import JevResponseError
 from .asker import Usage
-from .errors import JevResponseError
 from .protocol import ANSWER_ADAPTER
 
 MISSING_ANSWERS = "Jev response is missing answers"

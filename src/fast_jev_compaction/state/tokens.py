@@ -26,7 +26,7 @@ from collections import deque
 from itertools import accumulate
 from typing import Callable
 
-from .textutil import JSON_SHORT_ESCAPES, plain_json
+from ..textutil import JSON_SHORT_ESCAPES, plain_json
 
 # JavaScript's \s: ECMAScript WhiteSpace + LineTerminator.
 _JS_SPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"

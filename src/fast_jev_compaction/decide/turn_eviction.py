@@ -35,8 +35,12 @@ from bisect import bisect_right
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
+from ..conversation.lexicon import EDIT, READ, call_shape
+from ..conversation.messages import SessionMessage
+from ..conversation.pairing import ToolCall, pinned_positions
+from ..stats import message_chars
+from ..textutil import js_json
 from .archive import archive_path
-from .lexicon import EDIT, READ, call_shape
 from .markers import (
     fold_note,
     is_fold_note,
@@ -47,10 +51,6 @@ from .markers import (
     turn_index_line,
     without_lead_note,
 )
-from .messages import SessionMessage
-from .pairing import ToolCall, pinned_positions
-from .stats import message_chars
-from .textutil import js_json
 
 
 def is_prompt(message: SessionMessage) -> bool:

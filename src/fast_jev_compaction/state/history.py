@@ -6,10 +6,10 @@ import re
 from itertools import filterfalse
 from typing import Any, Iterator, Sequence
 
-from .messages import SessionMessage
-from .pairing import Pairing, PendingCall, ToolCall
-from .redaction import redact_text
-from .textutil import collapse_spaces, js_json, plain_json, truncate
+from ..conversation.messages import SessionMessage
+from ..conversation.pairing import Pairing, PendingCall, ToolCall
+from ..redaction import redact_text
+from ..textutil import collapse_spaces, js_json, plain_json, truncate
 from .tokens import json_tally, tally
 
 UNSERIALIZABLE = "[unserializable input]"

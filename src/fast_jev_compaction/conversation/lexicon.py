@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final, Mapping
 
-from .textutil import c_encoder
+from ..textutil import c_encoder
 
 READ: Final = "read"
 SEARCH: Final = "search"

@@ -17,7 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .errors import FittingError
+from ..conversation.messages import ROLES, SessionMessage
+from ..conversation.pairing import Pairing, ToolCall, pinned_positions
+from ..errors import FittingError
+from ..textutil import abridge, collapsed, format_number
 from .fitting import (
     ABRIDGE_HEAD,
     ABRIDGE_TAIL,
@@ -29,10 +32,7 @@ from .fitting import (
     state_base_tokens,
 )
 from .history import RenderMemo, one_line_most_chars
-from .messages import ROLES, SessionMessage
-from .pairing import Pairing, ToolCall, pinned_positions
 from .questions import REQUEST_OVERHEAD_TOKENS, batch_calls
-from .textutil import abridge, collapsed, format_number
 from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, most_tokens, ordered_estimate, tally_bounds
 
 # Window calls are shown as at the single state's first stage: inputs cut at this length, and

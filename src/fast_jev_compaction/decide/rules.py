@@ -16,9 +16,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Container, Final, Sequence
 
+from ..conversation.lexicon import DECISION, EDIT, READ, SIDE_EFFECT, TEST_BUILD, TODO, CallShape, call_shape, command_head
+from ..conversation.pairing import ToolCall, is_recent
 from .decisions import DROP, KEEP, TRUNCATE, Action
-from .lexicon import DECISION, EDIT, READ, SIDE_EFFECT, TEST_BUILD, TODO, CallShape, call_shape, command_head
-from .pairing import ToolCall, is_recent
 
 
 # Slotted: one per call (some 100k in a long session), alive together at the compaction's peak.

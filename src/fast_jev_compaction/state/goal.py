@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from .markers import is_fold_note, without_lead_note
-from .messages import SessionMessage
-from .textutil import truncate
+from ..conversation.messages import SessionMessage
+from ..decide.markers import is_fold_note, without_lead_note
+from ..textutil import truncate
 
 GOAL_PROMPTS = 3
 GOAL_PROMPT_CHARS = 500

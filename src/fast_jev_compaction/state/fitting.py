@@ -7,20 +7,12 @@ from functools import cache, lru_cache
 from operator import attrgetter
 from typing import Any, Iterator, Sequence
 
-from .errors import FittingError
-from .history import (
-    DIGEST_CHARS,
-    RenderMemo,
-    history_entries,
-    history_entry,
-    input_json,
-    result_note,
-    shown_messages,
-)
-from .messages import SessionMessage
-from .pairing import Pairing, PendingCall, ToolCall, is_pinned
+from ..conversation.messages import SessionMessage
+from ..conversation.pairing import Pairing, PendingCall, ToolCall, is_pinned
+from ..errors import FittingError
+from ..textutil import ELLIPSIS, abridge, collapsed, format_number, js_json, plain_json
+from .history import DIGEST_CHARS, RenderMemo, history_entries, history_entry, input_json, result_note, shown_messages
 from .questions import STATE_CONTEXT
-from .textutil import ELLIPSIS, abridge, collapsed, format_number, js_json, plain_json
 from .tokens import QUOTES_TENTHS, estimate_tokens, from_tally, json_tally, ordered_estimate, tally, tally_bounds
 
 INPUT_STAGES = ((1000, "full"), (200, "inputs<=200"), (60, "inputs<=60"))

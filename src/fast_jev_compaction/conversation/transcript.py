@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import TranscriptError
+from ..errors import TranscriptError
 from .messages import (
     BLOCK_FIELDS,
     BLOCK_LAYOUT,

@@ -14,14 +14,14 @@ from dataclasses import dataclass, replace
 from itertools import chain
 from typing import Any, Mapping, Sequence
 
+from ..conversation.lexicon import call_target
+from ..conversation.messages import BLOCK_FIELDS, NO_EXTRA, RECORD_FIELDS, SessionMessage, ToolResult, ToolUse
+from ..conversation.pairing import ToolCall
+from ..stats import message_chars
 from .archive import EXTENSIONS, archive_path, base64_bytes
 from .decisions import DROP, TRUNCATE, Action, CallDecision
 from .digest import DigestShape, digest
-from .lexicon import call_target
 from .markers import drop_marker, input_marker, moved_media_note, quoted, truncation_note
-from .messages import BLOCK_FIELDS, NO_EXTRA, RECORD_FIELDS, SessionMessage, ToolResult, ToolUse
-from .pairing import ToolCall
-from .stats import message_chars
 
 # A cut must free at least this many characters, marker included, or the output stays whole.
 MIN_SAVING = 400

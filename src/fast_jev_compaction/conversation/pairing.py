@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from .errors import PairingError
+from ..errors import PairingError
 from .messages import SessionMessage, ToolResult
 
 

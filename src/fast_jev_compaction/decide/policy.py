@@ -88,10 +88,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from ..conversation.pairing import ToolCall, is_recent, messages_since
+from ..options import CompactOptions
+from ..stats import input_chars
 from .decisions import BUDGET, DROP, KEEP, TRUNCATE, Action, CallDecision, decide_call
-from .options import CompactOptions
-from .pairing import ToolCall, is_recent, messages_since
-from .stats import input_chars
 
 # Outputs up to these sizes stay whole under the budget policy (see the table above): recent ones
 # (pairing.is_recent), then those up to OLD_MESSAGES messages back, then older ones.

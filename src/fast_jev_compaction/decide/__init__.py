@@ -1,0 +1,1 @@
+"""Step 3, the decisions: rules, budget, digests, markers, the rebuild, the archive, old turns moved out."""

@@ -10,6 +10,7 @@ import pytest
 
 from fast_jev_compaction.compaction import compact, compact_sync, shape_of
 from fast_jev_compaction.conversation.pairing import pair_tool_calls
+from fast_jev_compaction.conversation.sizes import message_chars
 from fast_jev_compaction.decide.archive import archive_name
 from fast_jev_compaction.decide.markers import LEAD_HEAD, lead_note
 from fast_jev_compaction.decide.rebuild import cut_output
@@ -19,7 +20,7 @@ from fast_jev_compaction.state.asker import AskResult, JevAsker, Usage
 from fast_jev_compaction.state.fitting import fit_state
 from fast_jev_compaction.state.goal import goal_from_messages
 from fast_jev_compaction.state.questions import batch_questions, question_tokens
-from fast_jev_compaction.stats import CompactStats, decision_log_lines, message_chars, percent, summarize
+from fast_jev_compaction.stats import CompactStats, decision_log_lines, percent, summarize
 from scripted_asker import ScriptedAsker, assistant, dump, pair, per_call, read_pairs, result, results, ten_messages, use, user
 
 

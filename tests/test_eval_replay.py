@@ -15,13 +15,13 @@ import pytest
 from eval_sessions import Transcript
 from fast_jev_compaction.compaction import CompactResult
 from fast_jev_compaction.conversation.messages import SessionMessage
+from fast_jev_compaction.conversation.sizes import message_chars
 from fast_jev_compaction.conversation.transcript import read_messages
 from fast_jev_compaction.decide.policy import CHARS_PER_TOKEN
 from fast_jev_compaction.evaluation.corpus import load_sessions
 from fast_jev_compaction.evaluation.replay import SUMMARY_TOKENS, compact_pass, replay, replay_session
 from fast_jev_compaction.evaluation.replay_report import SECTION_END, SECTION_START, section_of, text_report, with_section
 from fast_jev_compaction.options import CompactOptions
-from fast_jev_compaction.stats import message_chars
 
 # A line of the big output that comes back later, far from its opening and its closing.
 REUSED_LINE = "the scheduler drains every pending queue before closing the worker pool"

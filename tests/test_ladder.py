@@ -13,12 +13,12 @@ from typing import Any, Sequence
 from fast_jev_compaction.compaction import CompactResult, compact_sync
 from fast_jev_compaction.conversation.messages import SessionMessage
 from fast_jev_compaction.conversation.pairing import Pairing, ToolCall
+from fast_jev_compaction.conversation.sizes import message_chars
 from fast_jev_compaction.decide.archive import archive_path
 from fast_jev_compaction.decide.decisions import INPUT_ARCHIVED, KEEP, TRUNCATE, UNDER_TARGET
 from fast_jev_compaction.decide.markers import carries_mark, saved_path
 from fast_jev_compaction.decide.policy import CHARS_PER_TOKEN, MEDIA_CHARS, TARGET_MARGIN_POINTS
 from fast_jev_compaction.options import resolve_options
-from fast_jev_compaction.stats import message_chars
 from scripted_asker import assistant, pair, result, results, use, user
 
 TARGET_PERCENT = 40.0

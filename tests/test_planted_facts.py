@@ -15,13 +15,13 @@ from typing import Iterator
 import pytest
 
 from fast_jev_compaction.compaction import compact_sync
+from fast_jev_compaction.conversation.sizes import input_chars
 from fast_jev_compaction.decide.archive import write_archive
 from fast_jev_compaction.decide.markers import saved_path
 from fast_jev_compaction.evaluation.through_jev import served_judge
 from fast_jev_compaction.jev.client import JevClient
 from fast_jev_compaction.judge.local import LocalJudge
 from fast_jev_compaction.options import CompactOptions
-from fast_jev_compaction.stats import input_chars
 from planted_sessions import planted_session
 
 SEEDS = range(20)

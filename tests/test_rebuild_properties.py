@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from fast_jev_compaction.compaction import compact
 from fast_jev_compaction.conversation.messages import SessionMessage, ToolResult, ToolUse
 from fast_jev_compaction.conversation.pairing import pair_tool_calls
+from fast_jev_compaction.conversation.sizes import message_chars
 from fast_jev_compaction.decide.markers import carries_mark, saved_path
 from fast_jev_compaction.decide.rules import RULE_NAMES
 from fast_jev_compaction.options import resolve_options
-from fast_jev_compaction.stats import message_chars
 from scripted_asker import ScriptedAsker, dump
 
 _texts = st.one_of(

@@ -10,6 +10,7 @@ from fast_jev_compaction.compaction import compact_sync, shape_of
 from fast_jev_compaction.conversation.lexicon import call_target
 from fast_jev_compaction.conversation.messages import SessionMessage, ToolResult, ToolUse
 from fast_jev_compaction.conversation.pairing import pair_tool_calls
+from fast_jev_compaction.conversation.sizes import input_chars, measured, message_chars
 from fast_jev_compaction.conversation.transcript import parse_transcript
 from fast_jev_compaction.decide.decisions import DROP, KEEP, TRUNCATE, CallDecision
 from fast_jev_compaction.decide.digest import DigestShape
@@ -18,7 +19,6 @@ from fast_jev_compaction.decide.rebuild import apply_decisions, rebuild
 from fast_jev_compaction.evaluation.synthetic import transcript_lines
 from fast_jev_compaction.judge.local import LocalJudge
 from fast_jev_compaction.options import CompactOptions
-from fast_jev_compaction.stats import input_chars, measured, message_chars
 
 SHAPE = DigestShape(budget=300, head=100, ids=20)
 _TEXT = st.text(st.sampled_from('ab "\\\n\u00e9'), max_size=8)

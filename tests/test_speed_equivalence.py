@@ -1205,7 +1205,7 @@ _INPUT_VALUE = st.recursive(
 @example({1: "a", "b": 2.0})
 @example({"edits": [{"old_string": "\ud800" * 300}], "n": float("nan")})
 def test_input_chars_is_the_length_of_the_rendered_input(value: object) -> None:
-    from fast_jev_compaction.stats import input_chars
+    from fast_jev_compaction.conversation.sizes import input_chars
 
     try:
         expected = len(js_json(value))
@@ -1215,7 +1215,7 @@ def test_input_chars_is_the_length_of_the_rendered_input(value: object) -> None:
 
 
 def test_input_chars_of_inputs_json_cannot_write() -> None:
-    from fast_jev_compaction.stats import input_chars
+    from fast_jev_compaction.conversation.sizes import input_chars
 
     assert input_chars({"a": {1}}) == input_chars({1}) == input_chars({"a": "x" * 300, "b": [object()]}) == 20
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from fast_jev_compaction.compaction import compact, compact_sync
+from fast_jev_compaction.conversation.sizes import input_chars
 from fast_jev_compaction.decide.policy import CHEAP
 from fast_jev_compaction.evaluation.fit import CALL_REUSE_AT_EVEN
 from fast_jev_compaction.evaluation.state_fit import STATE_FITTED_FEATURES
@@ -21,7 +22,6 @@ from fast_jev_compaction.jev.client import JevClient
 from fast_jev_compaction.judge.local import LocalJudge
 from fast_jev_compaction.judge.model import JudgeModel, ModelError, load_model, load_state_model, parse_model
 from fast_jev_compaction.options import CompactOptions
-from fast_jev_compaction.stats import input_chars
 from needle_sessions import needle_session
 from planted_sessions import planted_session
 

@@ -14,6 +14,7 @@ import pytest
 from fast_jev_compaction.cli import main
 from fast_jev_compaction.compaction import compact_sync, run_sync
 from fast_jev_compaction.conversation.messages import SessionMessage, ToolResult, ToolUse, parse_messages
+from fast_jev_compaction.conversation.sizes import message_chars
 from fast_jev_compaction.conversation.transcript import read_messages
 from fast_jev_compaction.decide.decisions import DROP, INPUT_ARCHIVED, OLD_TURN, PINNED, TRUNCATE, UNDER_TARGET
 from fast_jev_compaction.decide.markers import (
@@ -42,7 +43,7 @@ from fast_jev_compaction.hook.turns import regroup, turn_problems
 from fast_jev_compaction.judge.local import LocalJudge
 from fast_jev_compaction.ladder import compact_to_fit
 from fast_jev_compaction.options import CompactOptions
-from fast_jev_compaction.stats import CompactStats, message_chars, summarize
+from fast_jev_compaction.stats import CompactStats, summarize
 from test_model_facing_text import ARCHIVE, FORBIDDEN, FORBIDDEN_ANY_CASE
 
 TURNS = 8

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fast_jev_compaction.compaction import run_sync
 from fast_jev_compaction.conversation.messages import SessionMessage, ToolResult, ToolUse
+from fast_jev_compaction.conversation.sizes import message_chars
 from fast_jev_compaction.decide.markers import carries_mark, is_fold_note, saved_path
 from fast_jev_compaction.decide.policy import CHARS_PER_TOKEN
 from fast_jev_compaction.decide.turn_eviction import fold_old_turns, in_flight_preserve, is_prompt, least_chars
@@ -17,7 +18,7 @@ from fast_jev_compaction.hook.turns import regroup, turn_problems
 from fast_jev_compaction.judge.local import LocalJudge
 from fast_jev_compaction.ladder import compact_to_fit
 from fast_jev_compaction.options import DEFAULT_TARGET_PERCENT, CompactOptions
-from fast_jev_compaction.stats import message_chars, summarize
+from fast_jev_compaction.stats import summarize
 
 
 def fit_filled(messages: list[SessionMessage], archive: Path, fill: float = 60):

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Coroutine, Iterator, Mapping, S
 
 from .conversation.messages import SessionMessage, ToolResult
 from .conversation.pairing import Pairing, ToolCall, is_pinned, pair_tool_calls
+from .conversation.sizes import input_chars, measured
 from .decide.archive import archive_path, archived
 from .decide.decisions import DROP, INPUT_ARCHIVED, KEEP, PINNED, SMALL, TRUNCATE, UNDER_CUT, UNDER_TARGET, Action, CallDecision
 from .decide.digest import IDS_SHARE, DigestShape
@@ -43,7 +44,7 @@ from .decide.rules import Verdict, call_facts, settle
 from .options import CompactOptions, validate_threshold
 from .state.asker import answers_at_once, in_process
 from .state.goal import goal_from_messages
-from .stats import CompactStats, input_chars, measured
+from .stats import CompactStats
 
 if TYPE_CHECKING:
     from .state.answer_cache import AnswerCache

@@ -30,6 +30,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, cast
 
 from .compaction import CompactResult, compact, shape_of
+from .conversation.sizes import input_chars
 from .decide.archive import archived
 from .decide.decisions import (
     BUDGET,
@@ -61,7 +62,7 @@ from .give_back import given_back
 from .options import CompactOptions
 from .state.asker import in_process
 from .state.goal import goal_from_messages
-from .stats import CompactStats, input_chars
+from .stats import CompactStats
 
 if TYPE_CHECKING:
     from .conversation.messages import SessionMessage

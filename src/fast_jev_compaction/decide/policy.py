@@ -89,8 +89,8 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..conversation.pairing import ToolCall, is_recent, messages_since
+from ..conversation.sizes import input_chars
 from ..options import CompactOptions
-from ..stats import input_chars
 from .decisions import BUDGET, DROP, KEEP, TRUNCATE, Action, CallDecision, decide_call
 
 # Outputs up to these sizes stay whole under the budget policy (see the table above): recent ones

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 from ..conversation.lexicon import call_target
 from ..conversation.messages import BLOCK_FIELDS, NO_EXTRA, RECORD_FIELDS, SessionMessage, ToolResult, ToolUse
 from ..conversation.pairing import ToolCall
-from ..stats import message_chars
+from ..conversation.sizes import message_chars
 from .archive import EXTENSIONS, archive_path, base64_bytes
 from .decisions import DROP, TRUNCATE, Action, CallDecision
 from .digest import DigestShape, digest
@@ -176,7 +176,7 @@ def cut_of(
 ) -> Cut:
     """The :class:`Cut` of ``action`` (truncate or drop) on ``call``, whose output is ``result``
     and is saved at ``archive_path``, and whose input is ``input_size`` long (``input_chars``,
-    measured once per compaction: ``stats.measured``)."""
+    measured once per compaction: ``sizes.measured``)."""
     if action == DROP:
         marker = drop_marker(call.tool, call_target(call.tool, call.input), call.result_chars, call.is_error, archive_path)
         return Cut(call.result_chars + input_size - len(marker) - 1, None)

@@ -38,7 +38,7 @@ from typing import Callable, Sequence
 from ..conversation.lexicon import EDIT, READ, call_shape
 from ..conversation.messages import SessionMessage
 from ..conversation.pairing import ToolCall, pinned_positions
-from ..stats import message_chars
+from ..conversation.sizes import message_chars
 from ..textutil import js_json
 from .archive import archive_path
 from .markers import (

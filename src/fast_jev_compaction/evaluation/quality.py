@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 from ..compaction import CompactResult, compact_sync, run_sync
 from ..conversation.messages import SessionMessage
 from ..conversation.pairing import Pairing, ToolCall, is_recent, pair_tool_calls
+from ..conversation.sizes import message_chars
 from ..decide.archive import write_archive
 from ..decide.decisions import KEEP
 from ..decide.policy import CHARS_PER_TOKEN
@@ -27,7 +28,6 @@ from ..judge.reuse import build_reuse_index
 from ..ladder import compact_to_fit
 from ..options import CompactOptions
 from ..state.goal import goal_from_messages
-from ..stats import message_chars
 from .corpus import Session, session_split
 from .firepoints import EVAL_FIRE_POINTS, fire_index
 from .fit import FITTED_FEATURES, Row, fit_logistic, leave_one_session_out, projected

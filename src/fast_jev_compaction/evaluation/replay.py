@@ -5,7 +5,7 @@ The fire points (:mod:`.quality`) compact a prefix once; a long session is compa
 again, each pass over the output of the last, and what a later turn needs is looked for at the
 moment it needs it. Per session and window:
 
-- the live context is measured as the compaction measures it (``stats.message_chars`` over
+- the live context is measured as the compaction measures it (``sizes.message_chars`` over
   ``policy.CHARS_PER_TOKEN``), plus ``overhead_tokens`` for the system prompt and tools (0 by
   default: at a 32k window Claude Code's own ~15-20k would leave no pass a reachable target, so
   the small windows stand for a large window over a long session, messages only);
@@ -39,6 +39,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from ..compaction import CompactResult, run_sync
 from ..conversation.messages import SessionMessage
+from ..conversation.sizes import message_chars
 from ..decide.policy import CHARS_PER_TOKEN
 from ..decide.turn_eviction import in_flight_chars, in_flight_preserve
 from ..hook.gate import EngineLimit, Window, after_pass
@@ -48,7 +49,6 @@ from ..ladder import compact_to_fit
 from ..options import OPTION, CompactOptions
 from ..state.answer_cache import AnswerCache, MemoryAnswerCache
 from ..state.asker import JevAsker
-from ..stats import message_chars
 from .corpus import Session
 from .labels import OutputLabel, label_outputs
 from .outcome import Context, read_archived

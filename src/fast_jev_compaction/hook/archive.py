@@ -11,10 +11,10 @@ from typing import Callable, Sequence
 
 from ..compaction import CompactResult, shape_of
 from ..conversation.messages import SessionMessage
+from ..conversation.sizes import message_chars
 from ..decide.archive import write_archive
 from ..decide.rebuild import apply_decisions
 from ..options import CompactOptions
-from ..stats import message_chars
 
 ARCHIVE_DIR = "archive"
 # Bounds of the plugin's archive folder; the oldest files go first.

@@ -40,8 +40,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, Mapping, Sequence, TypeGuard
 
 from ..conversation.messages import SessionMessage
+from ..conversation.sizes import message_chars
 from ..decide.policy import CHARS_PER_TOKEN
-from ..stats import CompactStats, message_chars, percent
+from ..stats import CompactStats, percent
 
 
 @dataclass(frozen=True)

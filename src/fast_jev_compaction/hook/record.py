@@ -45,7 +45,7 @@ def rows_for(event: "HookEvent | None", outcome: "Outcome") -> tuple[CompactionR
     )
     if result is None:
         if event is not None:
-            from ..stats import message_chars
+            from ..conversation.sizes import message_chars
 
             row.messages_before = row.messages_after = len(event.messages)
             row.chars_before = row.chars_after = sum(message_chars(m) for m in event.messages)

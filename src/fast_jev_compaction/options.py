@@ -22,14 +22,19 @@ from typing import Annotated, Any, Literal, Mapping
 from pydantic import BeforeValidator, ConfigDict, Field, Strict, StrictBool, StrictStr, TypeAdapter, ValidationError, with_config
 from typing_extensions import NotRequired, TypedDict
 
-from .decide.digest import FAILURES_FACTOR
-
 Kind = Literal["number", "integer", "string", "choice", "flag"]
 # core: a CompactOptions field; cli: a `fast-jev compact` flag; hook: read by the Python hook;
 # mod: read by the JavaScript mod (hooks/mod.mjs) only.
 Where = Literal["core", "cli", "hook", "mod"]
 
 JEV_DEFAULT_MODEL = "jev-latest"
+
+# A test run with failures may keep this many times the budget: at the default 800 characters,
+# 3,200, enough for the id, assertion, values and place of some ten failures (a failure's take
+# is 150 to 300 characters); past that the archive has them. Bounded by the budget, so a
+# smaller digestChars shrinks it too, and under the rules' LOG_CAP (16,000): a capped log still
+# frees four fifths of itself.
+FAILURES_FACTOR = 4
 # ``--log`` without a path: the user-level decision log.
 DEFAULT_LOG = "default"
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Iterator
 
+from ..options import FAILURES_FACTOR
 from . import runs
 from .focus import focus_lines, pointed_lines
 from .markers import gap, ids_line
@@ -62,12 +63,6 @@ IDS_SHARE = 2
 # more per character, less far.
 _MIDDLE_SCAN_CHARS = 2_000_000
 _IDS_SCAN_CHARS = 200_000
-# A test run with failures may keep this many times the budget: at the default 800 characters,
-# 3,200, enough for the id, assertion, values and place of some ten failures (a failure's take
-# is 150 to 300 characters); past that the archive has them. Bounded by the budget, so a
-# smaller digestChars shrinks it too, and under the rules' LOG_CAP (16,000): a capped log still
-# frees four fifths of itself.
-FAILURES_FACTOR = 4
 
 
 @dataclass(frozen=True)

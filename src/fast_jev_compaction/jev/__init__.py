@@ -1,4 +1,4 @@
-"""The Jev HTTP client: wire format, providers, and ``JevClient``.
+"""The Jev protocol over HTTP: the client (wire format, providers, ``JevClient``) and ``fast-jev serve``.
 
 Each name is loaded on first use: ``JevClient`` so that the wire helpers or the provider
 resolution do not pay for httpx, and the wire helpers so that the hook, which only asks

@@ -155,3 +155,92 @@ def test_an_old_prompt_cut_to_its_opening_carries_the_text_that_hung_on_it(tmp_p
         shrunk[0].text, "Base directory for this skill: /x", "Read it.", shrunk[2].text, "Read that too.", CAVEAT,
         "now fix it",
     ]
+
+
+def _hung_session(tmp_path: Path) -> tuple[Path, list[dict[str, object]], dict[str, str]]:
+    """Three turns of large outputs, engine text hung on messages of each (a transcript beside
+    the plugin data folder, as Claude Code lays them out)."""
+    config = tmp_path / ".claude"
+    data = config / "plugins" / "data" / "fast-jev-compaction-inline"
+    data.mkdir(parents=True)
+    rows = "\n".join(f"row {n} of a long listing that nobody reads again" for n in range(400))
+    prose = " ".join(f"The listing's part {n} looks as expected." for n in range(120))
+    messages: list[dict[str, object]] = []
+    for turn in range(1, 4):
+        messages += [
+            {"role": "user", "text": f"step {turn}: list the rows", "toolUses": [], "handle": f"p{turn}"},
+            {"role": "assistant", "text": "", "toolUses": [{"tool_use_id": f"t{turn}", "tool": "Bash", "input": {"command": "ls"}}],
+             "handle": f"a{turn}"},
+            {"role": "user", "text": "", "toolUses": [], "toolResults": [{"tool_use_id": f"t{turn}", "text": rows, "isError": False}],
+             "handle": f"r{turn}"},
+            {"role": "assistant", "text": f"Listed them ({turn}). " + prose, "toolUses": [], "handle": f"d{turn}"},
+        ]
+    hung = {f"d{turn}": f"SKILL TEXT {turn}: Base directory for this skill: /x{turn}" for turn in (1, 2)}
+    hung["r1"] = CAVEAT + " one"
+    lines, parent = [], None
+    for m in messages:
+        handle = str(m["handle"])
+        kind = str(m["role"])
+        lines.append(record(handle, parent, kind, [{"type": "text", "text": str(m["text"])}]))
+        parent = handle
+        if handle in hung:
+            lines.append(record("meta-" + handle, parent, "user", hung[handle], isMeta=True))
+            parent = "meta-" + handle
+    session = config / "projects" / "-p" / "session-1.jsonl"
+    session.parent.mkdir(parents=True)
+    session.write_text("\n".join(lines) + "\n")
+    return data, messages, hung
+
+
+def _kept_or_archived(data: Path, answer: dict[str, object], text: str) -> bool:
+    shown = json.dumps(answer["messages"])
+    archived = "".join(p.read_text(errors="replace") for p in (data / "archive").rglob("*") if p.is_file())
+    return text in shown or text in archived
+
+
+def test_text_hung_on_messages_the_ladder_moves_out_is_kept_or_archived(tmp_path: Path) -> None:
+    """Old turns evicted (rung d) and folded: what hung on their messages goes where they go."""
+    from test_hook_entry import event, run_hook
+
+    data, messages, hung = _hung_session(tmp_path)
+    for window in (6_000,):
+        context = {"tokens": 3 * window, "window": window, "percent": 300}
+        answer, _ = run_hook(json.dumps(event(messages, data, context=context)).encode(), data)
+        assert answer["action"] == "replace", answer
+        shown = json.dumps(answer["messages"])
+        assert "Listed them (1)." not in shown and "moved out of the conversation" in shown  # rung d evicted turn 1
+        for text in hung.values():
+            assert _kept_or_archived(data, answer, text), (window, text)
+
+
+def test_a_fold_note_carries_what_hung_on_the_conversation_it_stands_for() -> None:
+    from fast_jev_compaction.decide.markers import fold_note
+
+    original = [
+        SessionMessage(role="user", text="first", handle="p1"),
+        SessionMessage(role="assistant", text="One.", handle="a1"),
+        SessionMessage(role="user", text="second", handle="p2"),
+        SessionMessage(role="assistant", text="Two.", handle="a2"),
+        SessionMessage(role="user", text="now", handle="p3"),
+    ]
+    note = SessionMessage(role="user", text=fold_note(2, 20, "/archive/fold.txt"))
+    shrunk = [note, original[4]]
+    hung = {"p1": "on the first prompt", "a2": CAVEAT, "p3": "kept by the engine"}
+    out = regroup(shrunk, carried_by(original, hung, shrunk))
+    assert [m.text for m in out] == [note.text, "on the first prompt" + CAVEAT, "now"]
+
+
+def test_a_prompt_the_pass_rebuilt_carries_its_own_text_found_by_position() -> None:
+    """Rung c rebuilds a prompt (its image moved out): same text, a new object, no handle. Two
+    prompts with that text: the one in its place is its source, not the first of them."""
+    original = [
+        SessionMessage(role="user", text="look", handle="p1"),
+        SessionMessage(role="assistant", text="Seen.", handle="a1"),
+        SessionMessage(role="user", text="look", handle="p2"),
+        SessionMessage(role="assistant", text="Seen again.", handle="a2"),
+    ]
+    rebuilt = SessionMessage(role="user", text="look")
+    shrunk = [original[0], original[1], rebuilt, original[3]]
+    hung = {"p1": "kept by the engine", "p2": "Base directory for this skill: /x"}
+    out = regroup(shrunk, carried_by(original, hung, shrunk))
+    assert [m.text for m in out] == ["look", "Seen.", "look", "Base directory for this skill: /x", "Seen again."]

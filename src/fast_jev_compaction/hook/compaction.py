@@ -127,7 +127,7 @@ def run_compaction(
 
     # Turns by the responses of the messages the ladder left, not of its input: an evicted turn
     # is one index line, and two replies its drops made adjacent stay apart.
-    out = regroup(result.messages, carried_by(messages, _hung_texts(event, messages, log)),
+    out = regroup(result.messages, carried_by(messages, _hung_texts(event, messages, log), result.messages),
                   replies_after(result.messages, messages))
     # The rebuilt history lives on as ``out``; the outcome's record reads the decisions, calls
     # and figures only, so the turns regroup merged are not kept beside it while it is wired.

@@ -108,13 +108,21 @@ def _block_ids(message: SessionMessage) -> list[str]:
     return [u.tool_use_id for u in message.toolUses] + [r.tool_use_id for r in message.toolResults or []]
 
 
-def carried_by(original: Sequence[SessionMessage], hung: Mapping[str, str]) -> Callable[[SessionMessage], str]:
-    """The engine text a rebuilt message must carry: what hung on its source, unless it keeps its handle.
+def carried_by(original: Sequence[SessionMessage], hung: Mapping[str, str],
+               out: Sequence[SessionMessage] | None = None) -> Callable[[SessionMessage], str]:
+    """The engine text a message of the answer must carry: what hung on its source, unless it
+    keeps its handle, and, given the answer ``out``, what hung on the messages that left the
+    conversation in its place.
 
     A message rebuilt by the decisions has lost its handle; its tool blocks name the source. An
     old prompt cut to its opening (``turn_eviction.shorten_old_prompts``) has lost it too, and
     holds no block: the note closing it names the file that holds its source's text whole, by a
     hash of that text.
+
+    A message the ladder moved out (an evicted turn's replies and results, the older part of the
+    turn in flight, the folded conversation) has no message of its own in ``out``: its file
+    holds its text, yet not what hung on it, and the file is content-addressed and may be shared,
+    so the text goes to what stands in its place (:func:`_left_behind`).
     """
     # Only a source with hung text matters (the others carry ""): the maps skip the rest.
     by_block = {block_id: m.handle for m in original if m.handle in hung for block_id in _block_ids(m)}
@@ -123,16 +131,82 @@ def carried_by(original: Sequence[SessionMessage], hung: Mapping[str, str]) -> C
         for m in original if m.handle in hung and m.role == "user" and not m.toolResults and not m.toolUses
     }
 
-    def carried(message: SessionMessage) -> str:
-        if keeps_handle(message):
-            return ""
+    def source(message: SessionMessage) -> str | None:
         handle = message.handle
         if handle is None:
             block_ids = _block_ids(message)
             handle = by_block.get(block_ids[0]) if block_ids else _cut_prompt_source(message, by_file)
-        return hung.get(handle, "") if handle is not None else ""
+        return handle
+
+    left = _left_behind(original, out, hung, source) if out is not None and hung else {}
+
+    def carried(message: SessionMessage) -> str:
+        extra = left.get(id(message), "")
+        if keeps_handle(message):
+            return extra
+        handle = source(message)
+        return (hung.get(handle, "") if handle is not None else "") + extra
 
     return carried
+
+
+def _is_prompt(message: SessionMessage) -> bool:
+    return message.role == "user" and not message.toolResults and not message.toolUses
+
+
+def _left_behind(original: Sequence[SessionMessage], out: Sequence[SessionMessage], hung: Mapping[str, str],
+                 source: Callable[[SessionMessage], str | None]) -> dict[int, str]:
+    """The hung text of the messages of ``original`` that ``out`` no longer holds, by the
+    ``id()`` of the message of ``out`` that takes it.
+
+    The ladder keeps the conversation's order, so one walk forward finds each answer message's
+    source: the same object, the same handle, :func:`carried_by`'s source (tool blocks, a cut
+    prompt's file), or, for a prompt the pass rebuilt (rung c: same text, a new object without a
+    handle), the next prompt of ``original`` the ladder's own rule takes for it
+    (``turn_eviction._same_prompt``): prompts never change order, and that prompt's text goes
+    to it, since it went out without its handle. A source found nowhere leaves
+    a gap between the sources before and after it; its text goes to the first message of ``out``
+    with no source in that gap (an index line, a fold note, a rebuilt reply: what took its
+    place), else to the last message before the gap (else the first of ``out``), so nothing
+    the engine hung on a message disappears.
+    """
+    from ..decide.turn_eviction import _same_prompt
+
+    if not out or not any(m.handle in hung for m in original):
+        return {}
+    by_identity = {id(m): at for at, m in enumerate(original)}
+    by_handle = {m.handle: at for at, m in enumerate(original) if m.handle is not None}
+    places: list[int | None] = []
+    left: dict[int, str] = {}
+    at = 0
+    for message in out:
+        found = by_identity.get(id(message))
+        if found is None:
+            handle = source(message)
+            found = by_handle.get(handle) if handle is not None else None
+        if found is None and _is_prompt(message):
+            found = next((i for i in range(at, len(original)) if _is_prompt(original[i]) and _same_prompt(original[i], message)),
+                         None)
+            # Rebuilt, it went out without its handle: the engine no longer writes what hung on it.
+            rebuilt = original[found].handle if found is not None else None
+            if rebuilt is not None and rebuilt in hung:
+                left[id(message)] = hung[rebuilt]
+        if found is not None and found < at:
+            found = None
+        places.append(found)
+        if found is not None:
+            at = found + 1
+    held = {place for place in places if place is not None}
+    for gone, message in enumerate(original):
+        text = hung.get(message.handle, "") if message.handle is not None else ""
+        if not text or gone in held:
+            continue
+        before = max((k for k, place in enumerate(places) if place is not None and place < gone), default=-1)
+        after = next((k for k in range(before + 1, len(out)) if places[k] is not None), len(out))
+        stand_in = next((k for k in range(before + 1, after) if places[k] is None), None)
+        target = out[stand_in if stand_in is not None else max(before, 0)]
+        left[id(target)] = left.get(id(target), "") + text
+    return left
 
 
 def _cut_prompt_source(message: SessionMessage, by_file: Mapping[str, str | None]) -> str | None:

@@ -203,14 +203,22 @@ def test_text_hung_on_messages_the_ladder_moves_out_is_kept_or_archived(tmp_path
     from test_hook_entry import event, run_hook
 
     data, messages, hung = _hung_session(tmp_path)
-    for window in (6_000,):
-        context = {"tokens": 3 * window, "window": window, "percent": 300}
+    for window, tokens, pasted in ((6_000, 18_000, False), (1_500, 22_000, True)):
+        if pasted:  # old prompts cut to their opening too: each still finds its source by its file
+            for m in messages:
+                if m["handle"] in ("p1", "p2"):
+                    m["text"] = str(m["text"]) + " " + " ".join(f"pasted line {n}" for n in range(300))
+        context = {"tokens": tokens, "window": window, "percent": 100 * tokens / window}
         answer, _ = run_hook(json.dumps(event(messages, data, context=context)).encode(), data)
         assert answer["action"] == "replace", answer
         shown = json.dumps(answer["messages"])
         assert "Listed them (1)." not in shown and "moved out of the conversation" in shown  # rung d evicted turn 1
         for text in hung.values():
             assert _kept_or_archived(data, answer, text), (window, text)
+        # Turn 1's text follows the index line standing for that turn, not the prompt before it.
+        texts = [str(m.get("text", "")) for m in answer["messages"]]
+        at = next(i for i, t in enumerate(texts) if CAVEAT in t)
+        assert "moved out of the conversation" in texts[at - 1], texts[at - 1]
 
 
 def test_a_fold_note_carries_what_hung_on_the_conversation_it_stands_for() -> None:

@@ -160,8 +160,9 @@ def _left_behind(original: Sequence[SessionMessage], out: Sequence[SessionMessag
     ``id()`` of the message of ``out`` that takes it.
 
     The ladder keeps the conversation's order, so one walk forward finds each answer message's
-    source: the same object, the same handle, :func:`carried_by`'s source (tool blocks, a cut
-    prompt's file), or, for a prompt the pass rebuilt (rung c: same text, a new object without a
+    source: the same object, the same handle, :func:`carried_by`'s source (tool blocks), an old
+    prompt cut to its opening by the file its note names (hashed from its text, whether or not
+    text hung on it: else it would pass for a stand-in), or, for a prompt the pass rebuilt (rung c: same text, a new object without a
     handle), the next prompt of ``original`` the ladder's own rule takes for it
     (``turn_eviction._same_prompt``): prompts never change order, and that prompt's text goes
     to it, since it went out without its handle. A source found nowhere leaves
@@ -184,7 +185,13 @@ def _left_behind(original: Sequence[SessionMessage], out: Sequence[SessionMessag
         if found is None:
             handle = source(message)
             found = by_handle.get(handle) if handle is not None else None
-        if found is None and _is_prompt(message):
+        if found is None and _is_prompt(message) and is_prompt_note(message.text[message.text.rfind("\n") + 1:]):
+            # An old prompt cut to its opening, with no hung text of its own: its file names it.
+            path = saved_path(message.text[message.text.rfind("\n") + 1:])
+            name = os.path.basename(path) if path is not None else None
+            found = next((i for i in range(at, len(original)) if _is_prompt(original[i]) and archive_name(original[i].text) == name),
+                         None)
+        elif found is None and _is_prompt(message):
             found = next((i for i in range(at, len(original)) if _is_prompt(original[i]) and _same_prompt(original[i], message)),
                          None)
             # Rebuilt, it went out without its handle: the engine no longer writes what hung on it.

@@ -160,16 +160,19 @@ def _left_behind(original: Sequence[SessionMessage], out: Sequence[SessionMessag
     ``id()`` of the message of ``out`` that takes it.
 
     The ladder keeps the conversation's order, so one walk forward finds each answer message's
-    source: the same object, the same handle, :func:`carried_by`'s source (tool blocks), an old
-    prompt cut to its opening by the file its note names (hashed from its text, whether or not
-    text hung on it: else it would pass for a stand-in), or, for a prompt the pass rebuilt (rung c: same text, a new object without a
-    handle), the next prompt of ``original`` the ladder's own rule takes for it
-    (``turn_eviction._same_prompt``): prompts never change order, and that prompt's text goes
-    to it, since it went out without its handle. A source found nowhere leaves
-    a gap between the sources before and after it; its text goes to the first message of ``out``
-    with no source in that gap (an index line, a fold note, a rebuilt reply: what took its
-    place), else to the last message before the gap (else the first of ``out``), so nothing
-    the engine hung on a message disappears.
+    source: the same object; the same handle; :func:`carried_by`'s source; the first tool block
+    (of any source, hung text or not: a rebuilt call or result is no stand-in); an old prompt
+    cut to its opening, by the file its note names (hashed from its text); a reply whose calls
+    were all dropped, by the text it begins with (as :func:`replies_after`); a prompt the pass
+    rebuilt (rung c: same text, a new object without a handle), as the next prompt of
+    ``original`` the ladder's own rule takes for it (``turn_eviction._same_prompt``; prompts
+    never change order). The last two have no handle or block to carry their source's text by,
+    so it is given to them here.
+
+    A source found nowhere leaves a gap between the sources before and after it; its text goes
+    to the first message of ``out`` with no source in that gap (an index line, a fold note: what
+    took its place), else to the last message before the gap (else the first of ``out``), so
+    nothing the engine hung on a message disappears.
     """
     from ..decide.turn_eviction import _same_prompt
 
@@ -177,6 +180,8 @@ def _left_behind(original: Sequence[SessionMessage], out: Sequence[SessionMessag
         return {}
     by_identity = {id(m): at for at, m in enumerate(original)}
     by_handle = {m.handle: at for at, m in enumerate(original) if m.handle is not None}
+    # Every source's blocks, not only those with hung text: a rebuilt message is no stand-in.
+    by_block = {(m.role, block_id): at for at, m in enumerate(original) for block_id in _block_ids(m)}
     places: list[int | None] = []
     left: dict[int, str] = {}
     at = 0
@@ -185,6 +190,15 @@ def _left_behind(original: Sequence[SessionMessage], out: Sequence[SessionMessag
         if found is None:
             handle = source(message)
             found = by_handle.get(handle) if handle is not None else None
+        if found is None and _block_ids(message):
+            found = by_block.get((message.role, _block_ids(message)[0]))
+        elif found is None and message.role == "assistant" and not is_turn_index_line(message.text):
+            # A reply whose calls were all dropped: its text, then their marker lines (``replies_after``).
+            found = next((i for i in range(at, len(original)) if original[i].role == "assistant"
+                          and _rebuilt_from(message, original[i])), None)
+            dropped = original[found].handle if found is not None else None
+            if dropped is not None and dropped in hung:
+                left[id(message)] = hung[dropped]
         if found is None and _is_prompt(message) and is_prompt_note(message.text[message.text.rfind("\n") + 1:]):
             # An old prompt cut to its opening, with no hung text of its own: its file names it.
             path = saved_path(message.text[message.text.rfind("\n") + 1:])

@@ -293,3 +293,35 @@ def test_a_reply_whose_calls_were_all_dropped_carries_its_own_text() -> None:
     out = regroup(shrunk, carried_by(original, {"a1": "on the call", "d1": CAVEAT}, shrunk), replies_after(shrunk, original))
     texts = [m.text for m in out]
     assert texts.index("on the call") < texts.index(line.text) < texts.index(CAVEAT)
+
+
+def test_a_prompt_rung_c_rebuilt_through_the_hook_keeps_the_text_hung_on_it(tmp_path: Path) -> None:
+    """The image of an old prompt moved to the archive (rung c): the prompt goes back rebuilt,
+    without its handle, so the engine no longer writes what hung on it; the hook carries it."""
+    import base64
+
+    from test_hook_entry import event, run_hook
+
+    data, messages, hung = _hung_session(tmp_path)
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 120
+    messages[4]["extraBlocks"] = [{"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                               "data": base64.b64encode(png).decode()}}]
+    session = next((tmp_path / ".claude" / "projects").rglob("*.jsonl"))
+    lines = []
+    for line in session.read_text().splitlines():
+        item = json.loads(line)
+        if item.get("parentUuid") == "p2":
+            item["parentUuid"] = "meta-p2"
+        lines.append(json.dumps(item))
+        if item["uuid"] == "p2":
+            lines.append(record("meta-p2", "p2", "user", "ON PROMPT 2", isMeta=True))
+    session.write_text("\n".join(lines) + "\n")
+    context = {"tokens": 30_000, "window": 6_000, "percent": 500}
+    answer, _ = run_hook(json.dumps(event(messages, data, context=context)).encode(), data)
+    assert answer["action"] == "replace", answer
+    out = answer["messages"]
+    at = next(i for i, m in enumerate(out) if m.get("text") == "step 2: list the rows")
+    assert out[at].get("handle") is None and out[at].get("extraBlocks")  # rebuilt: its image moved out
+    assert out[at + 1]["text"] == "ON PROMPT 2"
+    for text in hung.values():
+        assert _kept_or_archived(data, answer, text), text

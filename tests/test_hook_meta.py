@@ -325,3 +325,39 @@ def test_a_prompt_rung_c_rebuilt_through_the_hook_keeps_the_text_hung_on_it(tmp_
     assert out[at + 1]["text"] == "ON PROMPT 2"
     for text in hung.values():
         assert _kept_or_archived(data, answer, text), text
+
+
+def test_text_hung_on_the_folded_conversation_follows_the_fold_note(tmp_path: Path) -> None:
+    """Old turns evicted, old prompts cut, then the oldest of them folded into one file and one
+    note: what hung on a folded prompt and on a folded turn's reply follows the note."""
+    from test_hook_entry import event, run_hook
+
+    config = tmp_path / ".claude"
+    data = config / "plugins" / "data" / "fast-jev-compaction-inline"
+    data.mkdir(parents=True)
+    messages: list[dict[str, object]] = []
+    for turn in range(1, 7):
+        messages += [
+            {"role": "user", "text": f"step {turn} " + " ".join(f"pasted {n}" for n in range(200)), "toolUses": [], "handle": f"p{turn}"},
+            {"role": "assistant", "text": f"Reply {turn}. " + "words " * 200, "toolUses": [], "handle": f"d{turn}"},
+        ]
+    messages[-2]["text"], messages[-1]["text"] = "last step", "ok"
+    hung = {"d1": "HUNG ON D1", "p2": "HUNG ON P2"}
+    lines, parent = [], None
+    for m in messages:
+        handle = str(m["handle"])
+        lines.append(record(handle, parent, str(m["role"]), [{"type": "text", "text": str(m["text"])}]))
+        parent = handle
+        if handle in hung:
+            lines.append(record("meta-" + handle, parent, "user", hung[handle], isMeta=True))
+            parent = "meta-" + handle
+    session = config / "projects" / "-p" / "session-1.jsonl"
+    session.parent.mkdir(parents=True)
+    session.write_text("\n".join(lines) + "\n")
+    tokens = sum(len(str(m["text"])) for m in messages) // 4
+    context = {"tokens": tokens, "window": 800, "percent": 100 * tokens / 800}
+    answer, _ = run_hook(json.dumps(event(messages, data, context=context)).encode(), data)
+    assert answer["action"] == "replace", answer
+    texts = [str(m.get("text", "")) for m in answer["messages"]]
+    at = next(i for i, t in enumerate(texts) if "the conversation before this point" in t)  # the fold's note
+    assert texts[at + 1] == "HUNG ON D1HUNG ON P2"

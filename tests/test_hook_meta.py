@@ -361,3 +361,39 @@ def test_text_hung_on_the_folded_conversation_follows_the_fold_note(tmp_path: Pa
     texts = [str(m.get("text", "")) for m in answer["messages"]]
     at = next(i for i, t in enumerate(texts) if "the conversation before this point" in t)  # the fold's note
     assert texts[at + 1] == "HUNG ON D1HUNG ON P2"
+
+
+def test_text_hung_on_the_older_part_of_the_turn_in_flight_follows_its_index_line(tmp_path: Path) -> None:
+    """The turn in flight's older part moved out (``evict_in_flight``): what hung on a reply and
+    on a result of that part follows the line standing for it."""
+    from test_hook_entry import event, run_hook
+
+    config = tmp_path / ".claude"
+    data = config / "plugins" / "data" / "fast-jev-compaction-inline"
+    data.mkdir(parents=True)
+    messages: list[dict[str, object]] = [{"role": "user", "text": "fix it", "toolUses": [], "handle": "p1"}]
+    for k in range(1, 6):
+        messages += [
+            {"role": "assistant", "text": f"Step {k}. " + "thinking aloud " * 150,
+             "toolUses": [{"tool_use_id": f"t{k}", "tool": "Bash", "input": {"command": f"echo {k}"}}], "handle": f"a{k}"},
+            {"role": "user", "text": "", "toolUses": [],
+             "toolResults": [{"tool_use_id": f"t{k}", "text": f"out {k} " * 100, "isError": False}], "handle": f"r{k}"},
+        ]
+    hung = {"a1": "HUNG ON A1", "r2": "HUNG ON R2"}
+    lines, parent = [], None
+    for m in messages:
+        handle = str(m["handle"])
+        lines.append(record(handle, parent, str(m["role"]), [{"type": "text", "text": str(m["text"])}]))
+        parent = handle
+        if handle in hung:
+            lines.append(record("meta-" + handle, parent, "user", hung[handle], isMeta=True))
+            parent = "meta-" + handle
+    session = config / "projects" / "-p" / "session-1.jsonl"
+    session.parent.mkdir(parents=True)
+    session.write_text("\n".join(lines) + "\n")
+    context = {"tokens": 3_574, "window": 1_500, "percent": 238}
+    answer, _ = run_hook(json.dumps(event(messages, data, context=context)).encode(), data)
+    assert answer["action"] == "replace", answer
+    texts = [str(m.get("text", "")) for m in answer["messages"]]
+    at = next(i for i, t in enumerate(texts) if "up to here were moved out" in t)  # the older part's line
+    assert texts[at + 1] == "HUNG ON A1HUNG ON R2"

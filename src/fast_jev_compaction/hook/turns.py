@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from array import array
+from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -217,15 +218,19 @@ def _left_behind(original: Sequence[SessionMessage], out: Sequence[SessionMessag
         places.append(found)
         if found is not None:
             at = found + 1
-    held = {place for place in places if place is not None}
+    # The walk only moves forward: the sources found rise with their places in ``out``.
+    found_at = [k for k, place in enumerate(places) if place is not None]
+    sources = [place for place in places if place is not None]
+    held = set(sources)
     for gone, message in enumerate(original):
         text = hung.get(message.handle, "") if message.handle is not None else ""
         if not text or gone in held:
             continue
-        before = max((k for k, place in enumerate(places) if place is not None and place < gone), default=-1)
-        after = next((k for k in range(before + 1, len(out)) if places[k] is not None), len(out))
-        stand_in = next((k for k in range(before + 1, after) if places[k] is None), None)
-        target = out[stand_in if stand_in is not None else max(before, 0)]
+        nearest = bisect_left(sources, gone)
+        before = found_at[nearest - 1] if nearest else -1
+        after = found_at[nearest] if nearest < len(found_at) else len(out)
+        # Between two sources found, every message of ``out`` is one with none: a stand-in.
+        target = out[before + 1 if before + 1 < after else max(before, 0)]
         left[id(target)] = left.get(id(target), "") + text
     return left
 

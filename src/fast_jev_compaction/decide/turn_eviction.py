@@ -415,14 +415,14 @@ def _same_prompts(source: Sequence[SessionMessage], source_prompts: list[int], r
     text: it is the same prompt."""
     found: list[int] = []
     for index, message in enumerate(rebuilt):
-        if len(found) < len(source_prompts) and _same_prompt(source[source_prompts[len(found)]], message):
+        if len(found) < len(source_prompts) and same_prompt(source[source_prompts[len(found)]], message):
             found.append(index)
     if len(found) != len(source_prompts):
         raise ValueError("a pass rewrote or removed a user prompt")
     return found
 
 
-def _same_prompt(prompt: SessionMessage, message: SessionMessage) -> bool:
+def same_prompt(prompt: SessionMessage, message: SessionMessage) -> bool:
     if message is prompt:
         return True
     # The rebuild may give a changed message no handle (its record ids name the original).

@@ -166,7 +166,7 @@ def _left_behind(original: Sequence[SessionMessage], out: Sequence[SessionMessag
     cut to its opening, by the file its note names (hashed from its text); a reply whose calls
     were all dropped, by the text it begins with (as :func:`replies_after`); a prompt the pass
     rebuilt (rung c: same text, a new object without a handle), as the next prompt of
-    ``original`` the ladder's own rule takes for it (``turn_eviction._same_prompt``; prompts
+    ``original`` the ladder's own rule takes for it (``turn_eviction.same_prompt``; prompts
     never change order). The last two have no handle or block to carry their source's text by,
     so it is given to them here.
 
@@ -175,7 +175,7 @@ def _left_behind(original: Sequence[SessionMessage], out: Sequence[SessionMessag
     took its place), else to the last message before the gap (else the first of ``out``), so
     nothing the engine hung on a message disappears.
     """
-    from ..decide.turn_eviction import _same_prompt
+    from ..decide.turn_eviction import same_prompt
 
     if not out or not any(m.handle in hung for m in original):
         return {}
@@ -207,7 +207,7 @@ def _left_behind(original: Sequence[SessionMessage], out: Sequence[SessionMessag
             found = next((i for i in range(at, len(original)) if _is_prompt(original[i]) and archive_name(original[i].text) == name),
                          None)
         elif found is None and _is_prompt(message):
-            found = next((i for i in range(at, len(original)) if _is_prompt(original[i]) and _same_prompt(original[i], message)),
+            found = next((i for i in range(at, len(original)) if _is_prompt(original[i]) and same_prompt(original[i], message)),
                          None)
             # Rebuilt, it went out without its handle: the engine no longer writes what hung on it.
             rebuilt = original[found].handle if found is not None else None

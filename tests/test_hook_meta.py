@@ -178,11 +178,17 @@ def _hung_session(tmp_path: Path) -> tuple[Path, list[dict[str, object]], dict[s
         ]
     hung = {f"d{turn}": f"SKILL TEXT {turn}: Base directory for this skill: /x{turn}" for turn in (1, 2)}
     hung["r1"] = CAVEAT + " one"
+    _write_session(config, messages, hung)
+    return data, messages, hung
+
+
+def _write_session(config: Path, messages: list[dict[str, object]], hung: dict[str, str]) -> None:
+    """The transcript of ``messages`` under ``config``, with ``hung`` (handle -> text) hung on
+    them as the engine's meta records, in chain order."""
     lines, parent = [], None
     for m in messages:
         handle = str(m["handle"])
-        kind = str(m["role"])
-        lines.append(record(handle, parent, kind, [{"type": "text", "text": str(m["text"])}]))
+        lines.append(record(handle, parent, str(m["role"]), [{"type": "text", "text": str(m["text"])}]))
         parent = handle
         if handle in hung:
             lines.append(record("meta-" + handle, parent, "user", hung[handle], isMeta=True))
@@ -190,7 +196,6 @@ def _hung_session(tmp_path: Path) -> tuple[Path, list[dict[str, object]], dict[s
     session = config / "projects" / "-p" / "session-1.jsonl"
     session.parent.mkdir(parents=True)
     session.write_text("\n".join(lines) + "\n")
-    return data, messages, hung
 
 
 def _kept_or_archived(data: Path, answer: dict[str, object], text: str) -> bool:
@@ -343,17 +348,7 @@ def test_text_hung_on_the_folded_conversation_follows_the_fold_note(tmp_path: Pa
         ]
     messages[-2]["text"], messages[-1]["text"] = "last step", "ok"
     hung = {"d1": "HUNG ON D1", "p2": "HUNG ON P2"}
-    lines, parent = [], None
-    for m in messages:
-        handle = str(m["handle"])
-        lines.append(record(handle, parent, str(m["role"]), [{"type": "text", "text": str(m["text"])}]))
-        parent = handle
-        if handle in hung:
-            lines.append(record("meta-" + handle, parent, "user", hung[handle], isMeta=True))
-            parent = "meta-" + handle
-    session = config / "projects" / "-p" / "session-1.jsonl"
-    session.parent.mkdir(parents=True)
-    session.write_text("\n".join(lines) + "\n")
+    _write_session(config, messages, hung)
     tokens = sum(len(str(m["text"])) for m in messages) // 4
     context = {"tokens": tokens, "window": 800, "percent": 100 * tokens / 800}
     answer, _ = run_hook(json.dumps(event(messages, data, context=context)).encode(), data)
@@ -380,17 +375,7 @@ def test_text_hung_on_the_older_part_of_the_turn_in_flight_follows_its_index_lin
              "toolResults": [{"tool_use_id": f"t{k}", "text": f"out {k} " * 100, "isError": False}], "handle": f"r{k}"},
         ]
     hung = {"a1": "HUNG ON A1", "r2": "HUNG ON R2"}
-    lines, parent = [], None
-    for m in messages:
-        handle = str(m["handle"])
-        lines.append(record(handle, parent, str(m["role"]), [{"type": "text", "text": str(m["text"])}]))
-        parent = handle
-        if handle in hung:
-            lines.append(record("meta-" + handle, parent, "user", hung[handle], isMeta=True))
-            parent = "meta-" + handle
-    session = config / "projects" / "-p" / "session-1.jsonl"
-    session.parent.mkdir(parents=True)
-    session.write_text("\n".join(lines) + "\n")
+    _write_session(config, messages, hung)
     context = {"tokens": 3_574, "window": 1_500, "percent": 238}
     answer, _ = run_hook(json.dumps(event(messages, data, context=context)).encode(), data)
     assert answer["action"] == "replace", answer

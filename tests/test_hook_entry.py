@@ -306,13 +306,14 @@ def test_byte_order_mark_is_ignored(data_dir: Path) -> None:
         (b"", "the hook received no input"),
         (b"  \n", "the hook received no input"),
         (b'{"trigger": "manual"}', "the hook input is not a session.compact event (messages: Field required)"),
+        (b"[]", "the hook input is not a session.compact event (event: Input should be a valid dictionary)"),
         (b'{"messages": [{"role": "robot"}]}', "the hook input is not a session.compact event (messages.0.role:"),
         (b"\xff\xfe{}", "the hook input is not UTF-8 text"),
         (b'{"messages": [{"role": "user", "text": "a"}', "the hook input is not valid JSON (Expecting ',' delimiter at line 1 column 44)"),
         (b'{"messages": [{"role": "user", "toolResults": [{"text": "x"}]}]}',
          "the hook input is not a session.compact event (messages.0.toolResults.0.tool_use_id: Field required)"),
     ],
-    ids=["garbage", "empty", "blank", "no-messages", "bad-role", "not-utf8", "cut-short", "bad-block"],
+    ids=["garbage", "empty", "blank", "no-messages", "not-an-object", "bad-role", "not-utf8", "cut-short", "bad-block"],
 )
 def test_bad_input_falls_back_and_logs(data_dir: Path, stdin: bytes, reason: str) -> None:
     answer, _ = run_hook(stdin, data_dir)

@@ -198,7 +198,7 @@ class MessageError(ValueError):
     def __init__(self, where: tuple[str | int, ...], what: str) -> None:
         self.where = where
         self.what = what
-        super().__init__(f"{self.location}: {what}")
+        super().__init__(f"{self.location}: {what}" if where else what)
 
     @classmethod
     def first_of(cls, error: ValidationError) -> MessageError:

@@ -121,7 +121,7 @@ def _event(fields: Mapping[str, Any], messages: list[SessionMessage]) -> HookEve
 def read_event(document: Any) -> HookEvent:
     """Check a decoded event (a dict) and build it."""
     if not isinstance(document, dict):
-        raise MessageError((), "Input should be a valid dictionary")
+        raise MessageError(("event",), "Input should be a valid dictionary")
     if "messages" not in document:
         raise MessageError(("messages",), "Field required")
     try:

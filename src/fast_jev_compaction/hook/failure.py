@@ -24,7 +24,7 @@ def friendly_reason(exc: BaseException) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"the hook input is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
     if isinstance(exc, MessageError):
-        return f"the hook input is not a session.compact event ({exc.location}: {exc.what})"
+        return f"the hook input is not a session.compact event ({exc})"
     if isinstance(exc, CompactionError):
         return explain(exc, "plugin")[:300]
     text = str(exc).strip() or type(exc).__name__

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 from .conversation.messages import SessionMessage, ToolResult, ToolUse
 from .decide.decisions import BUDGET, KEEP, TRUNCATE, UNDER_TARGET, CallDecision
 from .decide.digest import IDS_SHARE, DigestShape
-from .decide.markers import foreign_marks_quoted
+from .decide.markers import imitates_marks
 from .decide.rebuild import block_only, cut_output
 
 if TYPE_CHECKING:
@@ -34,10 +34,6 @@ if TYPE_CHECKING:
 
 # Surplus under this is not worth a wider digest (a few lines).
 _WIDER_MIN = 400
-
-
-def _no_own_marks(path: str) -> bool:
-    return False
 
 
 def given_back(
@@ -63,7 +59,7 @@ def given_back(
     for decision in cut:
         original = originals.get(decision.tool_use_id)
         current = shown.get(decision.tool_use_id)
-        if original is None or current is None or foreign_marks_quoted(original.text, _no_own_marks) is not original.text:
+        if original is None or current is None or imitates_marks(original.text):
             continue
         cost = len(original.text) - len(current)
         if cost <= left:

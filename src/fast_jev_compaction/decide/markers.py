@@ -87,6 +87,12 @@ def foreign_marks_quoted(text: str, genuine: Callable[[str], bool]) -> str:
     return "\n".join(lines)
 
 
+def imitates_marks(text: str) -> bool:
+    """Whether ``text`` holds a line that looks like one of our notes naming a file: no file is
+    taken as ours, so any such line counts (what :func:`foreign_marks_quoted` would quote)."""
+    return foreign_marks_quoted(text, lambda _path: False) is not text
+
+
 def _own_note(line: str, genuine: Callable[[str], bool]) -> bool:
     for pattern in _OUTPUT_NOTES:
         match = pattern.fullmatch(line)

@@ -152,17 +152,24 @@ def test_the_fit_is_deterministic_and_reaches_the_optimum() -> None:
     )
 
 
-def test_leave_one_session_out_never_trains_on_the_held_out_session(monkeypatch: pytest.MonkeyPatch) -> None:
-    rows = _rows()
-    full = fit_logistic(rows)
+def trained_on(monkeypatch: pytest.MonkeyPatch, field: str) -> list[set[str]]:
+    """Each fit's training rows by ``field`` (their sessions or sources), recorded as the real
+    fit runs."""
     seen: list[set[str]] = []
     real = fitting.fit_logistic
 
     def spy(train, *args, **kwargs):
-        seen.append({r.group for r in train})
+        seen.append({getattr(r, field) for r in train})
         return real(train, *args, **kwargs)
 
     monkeypatch.setattr(fitting, "fit_logistic", spy)
+    return seen
+
+
+def test_leave_one_session_out_never_trains_on_the_held_out_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = _rows()
+    full = fit_logistic(rows)
+    seen = trained_on(monkeypatch, "group")
     predictions = leave_one_session_out(rows, full)
     groups = sorted({r.group for r in rows})
     assert [sorted(set(groups) - s) for s in seen] == [[g] for g in groups]

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from eval_sessions import Transcript
-from fast_jev_compaction.evaluation import fit as fitting
 from fast_jev_compaction.evaluation.fit import (
     FEATURE_GROUPS,
     FITTED_FEATURES,
@@ -24,6 +23,7 @@ from fast_jev_compaction.evaluation.fit import (
 from fast_jev_compaction.evaluation.transfer_report import SECTION_END, SECTION_START, section_of, with_section
 from fast_jev_compaction.judge.features import FEATURE_NAMES
 from fast_jev_compaction.judge.model import load_model
+from test_judge_model import trained_on as record_training
 
 SIZE = FEATURE_NAMES.index("size_log")
 
@@ -55,14 +55,7 @@ def _corpus() -> list[Row]:
 
 def test_each_source_is_scored_by_a_fit_without_it_and_a_small_one_is_not(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = _corpus()
-    trained_on: list[set[str]] = []
-    real = fitting.fit_logistic
-
-    def spy(train, *args, **kwargs):
-        trained_on.append({r.source for r in train})
-        return real(train, *args, **kwargs)
-
-    monkeypatch.setattr(fitting, "fit_logistic", spy)
+    trained_on = record_training(monkeypatch, "source")
     folds = {fold.source: fold for fold in leave_one_source_out(rows)}
     assert trained_on == [{"beta", "small"}, {"alpha", "small"}]  # never the source it scores
     assert folds["small"].reused_outputs < MIN_REUSED_OUTPUTS and folds["small"].held_out_auc is None

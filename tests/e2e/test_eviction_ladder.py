@@ -27,6 +27,7 @@ from claude_harness import Claude
 from fake_anthropic import FINAL_TEXT, RECOVER_ALL, REPORT, conversation
 from fast_jev_compaction.decide.markers import LEAD_HEAD, is_turn_index_line
 from test_claude_plugin import _blocks, _result_text
+from test_repeated_compaction import grown_round, manual_pass
 
 pytestmark = pytest.mark.e2e
 
@@ -64,24 +65,14 @@ def test_a_write_body_and_old_turns_go_to_the_archive_and_are_read_back_without_
     sid: str | None = None
     passes: list[list[Any]] = []
     for number, prompt in enumerate(ROUNDS, start=1):
-        asked = len(claude.api.message_requests())
-        grown = claude.run(prompt, resume=sid, settings=settings)
-        assert grown.returncode == 0 and grown.result["result"] == FINAL_TEXT, grown.stderr[-2000:]
-        sid = sid or grown.session_id
+        asked, sid = grown_round(claude, prompt, sid, settings)
         if number == 2:
             # Round two went on from pass one's history: the Write call is not there, an index
             # line after the first prompt names the file of the turn's older part that holds it.
             went_on = claude.api.message_requests()[asked]
             assert not write_inputs(went_on)
             parts = [m.group(1) for t in assistant_texts(went_on) for m in PART_PATH.finditer(t)]
-        compacted = claude.run("/compact", resume=sid, settings=settings)
-        assert compacted.returncode == 0, compacted.stderr[-2000:]
-        assert [b["trigger"] for b in compacted.boundaries()] == ["manual"], f"pass {number}: {compacted.result}"
-        [toast] = compacted.toasts()
-        assert toast.endswith(", no summary"), toast
-        rows = claude.decisions()
-        assert [(row.trigger, row.outcome) for row, _ in rows] == [("manual", "replaced")] * number, [r.reason for r, _ in rows]
-        passes.append(list(rows[-1][1]))
+        passes.append(manual_pass(claude, sid, settings, number))
         assert claude.api.summarizer_requests() == [], f"pass {number} asked for a summary"
 
     # Pass one: the outputs cut (rung a) and the Write body moved to the archive (rung b) fell

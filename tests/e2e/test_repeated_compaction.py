@@ -176,16 +176,33 @@ def assert_named_files_hold(body: dict[str, Any], passes: list[list[Any]], origi
 # --------------------------------------------------------------------------- three passes
 
 
+def grown_round(claude: Claude, prompt: str, sid: str | None, settings: Any) -> tuple[int, str]:
+    """One round of a resumed session: how many requests came before it, and the session id."""
+    asked = len(claude.api.message_requests())
+    grown = claude.run(prompt, resume=sid, settings=settings)
+    assert grown.returncode == 0 and grown.result["result"] == FINAL_TEXT, grown.stderr[-2000:]
+    return asked, sid or grown.session_id
+
+
+def manual_pass(claude: Claude, sid: str, settings: Any, number: int) -> list[Any]:
+    """``/compact`` as pass ``number``: it replaced the history without a summary; its decisions."""
+    compacted = claude.run("/compact", resume=sid, settings=settings)
+    assert compacted.returncode == 0, compacted.stderr[-2000:]
+    assert [b["trigger"] for b in compacted.boundaries()] == ["manual"], f"pass {number}: {compacted.result}"
+    [toast] = compacted.toasts()
+    assert toast.endswith(", no summary"), toast
+    rows = claude.decisions()
+    assert [(row.trigger, row.outcome) for row, _ in rows] == [("manual", "replaced")] * number, [r.reason for r, _ in rows]
+    return list(rows[-1][1])
+
+
 def test_three_passes_over_a_growing_session_never_summarise_and_keep_every_original(claude: Claude) -> None:
     settings = claude.settings(preserveRecentMessages=2)
     (claude.project / "notes.txt").write_text("".join(f"notes row {n}\n" for n in range(1, 1501)))
     sid: str | None = None
     passes: list[list[Any]] = []
     for number, prompt in enumerate(ROUNDS, start=1):
-        asked = len(claude.api.message_requests())
-        grown = claude.run(prompt, resume=sid, settings=settings)
-        assert grown.returncode == 0 and grown.result["result"] == FINAL_TEXT, grown.stderr[-2000:]
-        sid = sid or grown.session_id
+        asked, sid = grown_round(claude, prompt, sid, settings)
         requests = claude.api.message_requests()
         if passes:
             # The session went on from the pruned history the last pass left.
@@ -193,14 +210,7 @@ def test_three_passes_over_a_growing_session_never_summarise_and_keep_every_orig
             assert_pass_applied(requests[asked], passes[-1], originals_seen(requests), previous)
         last = requests[-1]
 
-        compacted = claude.run("/compact", resume=sid, settings=settings)
-        assert compacted.returncode == 0, compacted.stderr[-2000:]
-        assert [b["trigger"] for b in compacted.boundaries()] == ["manual"], f"pass {number}: {compacted.result}"
-        [toast] = compacted.toasts()
-        assert toast.endswith(", no summary"), toast
-        rows = claude.decisions()
-        assert [(row.trigger, row.outcome) for row, _ in rows] == [("manual", "replaced")] * number, [r.reason for r, _ in rows]
-        decisions = list(rows[-1][1])
+        decisions = manual_pass(claude, sid, settings, number)
         # Each pass sees the whole history: this round's calls and every call kept before.
         new_ids = set(results_of(last)) - {d.tool_use_id for p in passes for d in p if d.action == "drop"}
         assert {d.tool_use_id for d in decisions} == new_ids

@@ -263,6 +263,9 @@ def test_the_jev_section_is_written_into_the_page(sessions: list[str], tmp_path:
 
 def test_prefixes_compacted_in_a_window_they_fill_report_where_they_end(sessions: list[str], tmp_path: Path) -> None:
     from fast_jev_compaction.conversation.messages import SessionMessage
+    from fast_jev_compaction.evaluation.firepoints import EVAL_FIRE_POINTS, fire_index
+    from fast_jev_compaction.evaluation.foresight import prefix_foresight
+    from fast_jev_compaction.evaluation.labels import label_outputs
     from fast_jev_compaction.evaluation.quality import window_filled
 
     assert window_filled([SessionMessage(role="user", text="x" * 3500)], 60) == 1667  # 1,000 tokens are 60 % of it
@@ -294,6 +297,13 @@ def test_prefixes_compacted_in_a_window_they_fill_report_where_they_end(sessions
     assert all(floor <= after + 1e-9 for floor, after in zip(windowed.floor_percent, windowed.after_percent))
     assert figures["over_target"] == figures["unreachable"] + figures["note_bound"] + figures["reachable_over"]
     assert figures["reachable_over"] == 0
+    # What foresight loses: each prefix in its own window, reused as the whole session reuses it.
+    assert figures["foresight_gone"] == windowed.foresight_gone
+    assert windowed.foresight_gone == sum(
+        prefix_foresight(s.messages[: fire_index(len(s.messages), f)], label_outputs(s.messages),
+                         window_filled(s.messages[: fire_index(len(s.messages), f)], 60), 40)[1]
+        for s in loaded for f in EVAL_FIRE_POINTS
+    )
     # With --markdown, the run writes its own section alone; a whole page's run keeps it.
     page = tmp_path / "quality.md"
     page.write_text("# Quality\n\nintro\n\n## Fire points\n\nfigures\n", encoding="utf-8")

@@ -27,7 +27,7 @@ CUT_RULE_CHARS = 8000
 
 
 @lru_cache(maxsize=4096)
-def _snippets_of(text: str) -> frozenset[str]:
+def snippets_of(text: str) -> frozenset[str]:
     """Policies compared on one prefix share most texts: their snippets are computed once."""
     return frozenset(snippets(text))
 CUT_RULE_HEAD = 300
@@ -82,7 +82,7 @@ class Context:
                 texts.append(result.text)
             for text in texts:
                 if text:
-                    found |= _snippets_of(text)
+                    found |= snippets_of(text)
                     paths.extend(match.group(1) for match in MARKER_PATH.finditer(text))
         return cls(results, found, paths, chars)
 

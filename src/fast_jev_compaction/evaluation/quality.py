@@ -31,6 +31,7 @@ from ..state.goal import goal_from_messages
 from .corpus import Session, session_split
 from .firepoints import EVAL_FIRE_POINTS, fire_index
 from .fit import FITTED_FEATURES, Row, fit_logistic, leave_one_session_out, projected
+from .foresight import prefix_foresight
 from .frontier import POLICIES as FRONTIER
 from .frontier import cut_by_policy
 from .labels import OutputLabel, label_outputs
@@ -126,6 +127,8 @@ class Evaluation:
     # ... and the least the ladder could bring it to, a note for what precedes the turn in flight
     # counted (turn_eviction.least_chars)
     floor_percent: list[float] = field(default_factory=list)
+    # ... and the reused outputs of the prefixes a policy with foresight loses there (foresight.py)
+    foresight_gone: int = 0
 
     def aucs(self) -> dict[str, float | None]:
         return {name: auc(values, self.scores.labels) for name, values in self.scores.by_ranker.items()}
@@ -178,6 +181,7 @@ def evaluate(
                 report.in_flight_percent.append(100 * in_flight_chars(result.messages) / CHARS_PER_TOKEN / window)
                 least = least_chars(result.messages, str(folder) if folder is not None else "")
                 report.floor_percent.append(100 * least / CHARS_PER_TOKEN / window)
+                report.foresight_gone += prefix_foresight(head, labels, window, CompactOptions().target_percent)[1]
             contexts = {PIPELINE: result.messages}
             contexts.update({name: rule(head, pairing) for name, rule in BASELINES.items()})
             per_fraction = report.by_fraction.setdefault(f"{fraction:.1f}", {p: Outcome() for p in policies})

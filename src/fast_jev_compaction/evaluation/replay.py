@@ -50,6 +50,7 @@ from ..options import OPTION, CompactOptions
 from ..state.answer_cache import AnswerCache, MemoryAnswerCache
 from ..state.asker import JevAsker
 from .corpus import Session
+from .foresight import ForesightContext
 from .labels import OutputLabel, label_outputs
 from .outcome import Context, read_archived
 
@@ -130,6 +131,9 @@ class Tally:
     summarized: int = 0  # ... of which a built-in summary (or a failure) took out of the context
     over_target: int = 0  # replacing passes that leave the context over the target
     unreachable: int = 0  # ... of which the last prompt and the turn in flight alone are over it
+    # The same session replayed with foresight (foresight.py): its reuses, at its own passes, and those gone.
+    foresight_reuses: int = 0
+    foresight_gone: int = 0
     after: list[float] = field(default_factory=list)  # the context after each replacing pass, % of the window
     judge_tokens: list[int] = field(default_factory=list)  # per pass that ran, with a meter
 
@@ -231,10 +235,12 @@ def replay_session(
     live = _Live(overhead_tokens)
     archive: dict[str, str] = {}
     pending: set[str] = set()
-    fired_at: float | None = None
-    changed_by_others = False
+    trigger = _Trigger()
     # The messages before which, last, a compaction changed the history, and a summary took its place.
     since = _Since()
+    foresight = ForesightContext(labels, window, TARGET_PERCENT, overhead_tokens)
+    foresight_trigger = _Trigger()
+    foresight_changed = -1
 
     def percent() -> float:
         return 100.0 * live.tokens() / window
@@ -283,21 +289,48 @@ def replay_session(
             arrived = labels[tool_use_id].result_index
             if arrived < since.change:
                 _check(tally, live.context(), tool_use_id, originals[tool_use_id], repeated, archive, arrived < since.summary)
+            if arrived < foresight_changed:
+                tally.foresight_reuses += 1
+                tally.foresight_gone += foresight.gone(tool_use_id, repeated)
         live.append(message)
+        foresight.append(message)
         pending.update(u.tool_use_id for u in message.toolUses)
         pending.difference_update(r.tool_use_id for r in message.toolResults or ())
-        if is_turn_end(messages, index, pending):
-            if changed_by_others or percent() < COMPACT_AT_PERCENT:
-                fired_at = None
-            changed_by_others = False
-            if percent() >= COMPACT_AT_PERCENT and (fired_at is None or percent() >= fired_at + REARM_POINTS):
-                fired_at = percent()
-                if compact("plugin", index):
-                    since.change = index + 1
+        turn_end = is_turn_end(messages, index, pending)
+        if turn_end and trigger.plugin(percent()) and compact("plugin", index):
+            since.change = index + 1
         if percent() >= ENGINE_PERCENT and compact("auto", index):
             since.change = index + 1
-            changed_by_others = True
+            trigger.others = True
+        # Foresight at its own passes, which always replace (it frees what it must for nothing).
+        if turn_end and foresight_trigger.plugin(foresight.percent()):
+            foresight.compact(index)
+            foresight_changed = index + 1
+        if foresight.percent() >= ENGINE_PERCENT:
+            foresight.compact(index)
+            foresight_changed = index + 1
+            foresight_trigger.others = True
     return tally
+
+
+@dataclass
+class _Trigger:
+    """The plugin's trigger (hooks/mod.mjs): at a turn's end, once per upward crossing of
+    ``COMPACT_AT_PERCENT``, again ``REARM_POINTS`` higher or once a compaction it did not start
+    (``others``: the engine's) changed the history."""
+
+    fired_at: float | None = None
+    others: bool = False
+
+    def plugin(self, percent: float) -> bool:
+        """At a turn's end with the context at ``percent``: whether the trigger fires."""
+        if self.others or percent < COMPACT_AT_PERCENT:
+            self.fired_at = None
+        self.others = False
+        if percent >= COMPACT_AT_PERCENT and (self.fired_at is None or percent >= self.fired_at + REARM_POINTS):
+            self.fired_at = percent
+            return True
+        return False
 
 
 @dataclass

@@ -218,7 +218,8 @@ def _windowed_line(evaluation: Evaluation) -> str:
         f"are over it), {figures['note_bound']} more with the note for the conversation before it counted, "
         f"{figures['reachable_over']} reachable "
         f"(after the pass, median {_pct_of_window(figures['after_median'])}, "
-        f"max {_pct_of_window(figures['after_max'])} of the window)."
+        f"max {_pct_of_window(figures['after_max'])} of the window); a policy that knew every later reuse "
+        f"would lose {figures['foresight_gone']} of the reused outputs there (*gone with foresight*)."
     )
 
 
@@ -250,6 +251,7 @@ def windowed_figures(evaluation: Evaluation) -> dict[str, Any]:
         ),
         "after_median": statistics.median(after) if after else None,
         "after_max": max(after, default=None),
+        "foresight_gone": evaluation.foresight_gone,
     }
 
 
@@ -258,7 +260,7 @@ PREFIX_FILLS_END = "<!-- /prefix-fills -->"
 _PREFIX_FILLS = re.compile(re.escape(PREFIX_FILLS_START) + r".*?" + re.escape(PREFIX_FILLS_END) + r"\n*", re.DOTALL)
 _PREFIX_FILLS_HEAD = [
     "fill", "target", "prefixes", "over target", "unreachable", "note-bound", "reachable, over",
-    "reused outputs", "gone", "recoverable (of gone)", "context after (median)", "(max)",
+    "reused outputs", "gone", "gone with foresight", "recoverable (of gone)", "context after (median)", "(max)",
 ]
 
 
@@ -273,7 +275,9 @@ def prefix_fills_section(evaluation: Evaluation) -> str:
     row = [
         f"{fill} %", f"{DEFAULT_TARGET_PERCENT:g} %", str(figures["points"]), str(figures["over_target"]),
         str(figures["unreachable"]), str(figures["note_bound"]), str(figures["reachable_over"]), str(outcome.reused),
-        f"{outcome.gone} ({_pct(f['gone_share'])})", _pct(f["recoverable_share"]),
+        f"{outcome.gone} ({_pct(f['gone_share'])})",
+        f"{figures['foresight_gone']} ({_pct(ratio(figures['foresight_gone'], outcome.reused))})",
+        _pct(f["recoverable_share"]),
         _pct_of_window(figures["after_median"]), _pct_of_window(figures["after_max"]),
     ]
     lines = [
@@ -286,7 +290,11 @@ def prefix_fills_section(evaluation: Evaluation) -> str:
         "the turn in flight alone over it (the user's last prompt and the turn's last exchange stay whole); "
         "*note-bound*: over it once the one note that would stand for the conversation before the turn in "
         "flight is counted (a cut that frees less than its marker costs is not taken); *reachable, over*: the "
-        "rest of those over the target. *Gone*, *recoverable*: the reused outputs, as in the fire points below.",
+        "rest of those over the target. *Gone*, *recoverable*: the reused outputs, as in the fire points below; "
+        "*gone with foresight*: those a policy that knew every later reuse would lose in the same window "
+        "(`evaluation/foresight.py`: the reused outputs kept whole, smallest first, in the room the target "
+        "leaves beside the last prompt, every other output dropped without a digest, every other text kept "
+        "for free).",
         "",
         *_md_table(_PREFIX_FILLS_HEAD, [row]),
         PREFIX_FILLS_END,

@@ -35,6 +35,7 @@ from fast_jev_compaction.decide.turn_eviction import (
     evict_turns,
     has_old_turn,
     in_flight_chars,
+    in_flight_preserve,
     is_prompt,
     shorten_index_lines,
     shorten_old_prompts,
@@ -802,3 +803,26 @@ def test_without_a_writable_archive_the_hook_moves_no_turn(data_dir: Path) -> No
     texts = [m.get("text", "") for m in answer.get("messages", [])]
     # No line points at a file that is not there: no turn left the conversation.
     assert not any(is_turn_index_line(text) or "saved at" in text for text in texts)
+
+
+def test_an_exchange_in_flight_too_large_to_stay_whole_is_cut_before_old_turns_leave(tmp_path: Path) -> None:
+    """A Read just returned, larger than all the aim leaves: it cannot stay whole whatever else
+    leaves, so it is cut first, and old turns go only for what that cut left to free."""
+    big = "\n".join(f"line {n}: value = compute({n}) + offset" for n in range(BIG_OUTPUT // 40))
+    messages = [
+        *session(),
+        SessionMessage(role="user", text="prompt 8: read src/big.py"),
+        SessionMessage(role="assistant", text="Reading the big file.", toolUses=(ToolUse("toolu_big", "Read", {"file_path": "src/big.py"}),)),
+        SessionMessage(role="user", toolResults=(ToolResult("toolu_big", big),)),
+    ]
+    aim = 0.9 * len(big)
+    window = int(aim / ((40 - TARGET_MARGIN_POINTS) / 100 * CHARS_PER_TOKEN))
+    result = fit(messages, tmp_path, window, preserve=in_flight_preserve(messages, 6))
+    decided = {d.tool_use_id: d for d in result.decisions}
+    assert decided["toolu_big"].action == TRUNCATE
+    assert big in result.archive.values()
+    # The oldest turns went (the first prompt's turn stays, as the first message does), the
+    # newest stay whole, and the context is under its aim.
+    assert decided["toolu_1"].reason == OLD_TURN and decided[f"toolu_{TURNS - 1}"].reason != OLD_TURN
+    assert reply(TURNS - 1) in [m.text for m in result.messages]
+    assert result.stats.chars_after <= aim

@@ -2,7 +2,10 @@
 
 Each rung is taken only when the ones before it leave the context above what the window needs
 (``policy.chars_to_free``): a) to c) the pass (``compaction.compact``: tool results, and what
-it cuts besides); d) the oldest whole turns (``turn_eviction.py``); e) the pinned recent window
+it cuts besides); when the exchange in flight's outputs are more than the aim leaves beside the
+last prompt, they cannot stay whole whatever else leaves, so the pass runs again with nothing
+pinned and cuts them (with any other output, least valuable first) before any turn leaves for
+room it would not get; d) the oldest whole turns (``turn_eviction.py``); e) the pinned recent window
 shrinks to the turn in flight (the pass runs again over d's history with that pin, then d again,
 the first message's turn included). While old turns can go (``turn_eviction.has_old_turn``),
 rung a's further cuts, of outputs under their cut-over, wait for that second pass: the oldest
@@ -30,7 +33,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, cast
 
 from .compaction import CompactResult, compact, shape_of
-from .conversation.sizes import input_chars
+from .conversation.sizes import input_chars, message_chars
 from .decide.archive import archived
 from .decide.decisions import (
     BUDGET,
@@ -55,6 +58,7 @@ from .decide.turn_eviction import (
     fold_old_turns,
     has_old_turn,
     in_flight_preserve,
+    prompt_positions,
     shorten_index_lines,
     shorten_old_prompts,
 )
@@ -102,16 +106,34 @@ async def compact_to_fit(
         return first
     archive_dir = opts.archive_dir
     preserve = opts.preserve_recent_messages
-    left = _left(need, first.stats, first.stats.chars_after)
-    evicted = evict_turns(messages, first.messages, first.calls, preserve, left, archive_dir)
-    chars_after = first.stats.chars_after - evicted.freed
     steps: list[CompactResult] = []
-    evictions = [evicted]
+    evictions: list[Eviction] = []
+    base, chars_after = first, first.stats.chars_after
+    if _trailing_over(first.messages, first.stats.chars_before - need):
+        # The exchange in flight is more than the aim leaves it: its outputs cannot stay whole
+        # whatever else leaves, so they are cut first (least valuable first, with every other
+        # output), and old turns then go only for what that left to free, not for room nobody gets.
+        early = await compact(
+            first.messages, _remembering(asker, first), _again(opts, 0, first.stats, chars_after), cache,
+            _pending(first, [], [], pending),
+        )
+        evictions.append(Eviction(first.messages, [], {}))
+        steps.append(early)
+        base, chars_after = early, early.stats.chars_after
+    # What the pass (or the cut of the exchange in flight) was run over, and where it left the context.
+    source, base_chars = messages if base is first else first.messages, chars_after
+    left = _left(need, first.stats, base_chars)
+    evicted = (
+        evict_turns(source, base.messages, base.calls, preserve, left, archive_dir)
+        if left > 0 else Eviction(base.messages, [], {})
+    )
+    chars_after = base_chars - evicted.freed
+    evictions.append(evicted)
     history = evicted.messages
     # Rung e: the pin shrinks to the turn in flight's trailing calls (a prompt is never cut, the
     # user's last one included), and the first message is pinned no more.
     pin = min(preserve, in_flight_preserve(history, 0))
-    calls = first.calls
+    calls = base.calls
     if _left(need, first.stats, chars_after) > 0 and (pin < preserve or deferred):
         # The pass again over d's history with that pin (and the further cuts that waited), then d again.
         again = await compact(
@@ -130,9 +152,9 @@ async def compact_to_fit(
     elif _left(need, first.stats, chars_after) > 0:
         # The pin holds the turn in flight already: only the first message's turn is freed, so d
         # runs once more over the pass's output (oldest first, that turn included).
-        evicted = evict_turns(messages, first.messages, first.calls, preserve, left, archive_dir, keep_first=False)
-        chars_after = first.stats.chars_after - evicted.freed
-        evictions = [evicted]
+        evicted = evict_turns(source, base.messages, base.calls, preserve, left, archive_dir, keep_first=False)
+        chars_after = base_chars - evicted.freed
+        evictions[-1] = evicted
         history = evicted.messages
     shrunk = 0
     if _left(need, first.stats, chars_after) > 0:
@@ -227,6 +249,23 @@ def _remembering(asker: JevAsker, first: CompactResult) -> JevAsker:
         return asker
     answers = {d.tool_use_id: (d.keep_call, d.keep_result) for d in first.decisions if d.reason == BUDGET}
     return cast("JevAsker", _Remembered(asker, answers))
+
+
+def _trailing_over(history: Sequence[SessionMessage], aim: float) -> bool:
+    """Whether the outputs of the trailing exchange of ``history`` are more than ``aim``
+    characters leave beside the user's last prompt and the exchange's own calls, while those
+    alone fit in it: the outputs cannot stay whole whatever else leaves, and their cut brings the
+    context under its aim. (When the prompt and the calls alone are over it, no cut reaches the
+    target, and the outputs the model has not read yet stay whole, the engine's threshold
+    permitting: the gate decides.)"""
+    pin = in_flight_preserve(history, 0)
+    if not pin:
+        return False
+    outputs = _trailing_output_chars(history, pin)
+    prompts = prompt_positions(history)
+    prompt = message_chars(history[prompts[-1]]) if prompts else 0
+    rest = sum(message_chars(m) for m in history[len(history) - pin :]) - outputs
+    return 0 <= aim - prompt - rest < outputs
 
 
 def _trailing_output_chars(history: Sequence[SessionMessage], pin: int) -> int:

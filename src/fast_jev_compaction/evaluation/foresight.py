@@ -136,7 +136,8 @@ class ForesightContext:
 
     def compact(self, index: int) -> None:
         """A pass after message ``index``: the outputs a later message repeats stay as far as the
-        room allows, everything else but the last prompt leaves."""
+        room allows and every other output leaves; the texts stay in view, taking no room but the
+        last prompt's."""
         room = (self.window_tokens * self.target_percent / 100 - self.overhead_tokens) * CHARS_PER_TOKEN - self.prompt
         for tool_use_id in self.outputs:
             self.seen.drop(tool_use_id)

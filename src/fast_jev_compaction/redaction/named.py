@@ -33,7 +33,7 @@ _COLON_NAME = re.compile(
 _COLON_VALUE = re.compile(
     r"\\?\"[^\"\n]*+\"?|\\?'[^'\n]*+'?|(?:(?i:bearer|basic|token|digest|negotiate)[ \t]++)?[^\s,}\"'\\]++"
 )
-# --password value
+# A flag and its value (--password value, -token value).
 _FLAG_NAME = re.compile(r"(?<![A-Za-z0-9_\-])--?" + _maybe_secret(r"A-Za-z0-9\-") + r"([A-Za-z][A-Za-z0-9\-]*+)[ \t]++")
 _FLAG_VALUE = re.compile(r"\"[^\"\n]*+\"?|'[^'\n]*+'?|[^\s\-*][^\s]*+")
 

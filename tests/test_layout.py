@@ -1,10 +1,10 @@
 """The layout's promises, checked on the source: folders read as the pipeline, nothing imports upward.
 
-The core is the package's top-level modules and the pipeline's step folders (``conversation``,
-``state``, ``decide``); it never imports the edges (``hook``, ``commands``, ``jev``, ``audit``,
-``evaluation``). A step never imports a later one, except that building the state may recognise
-the markers a pass wrote. ``jev`` (the client and the server) never imports a judge: the server
-is handed one.
+The core is the package's top-level modules, the pipeline's step folders (``conversation``,
+``state``, ``decide``) and the ``redaction`` folder they share; it never imports the edges
+(``hook``, ``commands``, ``jev``, ``audit``, ``evaluation``). A step never imports a later one,
+except that building the state may recognise the markers a pass wrote. ``jev`` (the client and
+the server) never imports a judge: the server is handed one.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "fast_jev_compaction"
 EDGES = ("hook", "commands", "jev", "audit", "evaluation")
 STEPS = ("conversation", "state", "decide")
+# Folders of the core that every step and edge may use: a top-level module grown into a folder.
+SHARED = ("redaction",)
 # The CLI entry and the lazy package face are edges themselves.
 CORE_EXCEPTIONS = {"cli.py", "__init__.py"}
 
@@ -42,7 +44,7 @@ def imported_packages(path: Path) -> set[str]:
 
 def core_modules() -> list[Path]:
     top = [p for p in PACKAGE.glob("*.py") if p.name not in CORE_EXCEPTIONS]
-    return sorted(top + [p for step in STEPS for p in (PACKAGE / step).glob("*.py")])
+    return sorted(top + [p for folder in STEPS + SHARED for p in (PACKAGE / folder).glob("*.py")])
 
 
 def step_imports(step: str) -> set[str]:
@@ -76,7 +78,7 @@ def test_a_step_never_imports_a_later_one() -> None:
 def test_the_top_level_holds_the_flow_and_a_few_shared_modules() -> None:
     top = {p.stem for p in PACKAGE.glob("*.py")}
     assert top == {"__init__", "cli", "compaction", "ladder", "give_back", "options", "errors", "stats",
-                   "textutil", "redaction", "private_files"}
+                   "textutil", "private_files"}
 
 
 @pytest.mark.parametrize("folder", sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py")))

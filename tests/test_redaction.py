@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from fast_jev_compaction import redaction
-from fast_jev_compaction.redaction import MASK, is_secret_key, redact_json, redact_text
+from fast_jev_compaction.redaction import MASK, is_secret_key, named, pem, redact_json, redact_text
 
 # One planted secret of every kind the redactor promises to mask, as it appears in the wild.
 # (Not real credentials: the shapes are right, the values are made up.)
@@ -200,13 +200,11 @@ def test_benchmark_adversarial_megabyte_within_3x_prose(benchmark: pytest.Fixtur
 
 def _every_pattern(text: str) -> str:
     """The redactor with every pattern run on every text: what the skips must equal."""
-    text = redaction._mask_pem(text)
+    text = pem.mask_pem(text)
     for _, pattern, replacement in redaction._SUBSTITUTIONS:
         text = pattern.sub(replacement, text)
-    text = redaction._mask_p_flags(text)
-    text = redaction._mask_named(text, redaction._ASSIGN_NAME, 1, redaction._ASSIGN_VALUE)
-    text = redaction._mask_named(text, redaction._COLON_NAME, 2, redaction._COLON_VALUE, redaction._colon_secret)
-    return redaction._mask_named(text, redaction._FLAG_NAME, 1, redaction._FLAG_VALUE)
+    text = named.mask_p_flags(text)
+    return named.mask_named_values(text)
 
 
 # Words that match the patterns' case-insensitive alternatives only through Unicode folding.

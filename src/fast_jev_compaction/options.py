@@ -161,7 +161,7 @@ def _where(*names: Where) -> frozenset[Where]:
 
 
 OPTIONS: tuple[Option, ...] = (
-    # -- the judge -------------------------------------------------------------------------
+    # The judge, and how Jev is reached.
     Option("judge", "choice", "auto", "local: the embedded offline judge; jev: the Jev API; "
            "auto: Jev when a key or an endpoint URL is configured, else the embedded judge",
            _where("cli", "hook"), flag="--judge", key="judge", title="Judge", choices=("auto", "local", "jev")),
@@ -181,13 +181,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("jev_timeout_seconds", "number", 15.0, "deadline per judge request, body read included",
            _where("cli", "hook"), flag="--timeout", key="jevTimeoutSeconds", title="Jev request time limit (seconds)",
            minimum=0.1, maximum=300, metavar="SECONDS"),
-    # -- the goal --------------------------------------------------------------------------
+    # The goal the judge reads.
     Option("goal", "string", "", "what the session works towards, as the judge reads it",
            _where("core", "cli", "hook"), flag="--goal", key="goal", title="Goal", metavar="TEXT",
            shown_default="the last 3 prompts"),
     Option("instructions", "string", "", "extra focus added to the goal, as `/compact <instructions>` gives",
            _where("cli"), flag="--instructions", metavar="TEXT", shown_default="none"),
-    # -- the decision ----------------------------------------------------------------------
+    # What a pass keeps, cuts and asks.
     Option("policy", "choice", "budget", "budget: truncate the outputs the judge values least until "
            "targetReduction of them is freed; threshold: keep, truncate or drop each call by keepThreshold",
            _where("core", "cli", "hook"), flag="--policy", key="policy", title="Decision policy",
@@ -234,7 +234,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_concurrent_requests", "integer", 4, "judge requests in flight at once",
            _where("core", "cli", "hook"), flag="--max-concurrent-requests", key="maxConcurrentRequests",
            title="Concurrent judge requests", minimum=1, metavar="N"),
-    # -- the plugin ------------------------------------------------------------------------
+    # When the plugin compacts, and its Python side.
     Option("compact_at_percent", "number", 60.0, "after a turn, compact once the context window is this full (percent)",
            _where("hook", "mod"), key="compactAtPercent", title="Compaction percentage", minimum=1, maximum=100),
     Option("min_freed_percent", "number", 5.0, "a compaction that misses its target (targetPercent, or Claude "
@@ -249,7 +249,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("python", "string", "", "an interpreter with fast-jev-compaction installed; empty: the environment "
            "the plugin prepares in its data folder (or $FAST_JEV_PYTHON)",
            _where("mod"), key="python", title="Python interpreter", shown_default="prepared venv"),
-    # -- CLI output ------------------------------------------------------------------------
+    # What the CLI writes.
     Option("out", "string", "", "write the compacted messages here (never onto the input)",
            _where("cli"), flag="--out", short="-o", metavar="FILE", shown_default="stdout"),
     Option("format", "choice", "json", "json: one list of messages; jsonl: one per line; "

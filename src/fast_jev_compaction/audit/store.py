@@ -647,7 +647,8 @@ def record_or_spill(
         return spill.write(path, values, [_decision_values(d) for d in decisions])
 
 
-# -- row conversion ------------------------------------------------------------------------
+# Rows to column values and back: checked on the way in (a row that would lie is refused), typed
+# on the way out (a file edited by hand may hold anything in any column).
 
 
 def _int(value: object) -> int:

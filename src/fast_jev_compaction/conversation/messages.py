@@ -135,8 +135,6 @@ def _wire(fields: tuple[tuple[str, Any], ...], extra: Mapping[str, Any]) -> dict
     return data
 
 
-# --------------------------------------------------------------------------- the wire check
-#
 # The wire shape is declared once, as pydantic TypedDicts (strict: a number is not a string, a
 # string not a flag; unknown members allowed and kept). A message is validated into a plain dict
 # of the same strings (pydantic hands the very objects back, it does not copy text), then built

@@ -185,7 +185,8 @@ def result_chars(messages: Sequence[SessionMessage]) -> int:
     return sum(len(r.text) for m in messages for r in m.toolResults or ())
 
 
-# -- the baselines: fixed rules over the same prefix, with the same pinned calls ------------------
+# The baselines: fixed rules over the same prefix with the same pinned calls, so that a judge's
+# figures are read against theirs on equal terms.
 
 
 def rewritten(

@@ -149,8 +149,6 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "fast-jev"
     server: JevServer
 
-    # -- plumbing -------------------------------------------------------------------------------
-
     def setup(self) -> None:
         super().setup()
         self.rfile.close()  # read through the gate's bytes instead, so none is left in a buffer
@@ -296,8 +294,6 @@ class _Handler(BaseHTTPRequestHandler):
     def _route_path(self) -> str:
         return self.path.split("?", 1)[0].rstrip("/") or "/"
 
-    # -- methods --------------------------------------------------------------------------------
-
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         path = self._route_path()
         if not self._host_allowed():
@@ -376,8 +372,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _is_post_route(self, path: str) -> bool:
         return path in _SYSTEM_ONE_PATHS or bool(_CF_CATALOG.match(path) or _CF_CLASSIC.match(path))
-
-    # -- protocol -------------------------------------------------------------------------------
 
     @staticmethod
     def _validated(adapter: TypeAdapter[Any], body: Any) -> Any:

@@ -61,8 +61,6 @@ class LocalJudge:
     def state_model(self) -> JudgeModel:
         return self._state_model or load_state_model()
 
-    # -- in process ----------------------------------------------------------------------------
-
     def score_calls(
         self, messages: Sequence[SessionMessage], pairing: Pairing, goal: str, only: Iterable[ToolCall] | None = None
     ) -> dict[str, tuple[float, float]]:
@@ -76,14 +74,11 @@ class LocalJudge:
 
         return score_calls(messages, pairing, goal, self._model, only=only)
 
-    # -- the JevAsker protocol -----------------------------------------------------------------
-
     async def ask(self, state: Any, questions: Mapping[str, Any]) -> AskResult:
         answers, usage = self.answer_with_usage(state, questions)
         return AskResult(answers=answers, usage=usage)
 
-    # -- sync API -------------------------------------------------------------------------------
-
+    # The same answers without an event loop: `fast-jev serve` answers from its worker threads.
     def answer(self, state: Any, questions: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         """Raw Jev answers: ``{name: {"type": "noul", "noul": p}}`` for every question."""
         return self.answer_with_usage(state, questions)[0]
@@ -104,8 +99,6 @@ class LocalJudge:
     def explain(self, state: Any, questions: Mapping[str, Any]) -> dict[str, dict[str, float]]:
         """Per question, the named logit contributions; ``sigmoid(sum)`` is the answer."""
         return self._score(state, questions)[1]
-
-    # -- internals ------------------------------------------------------------------------------
 
     def _features(self, state: Mapping[str, Any]) -> tuple[str, dict[str, dict[str, float]]]:
         from .state import read_state

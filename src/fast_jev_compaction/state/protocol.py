@@ -1,10 +1,11 @@
 """The Jev protocol's wire shapes, declared once as pydantic models (docs/ARCHITECTURE.md, Contracts).
 
 The state every judge reads, the ``noul`` questions, the answers, and the request bodies
-``fast-jev serve`` takes. The client's answers (``answers.read_noul_answers``), the local judge's
-input (``judge.state.validate_state`` / ``validate_questions``) and the server's requests
-(``jev/server.py``) are validated with these adapters, and ``schemas/jev-*.schema.json`` are
-generated from them (``python tests/test_schemas.py --write``).
+``fast-jev serve`` takes, in that order, then one adapter each. The client's answers
+(``answers.read_noul_answers``), the local judge's input (``judge.state.validate_state`` /
+``validate_questions``) and the server's requests (``jev/server.py``) are validated with these
+adapters, and ``schemas/jev-*.schema.json`` are generated from them
+(``python tests/test_schemas.py --write``).
 
 Unknown members are allowed everywhere: a newer client or server may send more. The state is
 read tolerantly past its shape (``judge/state.read_state``), so only what the contract promises
@@ -28,9 +29,6 @@ def first_problem(error: ValidationError, *prefix: str) -> str:
     first = error.errors(include_url=False, include_context=False, include_input=False)[0]
     where = ".".join(str(part) for part in (*prefix, *first["loc"]))
     return f"{where}: {first['msg']}" if where else first["msg"]
-
-
-# --------------------------------------------------------------------------- the state
 
 
 @with_config(_OPEN)
@@ -91,9 +89,6 @@ def _state_text(value: Any) -> Any:
 StateField = Annotated[JevState, BeforeValidator(_state_text)]
 
 
-# --------------------------------------------------------------------------- questions and answers
-
-
 @with_config(_OPEN)
 class NoulQuestion(TypedDict):
     """A question answered by a probability in [0, 1]; the only type a compaction asks."""
@@ -125,9 +120,6 @@ class JevResponse(TypedDict):
 
     answers: dict[str, Any]
     usage: NotRequired[Any]
-
-
-# --------------------------------------------------------------------------- requests
 
 
 @with_config(_OPEN)

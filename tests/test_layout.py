@@ -44,18 +44,20 @@ def imported_packages(path: Path) -> set[str]:
 
 def core_modules() -> list[Path]:
     top = [p for p in PACKAGE.glob("*.py") if p.name not in CORE_EXCEPTIONS]
-    return sorted(top + [p for folder in STEPS + SHARED for p in (PACKAGE / folder).glob("*.py")])
+    # Every level: a module grown into a folder inside a step (conversation/transcript/) is core too.
+    return sorted(top + [p for folder in STEPS + SHARED for p in (PACKAGE / folder).rglob("*.py")])
 
 
 def step_imports(step: str) -> set[str]:
     """The other steps that modules of ``step`` import, relative imports included."""
     found: set[str] = set()
-    for path in (PACKAGE / step).glob("*.py"):
+    for path in (PACKAGE / step).rglob("*.py"):
+        depth = len(path.relative_to(PACKAGE).parts) - 1  # a relative import this many levels up reaches the top
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
                 module = node.module or ""
-                if node.level == 2:
+                if node.level == depth + 1:
                     found.add(module.split(".")[0] if module else "")
                 elif module.startswith("fast_jev_compaction."):
                     found.add(module.split(".")[1])
@@ -81,7 +83,12 @@ def test_the_top_level_holds_the_flow_and_a_few_shared_modules() -> None:
                    "textutil", "private_files"}
 
 
-@pytest.mark.parametrize("folder", sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py")))
+def folders() -> list[str]:
+    """Every folder of the package, nested ones included (``conversation/transcript``)."""
+    return sorted(p.parent.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*/__init__.py"))
+
+
+@pytest.mark.parametrize("folder", folders())
 def test_each_folder_says_its_step_in_its_docstring(folder: str) -> None:
     doc = ast.get_docstring(ast.parse((PACKAGE / folder / "__init__.py").read_text(encoding="utf-8")))
     assert doc and doc.splitlines()[0].strip().endswith((".", ":"))
@@ -95,7 +102,7 @@ def test_jev_never_imports_a_judge(path: Path) -> None:
 def test_the_architecture_tree_names_every_folder_and_core_module() -> None:
     text = (PACKAGE.parents[1] / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
     tree = text.split("```")[1]
-    folders = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
-    assert {name for name in folders if f"  {name}/" not in tree} == set()
+    names = {folder.rsplit("/", 1)[-1] for folder in folders()}
+    assert {name for name in names if f"  {name}/" not in tree} == set()
     named = {p.name for p in core_modules() + [PACKAGE / "cli.py"] if p.name != "__init__.py"}
     assert {name for name in named if f" {name} " not in tree} == set()

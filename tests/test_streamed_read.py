@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from fast_jev_compaction.conversation.transcript import _read_streamed, load_messages, read_messages
+from fast_jev_compaction.conversation.transcript import load_messages, read_messages
+from fast_jev_compaction.conversation.transcript.files import _read_streamed
 from fast_jev_compaction.evaluation.synthetic import transcript_lines
 
 

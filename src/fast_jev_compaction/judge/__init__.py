@@ -1,6 +1,6 @@
 """Judges that answer the Jev questions without Jev: the embedded :class:`LocalJudge`.
 
-What checks a state loads on first use (``judge/state.py``): scoring in process, as the hook
+What checks a state loads on first use (``judge/state/``): scoring in process, as the hook
 does, never reads one.
 """
 

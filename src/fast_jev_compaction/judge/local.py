@@ -27,7 +27,7 @@ from ..state.asker import AskResult, Usage
 from ..textutil import js_json
 from .model import JudgeModel, load_state_model
 
-# Reading a state (judge/state.py, judge/state_features.py, tokens) is imported by the methods
+# Reading a state (judge/state/, judge/state_features.py, tokens) is imported by the methods
 # that take one: the compaction's in-process scoring, the hook's, never does.
 
 __all__ = ["LocalJudge"]

@@ -54,6 +54,15 @@ def test_a_reuse_another_text_already_answers_takes_no_room() -> None:
     assert prefix_foresight(head, label_outputs(session), window_for(head, 60), 40) == (1, 0)
 
 
+def test_a_reuse_an_output_kept_whole_answers_is_kept() -> None:
+    """Two reads hold the quoted line: the room keeps the small one, which answers the large
+    one's reuse too."""
+    large, small = read("r2", SENTENCE, 20_000), read("r1", SENTENCE, 1_000)
+    head = [prompt("Fix the parser"), *large, *small, said("Read both.")]
+    session = [*head, *quote("e1", SENTENCE), said("Done.")]
+    assert prefix_foresight(head, label_outputs(session), window_for(head, 60), 40) == (2, 0)
+
+
 def test_an_output_not_reused_later_counts_for_nothing() -> None:
     head = [prompt("Look around"), *read("r1", SENTENCE, 20_000), said("Nothing to change.")]
     session = [*head, *filler(3), said("Done.")]

@@ -825,4 +825,5 @@ def test_an_exchange_in_flight_too_large_to_stay_whole_is_cut_before_old_turns_l
     # newest stay whole, and the context is under its aim.
     assert decided["toolu_1"].reason == OLD_TURN and decided[f"toolu_{TURNS - 1}"].reason != OLD_TURN
     assert reply(TURNS - 1) in [m.text for m in result.messages]
+    assert 0 < result.stats.evicted_turns < TURNS - 1
     assert result.stats.chars_after <= aim

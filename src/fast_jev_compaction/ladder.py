@@ -4,8 +4,9 @@ Each rung is taken only when the ones before it leave the context above what the
 (``policy.chars_to_free``): a) to c) the pass (``compaction.compact``: tool results, and what
 it cuts besides); when the exchange in flight's outputs are more than the aim leaves beside the
 last prompt, they cannot stay whole whatever else leaves, so the pass runs again with nothing
-pinned and cuts them (with any other output, least valuable first) before any turn leaves for
-room it would not get; d) the oldest whole turns (``turn_eviction.py``); e) the pinned recent window
+pinned and cuts them (with the other outputs over their cut-over, least valuable first) before
+any turn leaves for room it would not get (``_trailing_over``); d) the oldest whole turns
+(``turn_eviction.py``); e) the pinned recent window
 shrinks to the turn in flight (the pass runs again over d's history with that pin, then d again,
 the first message's turn included). While old turns can go (``turn_eviction.has_old_turn``),
 rung a's further cuts, of outputs under their cut-over, wait for that second pass: the oldest
@@ -110,24 +111,21 @@ async def compact_to_fit(
     evictions: list[Eviction] = []
     base, chars_after = first, first.stats.chars_after
     if _trailing_over(first.messages, first.stats.chars_before - need):
-        # The exchange in flight is more than the aim leaves it: its outputs cannot stay whole
-        # whatever else leaves, so they are cut first (least valuable first, with every other
-        # output), and old turns then go only for what that left to free, not for room nobody gets.
+        # The trailing cut (see the module's description), with the further cuts still waiting
+        # while old turns can go.
         early = await compact(
             first.messages, _remembering(asker, first), _again(opts, 0, first.stats, chars_after), cache,
-            _pending(first, [], [], pending),
+            _pending(first, [], [], pending), further=not deferred,
         )
+        # Nothing moved out beside the first pass: each step keeps its eviction (``_combined``).
         evictions.append(Eviction(first.messages, [], {}))
         steps.append(early)
         base, chars_after = early, early.stats.chars_after
-    # What the pass (or the cut of the exchange in flight) was run over, and where it left the context.
-    source, base_chars = messages if base is first else first.messages, chars_after
-    left = _left(need, first.stats, base_chars)
-    evicted = (
-        evict_turns(source, base.messages, base.calls, preserve, left, archive_dir)
-        if left > 0 else Eviction(base.messages, [], {})
-    )
-    chars_after = base_chars - evicted.freed
+    # The messages the last pass was run over (``evict_turns`` renders a turn's file from them).
+    source = messages if base is first else first.messages
+    left = _left(need, first.stats, chars_after)
+    evicted = evict_turns(source, base.messages, base.calls, preserve, left, archive_dir) if left > 0 else Eviction(base.messages, [], {})
+    chars_after -= evicted.freed
     evictions.append(evicted)
     history = evicted.messages
     # Rung e: the pin shrinks to the turn in flight's trailing calls (a prompt is never cut, the
@@ -137,7 +135,7 @@ async def compact_to_fit(
     if _left(need, first.stats, chars_after) > 0 and (pin < preserve or deferred):
         # The pass again over d's history with that pin (and the further cuts that waited), then d again.
         again = await compact(
-            history, _remembering(asker, first), _again(opts, pin, first.stats, chars_after), cache,
+            history, _remembering(asker, base), _again(opts, pin, first.stats, chars_after), cache,
             _pending(first, steps, evictions, pending),
         )
         chars_after = again.stats.chars_after
@@ -153,7 +151,7 @@ async def compact_to_fit(
         # The pin holds the turn in flight already: only the first message's turn is freed, so d
         # runs once more over the pass's output (oldest first, that turn included).
         evicted = evict_turns(source, base.messages, base.calls, preserve, left, archive_dir, keep_first=False)
-        chars_after = base_chars - evicted.freed
+        chars_after = base.stats.chars_after - evicted.freed
         evictions[-1] = evicted
         history = evicted.messages
     shrunk = 0

@@ -4,17 +4,19 @@ The replay and the prefix fills count a reuse *gone* when neither its output nor
 repeats is in the context. How low that share can go depends on the sessions as much as on the
 policy: when the outputs later turns quote outweigh the room under the target, some must leave.
 A policy with foresight measures that part. At each pass it knows which outputs a later message
-repeats and keeps those whole, smallest first (the most outputs the room holds), in the room the
-target leaves beside the user's last prompt; every other output leaves, with no marker and no
-digest. Every text that is not an output (prompts, replies, tool inputs) stays, for free: it
-takes no room, and a reuse whose snippets such a text or an output still in view holds counts as
-kept, as the replay counts it; an output whose later reuses those texts answer takes no room.
+repeats and keeps those whole, smallest first (the most outputs the room holds), in what the
+pipeline's aim (the target less its margin) leaves beside the user's last prompt; every other
+output leaves, with no marker and no digest. Every text that is not an output (prompts, replies,
+tool inputs) stays, for free: it takes no room, and a reuse whose snippets such a text or an
+output still in view holds counts as kept, as the replay counts it; an output whose later
+reuses those texts answer takes no room.
 
 The free texts make it generous; the missing digests make it strict: a digest that happens to
 hold the lines a later turn quotes beats it, but no policy can aim for those lines. Its figure
-stands beside the pipeline's gone share, in the same window and with the same triggers: the
-distance between them is what better choices could still win, and what it loses itself is the
-sessions' own, for a policy that cannot guess which lines of a cut output will be quoted.
+stands beside the pipeline's gone share, in the same window and under the same trigger rules (at
+its own points): the distance between them is what better choices could still win, and what it
+loses itself is the sessions' own, for a policy that cannot guess which lines of a cut output
+will be quoted.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Iterable, Mapping, Sequence
 
 from ..conversation.messages import SessionMessage
 from ..conversation.sizes import message_chars
-from ..decide.policy import CHARS_PER_TOKEN
+from ..decide.policy import CHARS_PER_TOKEN, TARGET_MARGIN_POINTS
+from ..decide.turn_eviction import is_prompt
 from ..judge.reuse import string_values
 from .labels import OutputLabel
 from .outcome import snippets_of
@@ -78,7 +81,13 @@ class Seen:
 
 def last_prompt_chars(messages: Sequence[SessionMessage]) -> int:
     """The user's last prompt, which every pass keeps whole."""
-    return next((len(m.text) for m in reversed(messages) if m.role == "user" and m.text and not m.toolResults), 0)
+    return next((message_chars(m) for m in reversed(messages) if is_prompt(m)), 0)
+
+
+def room(window_tokens: int, target_percent: float, overhead_tokens: float, prompt: int) -> float:
+    """The characters a pass may keep beside the last prompt: the pipeline's aim, the target less
+    its margin (``policy.chars_to_free``)."""
+    return (window_tokens * (target_percent - TARGET_MARGIN_POINTS) / 100 - overhead_tokens) * CHARS_PER_TOKEN - prompt
 
 
 def prefix_foresight(
@@ -97,10 +106,11 @@ def prefix_foresight(
     }
     for tool_use_id in list(seen.own):
         seen.drop(tool_use_id)
-    # an output whose later reuses the texts kept for free answer takes no room
     paid = {i: size for i, size in needed.items() if not seen.answered(i, labels[i].snippets_after(fire))}
-    room = window_tokens * target_percent / 100 * CHARS_PER_TOKEN - last_prompt_chars(messages)
-    return len(needed), len(paid) - len(keep_smallest(paid, room))
+    kept = keep_smallest(paid, room(window_tokens, target_percent, 0, last_prompt_chars(messages)))
+    for tool_use_id in kept:
+        seen.hold(tool_use_id)
+    return len(needed), sum(not seen.answered(i, labels[i].snippets_after(fire)) for i in paid if i not in kept)
 
 
 class ForesightContext:
@@ -127,8 +137,8 @@ class ForesightContext:
         return tool_use_id in self.cut and not self.seen.answered(tool_use_id, repeated)
 
     def append(self, message: SessionMessage) -> None:
-        if message.role == "user" and message.text and not message.toolResults:
-            self.prompt = len(message.text)
+        if is_prompt(message):
+            self.prompt = message_chars(message)
         results = {result.tool_use_id: len(result.text) for result in message.toolResults or ()}
         self.outputs.update(results)
         self.rest += message_chars(message) - sum(results.values())
@@ -138,17 +148,15 @@ class ForesightContext:
         """A pass after message ``index``: the outputs a later message repeats stay as far as the
         room allows and every other output leaves; the texts stay in view, taking no room but the
         last prompt's."""
-        room = (self.window_tokens * self.target_percent / 100 - self.overhead_tokens) * CHARS_PER_TOKEN - self.prompt
         for tool_use_id in self.outputs:
             self.seen.drop(tool_use_id)
         needed = {}
         for tool_use_id, size in self.outputs.items():
             label = self.labels.get(tool_use_id)
             later = label.snippets_after(index + 1) if label is not None else set()
-            # an output whose later reuses the texts kept for free answer takes no room
             if later and not self.seen.answered(tool_use_id, later):
                 needed[tool_use_id] = size
-        kept = keep_smallest(needed, room)
+        kept = keep_smallest(needed, room(self.window_tokens, self.target_percent, self.overhead_tokens, self.prompt))
         self.cut.update(i for i in self.outputs if i not in kept)
         for tool_use_id in kept:
             self.seen.hold(tool_use_id)

@@ -63,7 +63,7 @@ def _row(window: int, source: str, tally: Tally, metered: bool) -> list[str]:
     return [
         f"{window:,}", source, str(tally.sessions), str(tally.passes), str(tally.replaced), str(tally.summaries),
         str(len(tally.failures)), str(tally.reuses), _share(tally.gone, tally.reuses),
-        f"{tally.foresight_gone} of {tally.foresight_reuses} ({_pct(ratio(tally.foresight_gone, tally.foresight_reuses))})",
+        f"{tally.foresight_gone} of {tally.foresight_reuses} ({_pct(f['foresight_gone_share'])})",
         _share(tally.unrecoverable, tally.reuses), str(tally.summarized), _points(f["after_median"]), _points(f["after_max"]),
         f"{tally.over_target} of {tally.replaced}", str(tally.unreachable), *tokens,
     ]
@@ -100,8 +100,8 @@ def method(report: Replay) -> str:
         "definition below), after a compaction changed the history, once per output and message; *gone*: "
         "neither the output whole nor every repeated snippet in the live context just before that message; "
         "*gone with foresight*: the same, for the session replayed by a policy that knows which outputs later "
-        "messages repeat (`evaluation/foresight.py`: it keeps those whole, smallest first, in the room the target "
-        "leaves beside the last prompt, drops every other output without a digest, and keeps every other text "
+        "messages repeat (`evaluation/foresight.py`: it keeps those whole, smallest first, in the room the "
+        "pipeline's aim leaves beside the last prompt, drops every other output without a digest, and keeps every other text "
         "for free); "
         "*unrecoverable*: gone, and no marker in the live context leads to an archived file holding it (the "
         f"file it names, or one the markers in that file name, up to {MARKER_HOPS} files deep: an evicted "

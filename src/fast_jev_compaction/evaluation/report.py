@@ -292,8 +292,8 @@ def prefix_fills_section(evaluation: Evaluation) -> str:
         "flight is counted (a cut that frees less than its marker costs is not taken); *reachable, over*: the "
         "rest of those over the target. *Gone*, *recoverable*: the reused outputs, as in the fire points below; "
         "*gone with foresight*: those a policy that knew every later reuse would lose in the same window "
-        "(`evaluation/foresight.py`: the reused outputs kept whole, smallest first, in the room the target "
-        "leaves beside the last prompt, every other output dropped without a digest, every other text kept "
+        "(`evaluation/foresight.py`: the reused outputs kept whole, smallest first, in the room the "
+        "pipeline's aim leaves beside the last prompt, every other output dropped without a digest, every other text kept "
         "for free).",
         "",
         *_md_table(_PREFIX_FILLS_HEAD, [row]),

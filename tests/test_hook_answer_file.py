@@ -13,9 +13,10 @@ from typing import Any, Iterator
 import pytest
 
 from fast_jev_compaction.conversation.messages import parse_messages
-from fast_jev_compaction.hook.answer import STDOUT_SOFT_LIMIT
+from fast_jev_compaction.hook.answer import STDOUT_SOFT_LIMIT, answer_pieces
 from fast_jev_compaction.hook.answer_file import ANSWERS_DIR, STALE_AFTER_S, ascii_json, remove_stale, write_messages
 from fast_jev_compaction.hook.turns import turn_problems
+from fast_jev_compaction.textutil import js_json
 from test_hook_entry import compactions, event, run_hook, tool_heavy_conversation
 
 # Every kind of character the JSON must carry: accented, CJK, astral (a surrogate pair in
@@ -41,6 +42,20 @@ def test_ascii_json_reads_back_as_the_same_value() -> None:
     assert data.isascii()
     assert json.loads(data) == value
     assert b"\\ud83d\\ude00" in data  # the astral character as JavaScript's surrogate pair
+
+
+def test_an_answer_written_in_pieces_is_the_whole_answer_s_text() -> None:
+    """The hook writes its answer message by message (``answer_pieces``); the pieces join to the
+    text of the whole document, whatever its members and wherever ``messages`` sits among them."""
+    message = {"role": "user", "text": MIXED, "lone": "\ud800 half", "n": [1.0, 2.5, 1e21]}
+    answers = [
+        {"action": "replace", "messages": [message, {"role": "assistant", "text": "ok"}], "log": ["a", MIXED]},
+        {"messages": [], "action": "replace"},
+        {"action": "replace", "messages": [message]},
+        {"action": "skip", "reason": "nothing to compact", "log": []},
+    ]
+    for answer in answers:
+        assert "".join(answer_pieces(answer)) == js_json(answer)
 
 
 def test_an_answer_too_large_for_stdout_goes_to_a_private_file(data_dir: Path) -> None:

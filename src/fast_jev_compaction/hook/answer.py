@@ -35,7 +35,25 @@ def skip_answer(reason: str, log: Sequence[str] = ()) -> Answer:
 
 def answer_text(answer: Answer) -> str:
     """The answer as one line of JSON that encodes as strict UTF-8 (lone surrogates escaped)."""
-    return js_json(answer)
+    return "".join(answer_pieces(answer))
+
+
+def answer_pieces(answer: Answer) -> Iterator[str]:
+    """:func:`answer_text` in pieces, each message apart: the hook writes a large answer piece
+    by piece, so its text is never whole (a megabyte of history as one string, copied to add the
+    line end and again to encode it, was the hook's peak on a 1 MB session). ``JSON.stringify``
+    has no spaces, so the pieces join to the whole document's text."""
+    yield "{"
+    for count, (key, value) in enumerate(answer.items()):
+        yield ("," if count else "") + js_json(key) + ":"
+        if key == "messages" and isinstance(value, list):
+            yield "["
+            for number, message in enumerate(value):
+                yield ("," if number else "") + js_json(message)
+            yield "]"
+        else:
+            yield js_json(value)
+    yield "}"
 
 
 def toast_text(stats: Any, how: str) -> str:

@@ -35,7 +35,7 @@ _DECODER = json.JSONDecoder()
 # The stdlib's own string scanner (C), the one json.loads uses; not in the typeshed stubs.
 _scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 # Text asked of the source at a time; an item longer than the window doubles it.
-_WINDOW = 1 << 20
+_WINDOW = 1 << 16
 
 
 class TextSource(Protocol):
@@ -280,7 +280,7 @@ class _Window:
                 value, end = scan(self.text, self.at)
             except JSONDecodeError as exc:
                 # Cut off by the window's end, or wrong: the whole of it decides.
-                if self.more(max(_WINDOW, 2 * (len(self.text) - self.at))):
+                if self.more(max(_WINDOW, len(self.text) - self.at)):
                     continue
                 raise self.moved(exc) from None
             # A number may go on past the window's end; anything else ends on its own.

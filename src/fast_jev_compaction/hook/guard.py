@@ -11,7 +11,7 @@ import threading
 import time
 from typing import TextIO
 
-from .answer import answer_text, fallback_answer
+from .answer import answer_pieces, fallback_answer
 from .deadline import Deadline
 from .event import HookEvent
 from .log import HookLog
@@ -48,12 +48,15 @@ class AnswerGuard:
             return True
 
     def send(self, answer: Answer) -> bool:
-        text = answer_text(answer) + "\n"
+        # Made before the lock, so an answer that cannot be encoded leaves nothing half written.
+        pieces = list(answer_pieces(answer))
         with self._send_lock:  # held while writing, so a losing sender waits for a whole answer
             if self._sent:
                 return False
             self._sent = True
-            self._out.write(text)
+            for piece in pieces:
+                self._out.write(piece)
+            self._out.write("\n")
             self._out.flush()
             return True
 

@@ -248,6 +248,29 @@ def test_when_the_exchange_in_flight_alone_is_over_the_target_its_outputs_are_cu
     assert_whole(messages, result.messages)
 
 
+def test_an_exchange_in_flight_too_large_to_stay_whole_is_cut_before_old_turns_leave(tmp_path: Path) -> None:
+    """A Read just returned, larger than all the aim leaves: it cannot stay whole whatever else
+    leaves, so it is cut first, and old turns go only for what that cut left to free."""
+    big = "\n".join(f"line {n}: value = compute({n}) + offset" for n in range(BIG_OUTPUT // 40))
+    messages = [
+        *session(),
+        SessionMessage(role="user", text="prompt 8: read src/big.py"),
+        SessionMessage(role="assistant", text="Reading the big file.", toolUses=(ToolUse("toolu_big", "Read", {"file_path": "src/big.py"}),)),
+        SessionMessage(role="user", toolResults=(ToolResult("toolu_big", big),)),
+    ]
+    aim = 0.9 * len(big)
+    window = int(aim / ((40 - TARGET_MARGIN_POINTS) / 100 * CHARS_PER_TOKEN))
+    result = fit(messages, tmp_path, window, preserve=in_flight_preserve(messages, 6))
+    decided = {d.tool_use_id: d for d in result.decisions}
+    assert decided["toolu_big"].action == TRUNCATE
+    assert big in result.archive.values()
+    # The oldest turns went (the first prompt's turn stays, as the first message does), the
+    # newest stay whole, and the context is under its aim.
+    assert decided["toolu_1"].reason == OLD_TURN and decided[f"toolu_{TURNS - 1}"].reason != OLD_TURN
+    assert reply(TURNS - 1) in [m.text for m in result.messages]
+    assert 0 < result.stats.evicted_turns < TURNS - 1
+    assert result.stats.chars_after <= aim
+
 def test_an_output_cut_in_a_moved_part_of_a_turn_later_evicted_is_reached_through_three_files(tmp_path: Path) -> None:
     """The first pass cuts Reads to digests and moves the turn's older part; a later prompt makes
     that turn an old one, and the next pass evicts it whole: the turn's file names the part's
@@ -804,26 +827,3 @@ def test_without_a_writable_archive_the_hook_moves_no_turn(data_dir: Path) -> No
     # No line points at a file that is not there: no turn left the conversation.
     assert not any(is_turn_index_line(text) or "saved at" in text for text in texts)
 
-
-def test_an_exchange_in_flight_too_large_to_stay_whole_is_cut_before_old_turns_leave(tmp_path: Path) -> None:
-    """A Read just returned, larger than all the aim leaves: it cannot stay whole whatever else
-    leaves, so it is cut first, and old turns go only for what that cut left to free."""
-    big = "\n".join(f"line {n}: value = compute({n}) + offset" for n in range(BIG_OUTPUT // 40))
-    messages = [
-        *session(),
-        SessionMessage(role="user", text="prompt 8: read src/big.py"),
-        SessionMessage(role="assistant", text="Reading the big file.", toolUses=(ToolUse("toolu_big", "Read", {"file_path": "src/big.py"}),)),
-        SessionMessage(role="user", toolResults=(ToolResult("toolu_big", big),)),
-    ]
-    aim = 0.9 * len(big)
-    window = int(aim / ((40 - TARGET_MARGIN_POINTS) / 100 * CHARS_PER_TOKEN))
-    result = fit(messages, tmp_path, window, preserve=in_flight_preserve(messages, 6))
-    decided = {d.tool_use_id: d for d in result.decisions}
-    assert decided["toolu_big"].action == TRUNCATE
-    assert big in result.archive.values()
-    # The oldest turns went (the first prompt's turn stays, as the first message does), the
-    # newest stay whole, and the context is under its aim.
-    assert decided["toolu_1"].reason == OLD_TURN and decided[f"toolu_{TURNS - 1}"].reason != OLD_TURN
-    assert reply(TURNS - 1) in [m.text for m in result.messages]
-    assert 0 < result.stats.evicted_turns < TURNS - 1
-    assert result.stats.chars_after <= aim

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Final, Mapping
+from typing import Any, Callable, Final, Mapping
 
 from ..textutil import c_encoder
 
@@ -148,13 +148,15 @@ def basename(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1].rsplit("\\", 1)[-1]
 
 
-def as_text(value: Any) -> str:
+def as_text(value: Any, encode: Callable[[Any], str] = _sorted_json) -> str:
+    """A value as text: a string as it is, None as nothing, anything else as ``encode``'s JSON
+    (the keys sorted by default), or as ``str`` when it is not JSON."""
     if isinstance(value, str):
         return value
     if value is None:
         return ""
     try:
-        return _sorted_json(value)
+        return encode(value)
     except (TypeError, ValueError):
         return str(value)
 

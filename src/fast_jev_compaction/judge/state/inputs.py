@@ -7,6 +7,7 @@ import json
 import re
 from typing import Any, Mapping
 
+from ...conversation import lexicon
 from ...textutil import ELLIPSIS, js_json
 
 # Keys a one-line input may carry; splitting only at these keeps `KEY=VAL make` inside a command.
@@ -106,11 +107,5 @@ def input_fields(raw: Any, one_line: bool = False) -> dict[str, Any]:
 
 
 def as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    try:
-        return js_json(value)
-    except (TypeError, ValueError):
-        return str(value)
+    """``lexicon.as_text`` with the keys in the order the state wrote them (``JSON.stringify``'s)."""
+    return lexicon.as_text(value, js_json)

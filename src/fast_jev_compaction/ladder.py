@@ -59,7 +59,7 @@ from .decide.turn_eviction import (
     fold_old_turns,
     has_old_turn,
     in_flight_preserve,
-    prompt_positions,
+    last_prompt_chars,
     shorten_index_lines,
     shorten_old_prompts,
 )
@@ -260,10 +260,8 @@ def _trailing_over(history: Sequence[SessionMessage], aim: float) -> bool:
     if not pin:
         return False
     outputs = _trailing_output_chars(history, pin)
-    prompts = prompt_positions(history)
-    prompt = message_chars(history[prompts[-1]]) if prompts else 0
     rest = sum(message_chars(m) for m in history[len(history) - pin :]) - outputs
-    return 0 <= aim - prompt - rest < outputs
+    return 0 <= aim - last_prompt_chars(history) - rest < outputs
 
 
 def _trailing_output_chars(history: Sequence[SessionMessage], pin: int) -> int:

@@ -96,6 +96,11 @@ def has_old_turn(messages: Sequence[SessionMessage], preserve_recent_messages: i
     return any(prompts[k] != 0 and prompts[k + 1] <= pin_start for k in range(len(prompts) - 1))
 
 
+def last_prompt_chars(messages: Sequence[SessionMessage]) -> int:
+    """The characters of the user's last prompt, which every pass keeps whole (0: none)."""
+    return next((message_chars(m) for m in reversed(messages) if is_prompt(m)), 0)
+
+
 def in_flight_chars(messages: Sequence[SessionMessage]) -> int:
     """The characters of the last prompt and what follows it (the turn in flight), or of every
     message when none is a prompt: what the ladder keeps of them after a pass is what it may not

@@ -27,7 +27,7 @@ from typing import Iterable, Mapping, Sequence
 from ..conversation.messages import SessionMessage
 from ..conversation.sizes import message_chars
 from ..decide.policy import CHARS_PER_TOKEN, TARGET_MARGIN_POINTS
-from ..decide.turn_eviction import is_prompt
+from ..decide.turn_eviction import is_prompt, last_prompt_chars
 from ..judge.reuse import string_values
 from .labels import OutputLabel
 from .outcome import snippets_of
@@ -77,11 +77,6 @@ class Seen:
         """Whether every snippet of ``repeated`` is in the context outside the output's own text."""
         own = self.own.get(tool_use_id, frozenset()) if tool_use_id in self.held else frozenset()
         return all(self.count[snippet] > (snippet in own) for snippet in repeated)
-
-
-def last_prompt_chars(messages: Sequence[SessionMessage]) -> int:
-    """The user's last prompt, which every pass keeps whole."""
-    return next((message_chars(m) for m in reversed(messages) if is_prompt(m)), 0)
 
 
 def room(window_tokens: int, target_percent: float, overhead_tokens: float, prompt: int) -> float:

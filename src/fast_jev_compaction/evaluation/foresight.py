@@ -32,6 +32,14 @@ from ..judge.reuse import string_values
 from .labels import OutputLabel
 from .outcome import snippets_of
 
+# The page's definition, for the replay's table and the prefix fills' alike.
+DEFINITION = (
+    "*gone with foresight*: the reuses a policy that knows which outputs later messages repeat loses "
+    "in the same window (`evaluation/foresight.py`: it keeps those whole, smallest first, in the room "
+    "the pipeline's aim leaves beside the last prompt, drops every other output without a digest, and "
+    "keeps every other text for free)"
+)
+
 
 def keep_smallest(sizes: Mapping[str, int], room: float) -> set[str]:
     """The most outputs of ``sizes`` (id -> characters) that fit in ``room``: smallest first."""
@@ -139,10 +147,11 @@ class ForesightContext:
         self.rest += message_chars(message) - sum(results.values())
         self.seen.add(message)
 
-    def compact(self, index: int) -> None:
+    def compact(self, index: int) -> bool:
         """A pass after message ``index``: the outputs a later message repeats stay as far as the
         room allows and every other output leaves; the texts stay in view, taking no room but the
-        last prompt's."""
+        last prompt's. True: the pass always replaces the context (it frees what it must for
+        nothing)."""
         for tool_use_id in self.outputs:
             self.seen.drop(tool_use_id)
         needed = {}
@@ -157,3 +166,4 @@ class ForesightContext:
             self.seen.hold(tool_use_id)
         self.outputs = {i: self.outputs[i] for i in kept}
         self.rest = self.prompt
+        return True

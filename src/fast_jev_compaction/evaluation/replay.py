@@ -297,19 +297,11 @@ def replay_session(
         pending.update(u.tool_use_id for u in message.toolUses)
         pending.difference_update(r.tool_use_id for r in message.toolResults or ())
         turn_end = is_turn_end(messages, index, pending)
-        if turn_end and trigger.plugin(percent()) and compact("plugin", index):
+        if trigger.passes(index, turn_end, percent, compact):
             since.change = index + 1
-        if percent() >= ENGINE_PERCENT and compact("auto", index):
-            since.change = index + 1
-            trigger.others = True
-        # Foresight at its own passes, which always replace (it frees what it must for nothing).
-        if turn_end and foresight_trigger.plugin(foresight.percent()):
-            foresight.compact(index)
+        # Foresight at its own passes.
+        if foresight_trigger.passes(index, turn_end, foresight.percent, lambda _name, at: foresight.compact(at)):
             foresight_changed = index + 1
-        if foresight.percent() >= ENGINE_PERCENT:
-            foresight.compact(index)
-            foresight_changed = index + 1
-            foresight_trigger.others = True
     return tally
 
 
@@ -331,6 +323,16 @@ class _Trigger:
             self.fired_at = percent
             return True
         return False
+
+    def passes(self, index: int, turn_end: bool, percent: Callable[[], float], run: Callable[[str, int], bool]) -> bool:
+        """After message ``index``: the plugin's pass at a turn's end when it fires, then the
+        engine's (``ENGINE_PERCENT``, at any message); ``run(trigger, index)`` runs one and says
+        whether it changed the history, as this does of both."""
+        changed = turn_end and self.plugin(percent()) and run("plugin", index)
+        if percent() >= ENGINE_PERCENT and run("auto", index):
+            self.others = True
+            changed = True
+        return changed
 
 
 @dataclass

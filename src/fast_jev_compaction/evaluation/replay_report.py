@@ -9,6 +9,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ..stats import percent
+from .foresight import DEFINITION as FORESIGHT
 from .metrics import ratio
 from .outcome import MARKER_HOPS
 from .replay import COMPACT_AT_PERCENT, ENGINE_PERCENT, REARM_POINTS, SUMMARY_TOKENS, TARGET_PERCENT, Replay, Tally
@@ -99,10 +100,7 @@ def method(report: Replay) -> str:
         "A *reuse*: a later message repeating an earlier output's distinctive snippets (the fire points' "
         "definition below), after a compaction changed the history, once per output and message; *gone*: "
         "neither the output whole nor every repeated snippet in the live context just before that message; "
-        "*gone with foresight*: the same, for the session replayed by a policy that knows which outputs later "
-        "messages repeat (`evaluation/foresight.py`: it keeps those whole, smallest first, in the room the "
-        "pipeline's aim leaves beside the last prompt, drops every other output without a digest, and keeps every other text "
-        "for free); "
+        f"{FORESIGHT}, the session replayed at its own passes; "
         "*unrecoverable*: gone, and no marker in the live context leads to an archived file holding it (the "
         f"file it names, or one the markers in that file name, up to {MARKER_HOPS} files deep: an evicted "
         "turn's file keeps its digests' markers); "

@@ -11,6 +11,7 @@ from ..options import DEFAULT_TARGET_PERCENT
 from ..stats import percent
 from .corpus import SPLITS
 from .fit import FitReport
+from .foresight import DEFINITION as FORESIGHT
 from .metrics import auc, ratio
 from .outcome import MARKER_HOPS, Outcome, Scores
 from .quality import HELD_OUT, PIPELINE, RANKERS, Evaluation
@@ -291,10 +292,7 @@ def prefix_fills_section(evaluation: Evaluation) -> str:
         "*note-bound*: over it once the one note that would stand for the conversation before the turn in "
         "flight is counted (a cut that frees less than its marker costs is not taken); *reachable, over*: the "
         "rest of those over the target. *Gone*, *recoverable*: the reused outputs, as in the fire points below; "
-        "*gone with foresight*: those a policy that knew every later reuse would lose in the same window "
-        "(`evaluation/foresight.py`: the reused outputs kept whole, smallest first, in the room the "
-        "pipeline's aim leaves beside the last prompt, every other output dropped without a digest, every other text kept "
-        "for free).",
+        f"{FORESIGHT}.",
         "",
         *_md_table(_PREFIX_FILLS_HEAD, [row]),
         PREFIX_FILLS_END,

@@ -200,10 +200,9 @@ def _left_behind(original: Sequence[SessionMessage], out: Sequence[SessionMessag
             dropped = original[found].handle if found is not None else None
             if dropped is not None and dropped in hung:
                 left[id(message)] = hung[dropped]
-        if found is None and _is_prompt(message) and is_prompt_note(message.text[message.text.rfind("\n") + 1:]):
+        name = _cut_prompt_file(message) if found is None and _is_prompt(message) else None
+        if name is not None:
             # An old prompt cut to its opening, with no hung text of its own: its file names it.
-            path = saved_path(message.text[message.text.rfind("\n") + 1:])
-            name = os.path.basename(path) if path is not None else None
             found = next((i for i in range(at, len(original)) if _is_prompt(original[i]) and archive_name(original[i].text) == name),
                          None)
         elif found is None and _is_prompt(message):
@@ -240,9 +239,16 @@ def _cut_prompt_source(message: SessionMessage, by_file: Mapping[str, str | None
     cut prompt (``markers.prompt_note``) naming one of ``by_file``'s files."""
     if not by_file or message.role != "user" or message.toolResults:
         return None
+    name = _cut_prompt_file(message)
+    return by_file.get(name) if name is not None else None
+
+
+def _cut_prompt_file(message: SessionMessage) -> str | None:
+    """The name of the file holding the prompt ``message`` was cut from, when its last line is
+    the note of a cut prompt (``markers.prompt_note``)."""
     last = message.text[message.text.rfind("\n") + 1:]
     path = saved_path(last) if is_prompt_note(last) else None
-    return by_file.get(os.path.basename(path)) if path is not None else None
+    return os.path.basename(path) if path is not None else None
 
 
 def regroup(messages: Sequence[SessionMessage], carried: Callable[[SessionMessage], str] | None = None,

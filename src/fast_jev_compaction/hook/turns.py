@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ..conversation.messages import Role, SessionMessage, ToolResult, ToolUse
 from ..decide.archive import archive_name
 from ..decide.markers import PREFIX, is_prompt_note, is_turn_index_line, saved_path
+from ..decide.turn_eviction import is_prompt, same_prompt
 
 _RECORD_IDS = frozenset({"uuid", "handle"})
 
@@ -151,10 +152,6 @@ def carried_by(original: Sequence[SessionMessage], hung: Mapping[str, str],
     return carried
 
 
-def _is_prompt(message: SessionMessage) -> bool:
-    return message.role == "user" and not message.toolResults and not message.toolUses
-
-
 def _left_behind(original: Sequence[SessionMessage], out: Sequence[SessionMessage], hung: Mapping[str, str],
                  source: Callable[[SessionMessage], str | None]) -> dict[int, str]:
     """The hung text of the messages of ``original`` that ``out`` no longer holds, by the
@@ -175,8 +172,6 @@ def _left_behind(original: Sequence[SessionMessage], out: Sequence[SessionMessag
     took its place), else to the last message before the gap (else the first of ``out``), so
     nothing the engine hung on a message disappears.
     """
-    from ..decide.turn_eviction import same_prompt
-
     if not out or not any(m.handle in hung for m in original):
         return {}
     by_identity = {id(m): at for at, m in enumerate(original)}
@@ -200,13 +195,13 @@ def _left_behind(original: Sequence[SessionMessage], out: Sequence[SessionMessag
             dropped = original[found].handle if found is not None else None
             if dropped is not None and dropped in hung:
                 left[id(message)] = hung[dropped]
-        name = _cut_prompt_file(message) if found is None and _is_prompt(message) else None
+        name = _cut_prompt_file(message) if found is None and is_prompt(message) else None
         if name is not None:
             # An old prompt cut to its opening, with no hung text of its own: its file names it.
-            found = next((i for i in range(at, len(original)) if _is_prompt(original[i]) and archive_name(original[i].text) == name),
+            found = next((i for i in range(at, len(original)) if is_prompt(original[i]) and archive_name(original[i].text) == name),
                          None)
-        elif found is None and _is_prompt(message):
-            found = next((i for i in range(at, len(original)) if _is_prompt(original[i]) and same_prompt(original[i], message)),
+        elif found is None and is_prompt(message):
+            found = next((i for i in range(at, len(original)) if is_prompt(original[i]) and same_prompt(original[i], message)),
                          None)
             # Rebuilt, it went out without its handle: the engine no longer writes what hung on it.
             rebuilt = original[found].handle if found is not None else None

@@ -159,3 +159,33 @@ def test_the_hook_sends_the_fold_s_note_and_the_last_prompt_whole(data_dir: Path
     assert texts[-1] == messages[-1].text
     held = Path(str(saved_path(note))).read_text(encoding="utf-8")
     assert all(m.text in held for m in messages[:-1] if is_prompt(m))
+
+
+def test_when_a_rule_keeps_the_exchange_in_flight_whole_the_fold_follows_its_cut(tmp_path: Path) -> None:
+    """The trailing exchange's failing run is more than the context is over its target, so the
+    fold waits for that output's cut; but an error not yet fixed stays whole (rule open-error),
+    and the fold then brings the context under its target after all."""
+    failure = "".join(f"tests/test_app.py::test_case_{n} FAILED: expected {n}, got {n + 1}\n" for n in range(60))
+    messages = [
+        *small_session()[:-1],
+        SessionMessage(role="user", text="why does the check fail?"),
+        SessionMessage(role="assistant", text="Reading its log.", toolUses=(ToolUse("toolu_t", "Bash", {"command": "tail -n 60 logs/check.log"}),)),
+        SessionMessage(role="user", toolResults=(ToolResult("toolu_t", failure, isError=True),)),
+    ]
+    # A target a little over what the turn in flight and one note take: the context is over it by
+    # less than the failing run's length, and by more than the aim's margin leaves.
+    window = round((least_chars(messages, str(tmp_path)) + 150) / CHARS_PER_TOKEN / (DEFAULT_TARGET_PERCENT / 100))
+    assert chars(messages) > target_chars(window)
+    options = CompactOptions(archive_dir=str(tmp_path), window_tokens=window, preserve_recent_messages=3)
+    result = run_sync(compact_to_fit(messages, LocalJudge(), options), waits=False)
+    (run,) = [d for d in result.decisions if d.tool_use_id == "toolu_t"]
+    assert run.action == "keep"
+    assert result.messages[-1] is messages[-1]  # the failure, whole
+    assert is_fold_note(result.messages[0].text) and result.stats.prompts_folded == sum(map(is_prompt, messages[:-3]))
+    assert result.stats.chars_after == chars(result.messages) <= target_chars(window)
+    assert turn_problems([m.to_wire() for m in regroup(result.messages)], messages) == []
+    # The same output, not an error: its cut alone reaches the target, and the past stays in view.
+    passing = [*messages[:-1], SessionMessage(role="user", toolResults=(ToolResult("toolu_t", failure),))]
+    cut = run_sync(compact_to_fit(passing, LocalJudge(), options), waits=False)
+    assert [d.action != "keep" for d in cut.decisions if d.tool_use_id == "toolu_t"] == [True]
+    assert not any(is_fold_note(m.text) for m in cut.messages) and cut.stats.chars_after <= target_chars(window)

@@ -18,7 +18,8 @@ older part, the most recent work, goes, its last exchange staying
 (``turn_eviction.evict_in_flight``); then the conversation before the turn in flight, what is
 left of it, goes to one file and one note (``turn_eviction.fold_old_turns``), where that frees
 more than the note costs and the context needs it to come under its target; and when the exchange in
-flight alone is over what the window spares, its outputs are cut too, as any other;
+flight alone is over what the window spares, its outputs are cut too, as any other (the fold
+follows that cut when a rule keeps them whole: an error not yet fixed);
 f) nothing more: the result says how far it got, and the hook's gate sends a pass still over
 the window to the built-in summary. Without a window the pass alone runs, as it always did.
 
@@ -178,27 +179,23 @@ async def compact_to_fit(
             evicted = Eviction(part.messages, [*evicted.turns, *part.turns], {**evicted.archive, **part.archive})
             evictions[-1] = evicted
             history = part.messages
-    if _left(need, first.stats, chars_after) > 0:
-        # Then what is left of the conversation before the turn in flight (old prompts' openings,
-        # index lines, turns that could not go alone), oldest first, into one file and one note:
-        # the user's earlier words are the last of the history to go, and only where the fold
-        # frees more than its note costs (in a window of a few hundred tokens, a note may not),
-        # and only where the context cannot come under the target itself (not only its aim's
-        # margin) without it: the trailing outputs' cut below, when it alone could, keeps each
-        # output's digest in view, where a fold keeps nothing of the user's earlier words; and a
-        # fold that leaves the context over (with that cut too) takes them out of view for nothing.
-        left = _left(need, first.stats, chars_after)
-        over = left - opts.window_tokens * TARGET_MARGIN_POINTS / 100 * CHARS_PER_TOKEN
-        fold = fold_old_turns(
-            history, calls, pin, left, archive_dir,
-            _reader(archive_dir, _pending(first, steps, evictions, {**(pending or {}), **prompts})),
-        )
-        needed = over > _trailing_output_chars(history, pin)
-        if fold.turns and needed and over - fold.freed <= _trailing_output_chars(fold.messages, pin):
-            chars_after -= fold.freed
-            evicted = Eviction(fold.messages, [*evicted.turns, *fold.turns], {**evicted.archive, **fold.archive})
-            evictions[-1] = evicted
-            history = fold.messages
+    # Then what is left of the conversation before the turn in flight (old prompts' openings,
+    # index lines, turns that could not go alone), oldest first, into one file and one note: the
+    # user's earlier words are the last of the history to go, and only where the context cannot
+    # come under the target itself (not only its aim's margin) without them: the trailing
+    # outputs' cut below, when it alone could, keeps each output's digest in view, where a fold
+    # keeps nothing of the user's earlier words.
+    margin = opts.window_tokens * TARGET_MARGIN_POINTS / 100 * CHARS_PER_TOKEN
+    saved = {**(pending or {}), **prompts}
+    fold = _fold(
+        history, calls, pin, _left(need, first.stats, chars_after), margin, archive_dir,
+        _reader(archive_dir, _pending(first, steps, evictions, saved)), _trailing_output_chars(history, pin),
+    )
+    if fold is not None:
+        chars_after -= fold.freed
+        evicted = Eviction(fold.messages, [*evicted.turns, *fold.turns], {**evicted.archive, **fold.archive})
+        evictions[-1] = evicted
+        history = fold.messages
     if 0 < _left(need, first.stats, chars_after) <= _trailing_output_chars(history, pin):
         # The last reach before the summary: the trailing exchange holds what the window cannot
         # (parallel reads of large files). Its outputs, pinned till now, are cut like any other,
@@ -209,8 +206,17 @@ async def compact_to_fit(
         )
         chars_after = last.stats.chars_after
         steps.append(last)
-        evictions.append(Eviction(last.messages, [], {}))
         history = last.messages
+        # The rules keep some of those outputs whole (an error not yet fixed, the user's answer):
+        # when the context is still over its target, the fold that waited for the cut goes now.
+        fold = _fold(
+            history, calls, pin, _left(need, first.stats, chars_after), margin, archive_dir,
+            _reader(archive_dir, _pending(first, steps, evictions, saved)), 0,
+        )
+        evictions.append(Eviction(history, [], {}) if fold is None else fold)
+        if fold is not None:
+            chars_after -= fold.freed
+            history = fold.messages
     if not steps and not evicted.turns and not shrunk:
         return first
     combined = _combined(first, steps, evictions, history, chars_after, started, need)
@@ -289,6 +295,25 @@ def _again(opts: CompactOptions, pin: int, stats: CompactStats, chars_after: int
     freed = stats.chars_before - chars_after
     context = max(1, round(opts.context_tokens - freed / CHARS_PER_TOKEN)) if opts.context_tokens else 0
     return replace(opts, preserve_recent_messages=pin, context_tokens=context)
+
+
+def _fold(
+    history: list[SessionMessage], calls: Sequence[ToolCall], pin: int, left: float, margin: float,
+    archive_dir: str, read: Callable[[str], str | None], cuttable: int,
+) -> Eviction | None:
+    """The fold of ``history``'s conversation before the turn in flight
+    (``turn_eviction.fold_old_turns``), when ``left`` still to free, less the aim's ``margin``,
+    is more than ``cuttable`` (the trailing outputs a later cut may take) and the fold brings it
+    within that; else None: a fold that leaves the context over its target takes the user's
+    earlier words out of view for nothing (in a window of a few hundred tokens, a note may cost
+    more than it frees)."""
+    over = left - margin
+    if left <= 0 or over <= cuttable:
+        return None
+    fold = fold_old_turns(history, calls, pin, left, archive_dir, read)
+    if not fold.turns or over - fold.freed > cuttable:
+        return None
+    return fold
 
 
 def _in_flight_too(evicted: Eviction, calls: Sequence[ToolCall], pin: int, left: float, archive_dir: str) -> Eviction:

@@ -62,15 +62,16 @@ def write_session(path: Path, messages: list[SessionMessage]) -> Path:
 class Transcript:
     """Claude Code JSONL records of one session, chained by parentUuid."""
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, started: str = "2026-01-01T00:00:00Z") -> None:
         self.session_id = session_id
+        self.started = started  # every record's timestamp
         self.records: list[dict[str, Any]] = []
 
     def _add(self, kind: str, message: dict[str, Any]) -> None:
         uuid = f"{self.session_id}-{len(self.records)}"
         parent = self.records[-1]["uuid"] if self.records else None
         self.records.append({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": self.session_id,
-                             "timestamp": "2026-01-01T00:00:00Z", "message": message})
+                             "timestamp": self.started, "message": message})
 
     def prompt(self, text: str) -> "Transcript":
         self._add("user", {"role": "user", "content": text})

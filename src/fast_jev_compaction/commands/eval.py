@@ -75,7 +75,7 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="replay each session message by message into a live context compacted at the plugin's trigger and "
              "the engine's, against each --window, and report passes, built-in summaries and reuses gone, per "
-             "source, instead of the fire points",
+             "source and for each project's sessions back to back as one, instead of the fire points",
     )
     p.add_argument(
         "--window",

@@ -72,16 +72,28 @@ def recorded_session_id(path: Path) -> str | None:
     """The ``sessionId`` of the first record of a JSONL transcript that names one. Claude Code
     writes it on every record, a subagent's records carry their session's, and a user's files
     may all be named alike; None for a file without one (a JSON export, a list of messages)."""
+    return _first_recorded(path, "sessionId")
+
+
+def recorded_start(path: Path) -> str | None:
+    """The ``timestamp`` of the first record of a JSONL transcript that has one (ISO 8601 in UTC,
+    as Claude Code writes it: such texts sort as their instants do); None for a file without one."""
+    return _first_recorded(path, "timestamp")
+
+
+def _first_recorded(path: Path, name: str) -> str | None:
+    """The first non-empty text a record of the transcript at ``path`` holds under ``name``."""
+    member = f'"{name}"'
     try:
         with path.open(encoding="utf-8", errors="replace") as handle:
             for line in handle:
-                if '"sessionId"' not in line:  # most lines of an export without ids: no parse
+                if member not in line:  # most lines of an export without it: no parse
                     continue
                 try:
                     record = json.loads(line)
                 except ValueError:
                     continue
-                found = record.get("sessionId") if isinstance(record, dict) else None
+                found = record.get(name) if isinstance(record, dict) else None
                 if isinstance(found, str) and found:
                     return found
     except OSError:

@@ -49,6 +49,7 @@ from ..ladder import compact_to_fit
 from ..options import OPTION, CompactOptions
 from ..state.answer_cache import AnswerCache, MemoryAnswerCache
 from ..state.asker import JevAsker
+from .back_to_back import project_runs
 from .corpus import Session
 from .foresight import ForesightContext
 from .labels import OutputLabel, label_outputs
@@ -363,10 +364,13 @@ class Replay:
     overhead_tokens: int = 0
     judge_url: str = ""  # the Jev endpoint each pass's judge tokens were metered through; "": none
     by_window: dict[int, dict[str, Tally]] = field(default_factory=dict)
+    # Each project's sessions back to back as one (back_to_back.py), apart: window -> source -> totals.
+    runs: dict[int, dict[str, Tally]] = field(default_factory=dict)
 
-    def total(self, window: int) -> Tally:
+    def total(self, window: int, *, runs: bool = False) -> Tally:
+        """The sessions' totals at ``window``; with ``runs``, the projects' runs'."""
         whole = Tally()
-        for tally in self.by_window.get(window, {}).values():
+        for tally in (self.runs if runs else self.by_window).get(window, {}).values():
             whole.add(tally)
         return whole
 
@@ -380,16 +384,19 @@ def replay(
     judge_url: str = "",
     progress: Callable[[str], None] | None = None,
 ) -> Replay:
-    """Every session replayed at every window, summed per source; with ``judge_url``, the
+    """Every session replayed at every window, summed per source, and each project's sessions
+    back to back as one (``back_to_back.project_runs``), summed apart; with ``judge_url``, the
     tokens a remote judge behind it would be sent at each pass (:func:`served_meter`)."""
     report = Replay(overhead_tokens=overhead_tokens, judge_url=judge_url)
+    runs = project_runs(sessions)
     for window in windows:
-        per_source = report.by_window.setdefault(window, {})
-        for number, session in enumerate(sessions):
-            if progress is not None:
-                progress(f"replay: window {window:,}, session {number + 1}/{len(sessions)}")
-            meter = served_meter(judge_url) if judge_url else None
-            tally = replay_session(session.messages, window, overhead_tokens=overhead_tokens, compactor=compactor,
-                                   meter=meter)
-            per_source.setdefault(session.source, Tally()).add(tally)
+        for kind, played, totals in (("session", sessions, report.by_window), ("project run", runs, report.runs)):
+            per_source = totals.setdefault(window, {})
+            for number, session in enumerate(played):
+                if progress is not None:
+                    progress(f"replay: window {window:,}, {kind} {number + 1}/{len(played)}")
+                meter = served_meter(judge_url) if judge_url else None
+                tally = replay_session(session.messages, window, overhead_tokens=overhead_tokens, compactor=compactor,
+                                       meter=meter)
+                per_source.setdefault(session.source, Tally()).add(tally)
     return report

@@ -226,8 +226,8 @@ def mode(path: Path) -> int:
 
 
 def test_the_log_names_the_file_an_archived_input_went_to(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 21: `fast-jev log` shows the file an input-archived call's input went to, as it shows
-    a cut output's: a kept output's call names its largest moved input field's file."""
+    """Issue 21: `fast-jev log` shows the file an input-archived call's input went to (its largest
+    moved input field's), beside the file a cut output went to."""
     out, log = tmp_path / "out.json", tmp_path / "decisions.sqlite"
     code = main(["compact", str(LONG_SESSION), "--out", str(out), "--judge", "local", "--window", "32000",
                  "--target-percent", "40", "--log", str(log)])
@@ -239,7 +239,6 @@ def test_the_log_names_the_file_an_archived_input_went_to(tmp_path: Path, capsys
     assert moved
     inputs = {u.tool_use_id: _strings(u.input) for m in read_messages(LONG_SESSION) for u in m.toolUses}
     for d in moved:
-        assert d["archive_path"], d
-        saved = Path(d["archive_path"]).read_bytes().decode("utf-8")
-        if d["decision"] == "keep":
-            assert saved == max(inputs[d["tool_use_id"]], key=len)
+        saved = Path(d["input_archive_path"]).read_bytes().decode("utf-8")
+        assert saved == max(inputs[d["tool_use_id"]], key=len), d
+        assert (d["archive_path"] is None) == (d["decision"] == "keep"), d

@@ -148,6 +148,33 @@ def test_a_version_one_log_gains_the_new_columns_and_keeps_its_rows(tmp_path: Pa
         assert {"fallback_reason", "spill_id"} <= columns
 
 
+def test_a_version_two_log_gains_the_input_archive_column_and_keeps_its_rows(tmp_path: Path) -> None:
+    db = tmp_path / "decisions.sqlite"
+    with sqlite3.connect(db) as conn:  # exactly what the release before migration 3 wrote
+        schema.m001_compactions_and_decisions(conn)
+        schema.m002_rule_archive_fallback_reason_spill(conn)
+        conn.execute("PRAGMA user_version = 2")
+        conn.execute("INSERT INTO compactions (session_id, trigger, outcome) VALUES ('old', 'auto', 'replaced')")
+        conn.execute(
+            "INSERT INTO decisions (compaction_id, tool_use_id, action, reason, archive_path) "
+            "VALUES (1, 'toolu_old', 'truncate', 'input-archived', '/data/archive/out.txt')"
+        )
+    with DecisionLog(db) as log:
+        (old,) = log.decisions_for(1)
+        assert (old.tool_use_id, old.archive_path, old.input_archive_path) == ("toolu_old", "/data/archive/out.txt", None)
+        new_id = log.record(
+            CompactionRow(session_id="new", trigger="auto", outcome="replaced"),
+            [DecisionRow(tool_use_id="toolu_new", call_id="t1", tool="Write", action="truncate", reason="input-archived",
+                         archive_path="/data/archive/out.txt", input_archive_path="/data/archive/in.txt")],
+        )
+        (stored,) = log.decisions_for(new_id)
+        assert (stored.archive_path, stored.input_archive_path) == ("/data/archive/out.txt", "/data/archive/in.txt")
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION >= 3
+        assert "input_archive_path" in {r[1] for r in conn.execute("PRAGMA table_info(decisions)")}
+        assert conn.execute("SELECT COUNT(*) FROM compactions").fetchone()[0] == 2
+
+
 def test_a_fallback_category_must_be_known_and_only_on_a_fallback(tmp_path: Path) -> None:
     with DecisionLog(tmp_path / "d.sqlite") as log:
         with pytest.raises(DecisionLogError, match="fallback_reason"):

@@ -83,6 +83,16 @@ def test_archived_output_links_to_the_file_and_an_older_log_shows_none() -> None
     assert page.count("<a ") == 1
 
 
+def test_a_call_whose_output_and_input_were_archived_links_to_both_files() -> None:
+    both = decision("t1", "truncate", "input-archived", archive_path="/data/archive/out.txt", input_archive_path="/data/archive/in.txt")
+    moved = decision("t2", "keep", "input-archived", input_archive_path="/data/archive/body.txt")
+    page = render_page([summarise("s1", [(replaced(id=1), [both, moved])])], "log.sqlite")
+    assert '<span class="muted">output</span> <a href="file:///data/archive/out.txt"' in page
+    assert '<span class="muted">input</span> <a href="file:///data/archive/in.txt"' in page
+    assert '<span class="muted">input</span> <a href="file:///data/archive/body.txt"' in page
+    assert page.count("<a ") == 3
+
+
 def test_everything_from_the_log_is_escaped() -> None:
     evil = "<script>alert(1)</script>"
     row = replaced(session='"><script>x()</script>', id=1, agent_id="<b>agent</b>")

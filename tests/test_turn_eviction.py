@@ -448,7 +448,7 @@ def test_a_call_pinned_in_the_first_pass_whose_input_the_second_moves_says_so(tm
     assert moved
     for tool_use_id in moved:
         decision = decisions[tool_use_id]
-        assert decision.reason == INPUT_ARCHIVED and decision.archive_path in result.archive, decision
+        assert decision.reason == INPUT_ARCHIVED and decision.input_archive_path in result.archive, decision
     assert result.stats.pinned == sum(d.reason == PINNED for d in result.decisions)
 
 

@@ -329,9 +329,8 @@ def _inputs_up_to(
     """Rung b: the long input fields of unpinned calls move to the archive, oldest call first,
     until ``short`` more characters are freed. Each such call's decision says so
     (``INPUT_ARCHIVED``, its output's action and what both free); its bodies join ``archive``.
-    A kept output's call names its largest moved field's file as its ``archive_path``, so the
-    decision log shows where the input went as it shows a cut output's file (a cut output's
-    call keeps naming the output's: its marker's file).
+    Its ``input_archive_path`` names its largest moved field's file, so the decision log shows
+    where the input went beside a cut output's ``archive_path`` (its marker's file).
 
     ``decisions`` are in the order of ``calls`` (pairing's); a dropped call has left already,
     and the calls a rule keeps for what they are (``policy.INPUT_KEEPING_RULES``) stay whole.
@@ -349,12 +348,10 @@ def _inputs_up_to(
         gained = input_sizes[position] - input_chars(trimmed.input)
         if gained < MIN_SAVING:
             continue
-        saved = decision.archive_path
-        if decision.action == KEEP:
-            saved = max(trimmed.files, key=lambda path: len(trimmed.files[path]))
         decisions[position] = CallDecision(
             decision.id, decision.tool_use_id, decision.tool, decision.keep_call, decision.keep_result,
-            decision.action, INPUT_ARCHIVED, decision.chars_freed + gained, saved,
+            decision.action, INPUT_ARCHIVED, decision.chars_freed + gained, decision.archive_path,
+            max(trimmed.files, key=lambda path: len(trimmed.files[path])),
         )
         inputs[call.tool_use_id] = trimmed.input
         archive.update(trimmed.files)

@@ -79,7 +79,7 @@ def given_back(
         return result
     messages = _with_texts(result.messages, {**back, **wider}, originals, _original_uses(source, back.keys()))
     decisions = [_given(decision, back, wider, shown) for decision in result.decisions]
-    named = {decision.archive_path for decision in decisions if decision.archive_path}
+    named = {path for decision in decisions for path in (decision.archive_path, decision.input_archive_path) if path}
     gone = {path for path in _paths(result, back) if path is not None and path not in named}
     # A file is named by its content: the same output cut in a turn moved out since (or in what a
     # fold or another file holds) still names it there.

@@ -371,14 +371,17 @@ def _combined(
                 if earlier is None:
                     continue
                 if decision.action != KEEP:
-                    by_id[decision.tool_use_id] = replace(decision, id=earlier.id)
+                    # An input an earlier pass moved stays moved (its marker is not moved again).
+                    by_id[decision.tool_use_id] = replace(
+                        decision, id=earlier.id,
+                        input_archive_path=decision.input_archive_path or earlier.input_archive_path,
+                    )
                 elif decision.reason == INPUT_ARCHIVED:
                     # Its input moved in this pass (a call the first one pinned, or whose output it
-                    # cut): the decision says so, naming the input's file unless a cut output's
-                    # marker names the output's (compaction's rule).
+                    # cut): the decision says so and names the input's file beside the output's.
                     by_id[decision.tool_use_id] = replace(
                         earlier, reason=INPUT_ARCHIVED, chars_freed=earlier.chars_freed + decision.chars_freed,
-                        archive_path=decision.archive_path if earlier.action == KEEP else earlier.archive_path,
+                        input_archive_path=decision.input_archive_path,
                     )
         archive.update(evicted.archive)
         for turn in evicted.turns:
@@ -386,7 +389,7 @@ def _combined(
                 earlier = by_id[call.tool_use_id]
                 by_id[call.tool_use_id] = CallDecision(
                     earlier.id, call.tool_use_id, call.tool, earlier.keep_call, earlier.keep_result, DROP, OLD_TURN,
-                    call.result_chars + input_chars(call.input), turn.path,
+                    call.result_chars + input_chars(call.input), turn.path, earlier.input_archive_path,
                 )
     decisions = [by_id[decision.tool_use_id] for decision in first.decisions]
     stats = replace(

@@ -44,8 +44,9 @@ def record_cli_compaction(path: Path, session_id: str, judge: str, result: Any) 
             input_preview=preview(inputs.get(d.tool_use_id, {})),
             chars_freed=d.chars_freed,
             rule=d.reason if d.reason in RULE_NAMES else None,
-            # Where the cut output (or an input-archived call's input) was saved, as the hook records it.
+            # Where the cut output and the moved input were saved, as the hook records them.
             archive_path=d.archive_path,
+            input_archive_path=d.input_archive_path,
         )
         for d in result.decisions
     ]

@@ -12,7 +12,17 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
-from .session import KINDS, Compaction, SessionSummary, archive_path, decision_kind, decision_rule, reason_category, shrink_pct
+from .session import (
+    KINDS,
+    Compaction,
+    SessionSummary,
+    archive_path,
+    decision_kind,
+    decision_rule,
+    input_archive_path,
+    reason_category,
+    shrink_pct,
+)
 from .store import DecisionRow
 
 # Okabe-Ito blue and orange, and a neutral grey for what left the context.
@@ -189,9 +199,13 @@ def _why(d: DecisionRow) -> str:
 
 
 def _archive_cell(d: DecisionRow) -> str:
-    path = archive_path(d)
-    if path is None:
+    files = [(what, path) for what, path in (("output", archive_path(d)), ("input", input_archive_path(d))) if path]
+    if not files:
         return '<span class="muted">—</span>'
+    return "<br>".join(f'<span class="muted">{what}</span> {_archive_link(path)}' for what, path in files)
+
+
+def _archive_link(path: str) -> str:
     target = Path(path)
     if not target.is_absolute():
         return f"<code>{_e(path)}</code>"
@@ -204,7 +218,7 @@ def _calls(compaction: Compaction) -> str:
     head = (
         "<thead><tr><th>Call</th><th>Tool</th><th>Target</th><th class=\"num\">Size</th>"
         "<th>Decision</th><th>Rule or probabilities</th><th class=\"num\">Freed</th>"
-        "<th>Archived output</th></tr></thead>"
+        "<th>Archived</th></tr></thead>"
     )
     rows = []
     for d in compaction.decisions:

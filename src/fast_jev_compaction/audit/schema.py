@@ -105,10 +105,16 @@ def m002_rule_archive_fallback_reason_spill(conn: sqlite3.Connection) -> None:
     )
 
 
+def m003_input_archive(conn: sqlite3.Connection) -> None:
+    """Where a call's moved input was archived: its own file, beside its cut output's."""
+    _add_missing(conn, "decisions", (("input_archive_path", "TEXT"),))
+
+
 Migration = Callable[[sqlite3.Connection], None]
 MIGRATIONS: tuple[Migration, ...] = (
     m001_compactions_and_decisions,
     m002_rule_archive_fallback_reason_spill,
+    m003_input_archive,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

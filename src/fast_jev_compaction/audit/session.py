@@ -3,7 +3,8 @@
 The log holds two vocabularies for the three outcomes: older rows say ``drop_result`` /
 ``drop_call``, newer ones ``truncate`` / ``drop``; both read as keep / truncate / drop here.
 Columns added after schema 2 (a decision's ``rule`` and ``archive_path``, a compaction's reason
-category) are read when the row carries them, so an older log renders without them.
+category) and 3 (a decision's ``input_archive_path``) are read when the row carries them, so an
+older log renders without them.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ def decision_rule(decision: DecisionRow) -> str | None:
 
 def archive_path(decision: DecisionRow) -> str | None:
     return decision.archive_path or None
+
+
+def input_archive_path(decision: DecisionRow) -> str | None:
+    return decision.input_archive_path or None
 
 
 def reason_category(compaction: CompactionRow) -> str:

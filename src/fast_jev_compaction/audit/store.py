@@ -125,6 +125,7 @@ class DecisionRow:
     result_chars: int | None = None  # the call's output size; None in logs from before migration 2
     rule: str | None = None  # the deterministic rule that settled the call, if one did
     archive_path: str | None = None  # where the call's full output was archived, if it was
+    input_archive_path: str | None = None  # where its moved input was archived; None before migration 3
     compaction_id: int | None = None  # set when read back
 
 
@@ -705,6 +706,7 @@ def _decision_values(row: DecisionRow) -> dict[str, object]:
         _text(name, getattr(row, name))
     _text("rule", row.rule, optional=True)
     _text("archive_path", row.archive_path, optional=True)
+    _text("input_archive_path", row.input_archive_path, optional=True)
     # Defence in depth: the preview is meant to arrive redacted, but the file must never hold
     # a secret or an unbounded blob even when a caller forgot.
     values = {name: getattr(row, name) for name in _DECISION_FIELDS}

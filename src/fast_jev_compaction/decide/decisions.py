@@ -67,6 +67,9 @@ class CallDecision:
     chars_freed: int = 0
     # Where the full output was saved when the call was cut (None when kept, or not saved).
     archive_path: str | None = None
+    # Where its input went when it was moved (``input-archived``: the file its largest moved
+    # field's marker names), whether or not its output was cut too.
+    input_archive_path: str | None = None
 
 
 def valid_probability(value: object) -> bool:

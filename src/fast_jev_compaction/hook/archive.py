@@ -33,7 +33,7 @@ def saved_or_unpointed(
         return result
     except (OSError, ValueError) as exc:  # ValueError: a NUL or unencodable surrogate in the path
         report_error(f"cut outputs not archived ({exc}); markers say to re-run the tool instead")
-    decisions = [replace(d, archive_path=None) for d in result.decisions]
+    decisions = [replace(d, archive_path=None, input_archive_path=None) for d in result.decisions]
     # Rebuilt from the input: an old turn stays (its calls dropped with re-run markers), since
     # only a saved file could hold its replies.
     rebuilt = apply_decisions(messages, decisions, result.calls, shape_of(options))

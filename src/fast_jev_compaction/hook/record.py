@@ -103,6 +103,7 @@ class _DecisionRows:
                 result_chars=call.result_chars if call else None,
                 rule=decision.reason if decision.reason in RULE_NAMES else None,
                 archive_path=decision.archive_path if replaced else None,
+                input_archive_path=decision.input_archive_path if replaced else None,
             )
 
 

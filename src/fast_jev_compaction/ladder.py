@@ -19,7 +19,7 @@ older part, the most recent work, goes, its last exchange staying
 left of it, goes to one file and one note (``turn_eviction.fold_old_turns``), where that frees
 more than the note costs and the context needs it to come under its target; and when the exchange in
 flight alone is over what the window spares, its outputs are cut too, as any other (the fold
-follows that cut when a rule keeps them whole: an error not yet fixed);
+follows that cut when it falls short: a rule keeps an error not yet fixed whole);
 f) nothing more: the result says how far it got, and the hook's gate sends a pass still over
 the window to the built-in summary. Without a window the pass alone runs, as it always did.
 
@@ -207,8 +207,9 @@ async def compact_to_fit(
         chars_after = last.stats.chars_after
         steps.append(last)
         history = last.messages
-        # The rules keep some of those outputs whole (an error not yet fixed, the user's answer):
-        # when the context is still over its target, the fold that waited for the cut goes now.
+        # That cut may fall short (a rule keeps an error not yet fixed whole; a digest still
+        # holds its share): when the context is still over its target, the fold that waited for
+        # the cut goes now.
         fold = _fold(
             history, calls, pin, _left(need, first.stats, chars_after), margin, archive_dir,
             _reader(archive_dir, _pending(first, steps, evictions, saved)), 0,
@@ -404,7 +405,8 @@ def _combined(
         evicted_turns=sum(not turn.part and not turn.folded for evicted in evictions for turn in evicted.turns),
         evicted_parts=sum(turn.part for evicted in evictions for turn in evicted.turns),
         short_chars=max(0, round(_left(need, first.stats, chars_after))),
-        prompts_folded=sum(turn.folded for evicted in evictions for turn in evicted.turns),
+        # A later fold holds an earlier one's note, and counts its prompts with its own.
+        prompts_folded=max((turn.folded for evicted in evictions for turn in evicted.turns), default=0),
         inputs_archived=first.stats.inputs_archived + sum(step.stats.inputs_archived for step in steps),
         media_archived=first.stats.media_archived + sum(step.stats.media_archived for step in steps),
         ms=(time.perf_counter() - started) * 1000,

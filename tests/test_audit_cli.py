@@ -266,6 +266,7 @@ def test_log_why_lists_every_decision_about_a_call_newest_first(
     assert out.startswith("toolu_read: 2 decisions, newest first")
     assert re.findall(r"#(\d+)", out) == ["3", "1"]
     assert out.index("t1 Read keep") < out.index("t3 Read drop")
+    assert "saved in" not in out  # nothing of it was archived
 
     _, out, _ = run(capsys, "log", "--db", str(history), "--why", "toolu_read", "--json")
     doc = json.loads(out)
@@ -273,6 +274,25 @@ def test_log_why_lists_every_decision_about_a_call_newest_first(
 
     code, out, _ = run(capsys, "log", "--db", str(history), "--why", "toolu_unknown")
     assert code == 0 and "No decision recorded about tool call toolu_unknown" in out
+
+
+def test_log_why_names_the_files_a_call_s_output_and_input_went_to(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = make_db(
+        tmp_path / "d.sqlite",
+        (replaced("s1"),
+         [DecisionRow(tool_use_id="toolu_write", call_id="t5", tool="Write", action="truncate",
+                      reason="input-archived", chars_freed=9_000, archive_path="/data/archive/w-out.txt",
+                      input_archive_path="/data/archive/w-in.txt"),
+          DecisionRow(tool_use_id="toolu_read", call_id="t6", tool="Read", action="truncate", reason="budget",
+                      chars_freed=4_000, archive_path="/data/archive/r-out.txt")]),
+    )
+    code, out, _ = run(capsys, "log", "--db", str(db), "--why", "toolu_write")
+    assert code == 0
+    assert out.index("t5 Write truncate") < out.index("output saved in /data/archive/w-out.txt") < out.index(
+        "input saved in /data/archive/w-in.txt"
+    )
+    _, out, _ = run(capsys, "log", "--db", str(db), "--why", "toolu_read")
+    assert "output saved in /data/archive/r-out.txt" in out and "input saved in" not in out
 
 
 def test_log_why_takes_a_unique_prefix_or_the_newest_short_id(history: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -253,4 +253,6 @@ def format_why(
     for c, d in results:
         lines.append(f"  {_compaction_head(c)}  {c.outcome}" + (f": {c.reason}" if c.reason else ""))
         lines.append(f"    {decision_line(d)}")
+        # Where to read what the cut took: the output's file, and the moved input's.
+        lines.extend(f"      {what} saved in {path}" for what, path in (("output", d.archive_path), ("input", d.input_archive_path)) if path)
     return "\n".join(lines) + "\n"

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import pytest
 
 from fast_jev_compaction.conversation.messages import parse_messages
-from fast_jev_compaction.hook.answer import STDOUT_SOFT_LIMIT, answer_pieces
+from fast_jev_compaction.hook.answer import STDOUT_SOFT_LIMIT, answer_pieces, wire_messages, wired
 from fast_jev_compaction.hook.answer_file import ANSWERS_DIR, STALE_AFTER_S, ascii_json, remove_stale, write_messages
 from fast_jev_compaction.hook.turns import turn_problems
 from fast_jev_compaction.textutil import js_json
@@ -56,6 +56,20 @@ def test_an_answer_written_in_pieces_is_the_whole_answer_s_text() -> None:
     ]
     for answer in answers:
         assert "".join(answer_pieces(answer)) == js_json(answer)
+
+
+def test_messages_wired_as_they_are_written_read_as_the_list_of_them() -> None:
+    """The hook's answer holds its messages as a view (``wire_messages``) that wires each one as
+    it is read: written, indexed, sliced or checked, it is the list of their wire forms."""
+    messages = parse_messages(tool_heavy_conversation())
+    for compact in (False, True):
+        listed = list(wired(messages, compact))
+        view = wire_messages(messages, compact=compact)
+        assert len(view) == len(listed) and view[0] == listed[0] and view[-1] == listed[-1]
+        assert view[1:4] == listed[1:4] and list(view) == listed
+        answer = {"action": "replace", "messages": view, "toast": MIXED}
+        assert "".join(answer_pieces(answer)) == js_json({**answer, "messages": listed})
+        assert turn_problems(view, messages) == []
 
 
 def test_an_answer_too_large_for_stdout_goes_to_a_private_file(data_dir: Path) -> None:

@@ -1,6 +1,7 @@
 """Rungs d and e of the eviction ladder (``turn_eviction.py``, ``ladder.compact_to_fit``): old
-turns move whole to the archive, oldest first and only as far as the window needs, then the pin
-shrinks; the user's prompts never change and no tool result loses its call."""
+turns move to the archive, oldest first and only as far as the window needs (of the last, its
+older part), then the pin shrinks; the user's prompts never change and no tool result loses its
+call."""
 
 from __future__ import annotations
 
@@ -138,6 +139,60 @@ def test_the_oldest_turns_go_first_and_only_until_the_need_is_met(tmp_path: Path
     assert [d.tool_use_id for d in gone] == ["toolu_1", "toolu_2", "toolu_3"]
     assert all(d.action == DROP and d.archive_path in result.archive for d in gone)
     assert result.stats.dropped == 3
+
+
+def long_old_turn() -> list[SessionMessage]:
+    """A short first turn, a long old turn (``long_turn``'s twelve steps) and a newer turn of
+    four short exchanges after it, whose last messages are the pinned window."""
+    opening = [SessionMessage(role="user", text="prompt: what does this project do?"), SessionMessage(role="assistant", text="It ports modules.")]
+    newer = [SessionMessage(role="user", text="prompt: now run the tests")]
+    for k in range(4):
+        newer += [
+            SessionMessage(role="assistant", text=f"Running part {k}.", toolUses=(ToolUse(f"toolu_t{k}", "Bash", {"command": f"pytest -k part{k}"}),)),
+            SessionMessage(role="user", toolResults=(ToolResult(f"toolu_t{k}", f"{k + 3} passed"),)),
+        ]
+    return [*opening, *long_turn(), *newer]
+
+
+def test_the_turn_the_rest_of_the_need_falls_in_gives_up_only_its_older_part(tmp_path: Path) -> None:
+    """Old turns go whole while the need is larger; the turn it ends in moves only the older part
+    that frees the rest, as the turn in flight does: a whole long turn would free far more than
+    the window needs."""
+    messages = long_old_turn()
+    old_turn = messages[2:39]
+    whole = sum(message_chars(m) for m in old_turn)
+    result = fit(messages, tmp_path, window_needing(messages, whole / 4))
+
+    ((at, line),) = index_lines(result.messages)
+    assert PART in line.text and result.messages[at - 1].text == "prompt: port every module to the new API"
+    assert (result.stats.evicted_turns, result.stats.evicted_parts) == (0, 1)
+    texts = [m.text for m in result.messages]
+    # The oldest steps left; the newer ones, the turn's closing reply among them, stay in place.
+    assert reply(0) not in texts and reply(11) in texts and result.messages[at + 1].role == "assistant"
+    freed = result.stats.chars_before - result.stats.chars_after
+    assert whole / 4 <= freed < whole / 2
+    path = saved_path(line.text)
+    assert path is not None and reply(0) in result.archive[path] and reply(11) not in result.archive[path]
+    gone = {d.tool_use_id for d in result.decisions if d.reason == OLD_TURN}
+    assert "toolu_0" in gone and "toolu_11" not in gone
+    assert_whole(messages, result.messages)
+
+
+def test_a_later_pass_takes_the_rest_of_a_partly_moved_old_turn_whole_and_its_file_names_the_part(tmp_path: Path) -> None:
+    messages = long_old_turn()
+    first = fit(messages, tmp_path, window_needing(messages, sum(message_chars(m) for m in messages[2:39]) / 4))
+    prompt = next(at for at, m in enumerate(first.messages) if m.text == "prompt: port every module to the new API")
+    part_line = first.messages[prompt + 1].text
+    rest = first.messages[prompt + 1 : prompt + 1 + next(k for k, m in enumerate(first.messages[prompt + 1 :]) if is_prompt(m))]
+    # A need as large as what is left of the turn: it goes whole, its one line after its prompt.
+    again = fit(first.messages, tmp_path, window_needing(first.messages, sum(message_chars(m) for m in rest)))
+    line = again.messages[prompt + 1]
+    assert is_turn_index_line(line.text) and PART not in line.text and is_prompt(again.messages[prompt + 2])
+    # The turn's file holds the part's line, whose file holds the oldest steps.
+    path = saved_path(line.text)
+    assert path is not None and part_line in again.archive[path] and reply(11) in again.archive[path]
+    assert reply(0) in first.archive[saved_path(part_line)]
+    assert_whole(messages, again.messages)
 
 
 def test_with_the_engine_s_count_the_ladder_still_stops_once_the_need_is_met(tmp_path: Path) -> None:

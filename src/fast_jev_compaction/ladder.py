@@ -5,8 +5,8 @@ Each rung is taken only when the ones before it leave the context above what the
 it cuts besides); when the exchange in flight's outputs are more than the aim leaves beside the
 last prompt, they cannot stay whole whatever else leaves, so the pass runs again with nothing
 pinned and cuts them (with the other outputs over their cut-over, least valuable first) before
-any turn leaves for room it would not get (``_trailing_over``); d) the oldest whole turns
-(``turn_eviction.py``); e) the pinned recent window
+any turn leaves for room it would not get (``_trailing_over``); d) the oldest turns, and of
+the one the need ends in only its older part (``turn_eviction.py``); e) the pinned recent window
 shrinks to the turn in flight (the pass runs again over d's history with that pin, then d again,
 the first message's turn included). While old turns can go (``turn_eviction.has_old_turn``),
 rung a's further cuts, of outputs under their cut-over, wait for that second pass: the oldest
@@ -23,7 +23,7 @@ follows that cut when it falls short: a rule keeps an error not yet fixed whole)
 f) nothing more: the result says how far it got, and the hook's gate sends a pass still over
 the window to the built-in summary. Without a window the pass alone runs, as it always did.
 
-A rung frees whole outputs and whole turns, so the step that meets the need often frees more:
+A rung frees whole outputs and whole turns (but the last, of which only the part needed), so the step that meets the need often frees more:
 that surplus goes back to the outputs cut last, most recent first (``give_back.py``), and the
 context ends near its aim rather than far under it.
 """

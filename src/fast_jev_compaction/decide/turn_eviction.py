@@ -1,5 +1,6 @@
-"""Rung d of the eviction ladder: the oldest whole turns move to the archive, one file and one
-index line each, until a window's need is met (``ladder.py`` decides when).
+"""Rung d of the eviction ladder: the oldest turns move to the archive, one file and one index
+line each, until a window's need is met (``ladder.py`` decides when); the turn that meets it goes
+only as far as the need, its older part moved and the rest left in place.
 
 A turn is a user prompt (a user message without tool results) and every message after it up to
 the next prompt: the assistant's replies, its calls and their results, as the pass left them
@@ -9,6 +10,13 @@ calls made, the files touched, and the archive file that holds the turn. Prompt,
 next prompt: roles still alternate, and a call and its result leave together, since a turn is
 evicted only when every result in it has its call in it and every call its result (or none
 anywhere: a call the user interrupted leaves with its turn).
+
+A turn is taken whole while the need is larger than it; the one the rest of the need falls in
+(a long session's turns run to tens of thousands of characters) gives up only its older part,
+the shortest that frees that rest, as the turn in flight does at rung e: one file, one index
+line after the prompt and the lines of parts moved before, the rest of the turn after it. Moving
+the whole turn would free more than the window needs and lose its newer part for nothing
+(docs/ARCHITECTURE.md, "Eviction ladder", has the replay's figures).
 
 Never evicted: the last turn (the one in flight), a turn with a message in the pinned recent
 window, a turn evicted already (its index line alone), a turn whose eviction frees nothing; nor
@@ -178,9 +186,11 @@ def evict_turns(
             calls_by_turn[turn].append(call)
 
     answered = _answered(rebuilt)
+    by_id = {call.tool_use_id: call for call in calls}
     turns: list[EvictedTurn] = []
     archive: dict[str, str] = {}
-    replaced: dict[int, SessionMessage] = {}  # prompt position in ``rebuilt`` -> its index line
+    # prompt position in ``rebuilt`` -> the index line and the span of ``rebuilt`` it stands for
+    replaced: dict[int, tuple[SessionMessage, int, int]] = {}
     freed = 0
     # The last turn is the one in flight; the first message's turn starts at 0.
     for k in range(len(prompts) - 1):
@@ -191,9 +201,21 @@ def evict_turns(
         body = rebuilt[prompts[k] + 1 : prompts[k + 1]]
         if not body or not _closed(body, answered) or (len(body) == 1 and is_turn_index_line(body[0].text)):
             continue
+        turn_chars = sum(message_chars(message) for message in body)
+        if turn_chars > need - freed:
+            # The rest of the need falls in this turn: its older part, when one frees it, and
+            # the rest of the turn (at least its last message) stays.
+            start = _past_part_lines(rebuilt, prompts[k] + 1)
+            part = _older_part(rebuilt, prompts[k], start, prompts[k + 1] - 1, by_id, need - freed, archive_dir)
+            if part is not None:
+                line, end, evicted, text = part
+                turns.append(evicted)
+                archive[evicted.path] = text
+                replaced[prompts[k]] = (line, start, end + 1)
+                freed += evicted.freed
+                continue
         text = render_turn(rebuilt[prompts[k]], body)
         path = archive_path(archive_dir, text)
-        turn_chars = sum(message_chars(message) for message in body)
         index = SessionMessage(
             role="assistant", text=turn_index_line(_tools(calls_by_turn[k]), _files(calls_by_turn[k]), turn_chars, path)
         )
@@ -202,21 +224,20 @@ def evict_turns(
             continue
         turns.append(EvictedTurn(tuple(calls_by_turn[k]), path, gained))
         archive[path] = text
-        replaced[prompts[k]] = index
+        replaced[prompts[k]] = (index, prompts[k] + 1, prompts[k + 1])
         freed += gained
     if not turns:
         return Eviction(list(rebuilt), [], {})
     out: list[SessionMessage] = []
-    skip_to = 0
-    for k, at in enumerate(prompts):
-        out.extend(rebuilt[skip_to:at + 1])
-        line = replaced.get(at)
-        if line is None:
-            skip_to = at + 1
-        else:
+    kept_from = 0
+    for at in prompts:
+        got = replaced.get(at)
+        if got is not None:
+            line, start, end = got
+            out.extend(rebuilt[kept_from:start])
             out.append(line)
-            skip_to = prompts[k + 1]
-    out.extend(rebuilt[skip_to:])
+            kept_from = end
+    out.extend(rebuilt[kept_from:])
     return Eviction(out, turns, archive)
 
 
@@ -231,13 +252,33 @@ def evict_in_flight(
     prompts = prompt_positions(messages)
     if need <= 0 or not prompts:
         return Eviction(list(messages), [], {})
-    start = prompts[-1] + 1
-    # Past the lines of parts moved before; not past one the hook merged with the next reply's
-    # calls (``hook.turns.regroup``): those calls and their results stay or go together.
-    while start < len(messages) and is_turn_index_line(messages[start].text) and not messages[start].toolUses:
-        start += 1
+    start = _past_part_lines(messages, prompts[-1] + 1)
     limit = min(len(messages) - preserve_recent_messages, _last_exchange(messages, start))
     by_id = {call.tool_use_id: call for call in calls}
+    part = _older_part(messages, prompts[-1], start, limit, by_id, need, archive_dir, or_longest=True)
+    if part is None:
+        return Eviction(list(messages), [], {})
+    line, end, evicted, text = part
+    return Eviction([*messages[:start], line, *messages[end + 1 :]], [evicted], {evicted.path: text})
+
+
+def _past_part_lines(messages: Sequence[SessionMessage], start: int) -> int:
+    """Past the index lines of parts of a turn moved before, from ``start``: a new part starts
+    after them and its line joins them. Not past one the hook merged with the next reply's calls
+    (``hook.turns.regroup``): those calls and their results stay or go together."""
+    while start < len(messages) and is_turn_index_line(messages[start].text) and not messages[start].toolUses:
+        start += 1
+    return start
+
+
+def _older_part(
+    messages: Sequence[SessionMessage], prompt: int, start: int, limit: int, by_id: dict[str, ToolCall], need: float,
+    archive_dir: str, *, or_longest: bool = False,
+) -> tuple[SessionMessage, int, EvictedTurn, str] | None:
+    """The shortest part ``messages[start:end + 1]`` of the turn of the prompt at ``prompt``,
+    ending before ``limit`` where each call in it has its result in it, whose move to the archive
+    frees ``need`` (its index line counted); with ``or_longest``, else the longest such part that
+    frees anything. Its index line, ``end``, the part as evicted and the file's text; or None."""
     open_calls: set[str] = set()
     closed: list[tuple[int, int]] = []  # (end, chars) where each call in the part has its result in it
     chars = 0
@@ -247,19 +288,19 @@ def evict_in_flight(
         chars += message_chars(messages[end])
         if not open_calls:
             closed.append((end, chars))
-    # The shortest part that frees the need, its index line counted; else the longest.
     for end, chars in closed:
-        if chars < need and end != closed[-1][0]:
+        last = or_longest and end == closed[-1][0]
+        if chars < need and not last:
             continue
         part = messages[start : end + 1]
         moved = tuple(by_id[use.tool_use_id] for m in part for use in m.toolUses if use.tool_use_id in by_id)
-        text = render_turn(messages[prompts[-1]], part)
+        text = render_turn(messages[prompt], part)
         path = archive_path(archive_dir, text)
         line = SessionMessage(role="assistant", text=turn_index_line(_tools(moved), _files(moved), chars, path, part=True))
         gained = chars - message_chars(line)
-        if gained >= need or (gained > 0 and end == closed[-1][0]):
-            return Eviction([*messages[:start], line, *messages[end + 1 :]], [EvictedTurn(moved, path, gained, part=True)], {path: text})
-    return Eviction(list(messages), [], {})
+        if gained >= need or (gained > 0 and last):
+            return line, end, EvictedTurn(moved, path, gained, part=True), text
+    return None
 
 
 def shorten_index_lines(messages: Sequence[SessionMessage], need: float) -> tuple[list[SessionMessage], int]:

@@ -228,7 +228,8 @@ def test_an_image_moves_when_the_need_is_left_short_by_a_call_whose_output_and_i
     both = by_id(probe)["setup"]
     assert both.action == TRUNCATE and both.reason == INPUT_ARCHIVED
     out = run(messages, window_needing(messages, both.chars_freed + 1000 - MEDIA_CHARS), archive_dir=str(tmp_path))
-    assert out.stats.need_chars == both.chars_freed + 1000
+    # The window is whole tokens: the need comes within one of a token's share of the aim (1.33 chars).
+    assert both.chars_freed + 1000 - 2 <= out.stats.need_chars <= both.chars_freed + 1000
     assert by_id(out)["setup"].reason == INPUT_ARCHIVED and out.stats.media_archived == 1 and out.stats.short_chars == 0
 
 

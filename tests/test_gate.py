@@ -216,8 +216,8 @@ def test_the_engine_s_own_compaction_after_an_earlier_pass_replaces_or_skips_nev
     second, _ = run_hook(json.dumps(event(grown, data_dir, trigger="auto", context=context)).encode(), data_dir)
     assert second["action"] == "replace", second.get("reason")
     assert re.fullmatch(
-        r"6 of 6 tool outputs moved to the archive \(6 dropped, 1 old turn\(s\) moved whole, the older part of the turn in "
-        r"flight moved\), context 70% → "
+        r"6 of 6 tool outputs moved to the archive \(6 dropped, 1 old turn\(s\) moved whole, 1 older part\(s\) of a turn "
+        r"moved\), context 70% → "
         r"5\d\.\d% of the 100k-token compaction window, under the engine's 67k threshold, no summary", second["toast"]
     ), second["toast"]
     assert second["messages"][-1]["toolResults"] == grown[-1]["toolResults"]  # in flight: whole
@@ -245,7 +245,7 @@ def test_the_toast_counts_calls_and_shows_the_window(data_dir: Path) -> None:
     # No old turn to move (the conversation is one turn), so the pin shrinks to the turn in
     # flight, and its older part moves to the archive (rung e): 4 of 4 unpinned outputs, not 2 of 2.
     assert answer["toast"].startswith(
-        "4 of 4 tool outputs moved to the archive (4 dropped, the older part of the turn in flight moved), context 61% → "
+        "4 of 4 tool outputs moved to the archive (4 dropped, 1 older part(s) of a turn moved), context 61% → "
     )
     assert answer["toast"].endswith(", no summary")
 

@@ -23,6 +23,11 @@ follows that cut when it falls short: a rule keeps an error not yet fixed whole)
 f) nothing more: the result says how far it got, and the hook's gate sends a pass still over
 the window to the built-in summary. Without a window the pass alone runs, as it always did.
 
+Before any rung, a last prompt that is a ``!`` command's output (Claude Code records it as a user
+message of its own: the command's words, not the user's) is cut as a tool's output is, digest and
+note, when no rung could make it fit whole (``_command_output_first``); the user's own last
+prompt is never cut.
+
 A rung frees whole outputs and whole turns (but the last, of which only the part needed), so the step that meets the need often frees more:
 that surplus goes back to the outputs cut last, most recent first (``give_back.py``), and the
 context ends near its aim rather than far under it.
@@ -52,15 +57,20 @@ from .decide.decisions import (
     CallDecision,
 )
 from .decide.digest import DigestShape
-from .decide.policy import CHARS_PER_TOKEN, TARGET_MARGIN_POINTS, chars_to_free
+from .decide.policy import CHARS_PER_TOKEN, MEDIA_CHARS, TARGET_MARGIN_POINTS, chars_to_free
+from .decide.rebuild import media_blocks
 from .decide.turn_eviction import (
     Eviction,
+    cut_command_output,
     evict_in_flight,
     evict_turns,
     fold_old_turns,
     has_old_turn,
     in_flight_preserve,
+    is_command_output,
     last_prompt_chars,
+    least_chars,
+    prompt_positions,
     shorten_index_lines,
     shorten_old_prompts,
 )
@@ -92,6 +102,53 @@ async def compact_to_fit(
     archive files saved elsewhere than on disk (path -> text), as :func:`compaction.compact` takes."""
     started = time.perf_counter()
     opts = options or CompactOptions()
+    early = _command_output_first(messages, opts)
+    if early is None:
+        return await _down_the_ladder(messages, asker, opts, cache, pending, started)
+    # A last prompt that is a command's output (a test run printed with ``!``), not the user's
+    # words, over what the context's aim leaves it cannot stay whole whatever else leaves: it is
+    # cut first, as a tool's output would be, and the ladder frees what is left of the need.
+    cut_messages, freed, files = early
+    tokens = max(1, opts.context_tokens - round(freed / CHARS_PER_TOKEN)) if opts.context_tokens else 0
+    result = await _down_the_ladder(cut_messages, asker, replace(opts, context_tokens=tokens), cache, pending, started)
+    result.archive.update(files)
+    result.stats.chars_before += freed
+    result.stats.command_output_cut = True
+    if result.stats.need_chars is not None:
+        result.stats.need_chars += freed
+    return result
+
+
+def _command_output_first(
+    messages: Sequence[SessionMessage], opts: CompactOptions
+) -> tuple[list[SessionMessage], int, dict[str, str]] | None:
+    """The messages with their last prompt cut (``turn_eviction.cut_command_output``) when it is a
+    command's output and the fewest characters the ladder could bring the context to with it
+    whole (``turn_eviction.least_chars``: it, and the one note that would stand for what precedes
+    it) are over the context's aim; else None."""
+    prompts = prompt_positions(messages)
+    if not opts.archive_dir or not prompts or not is_command_output(messages[prompts[-1]]):
+        return None
+    chars = sum(map(message_chars, messages)) + MEDIA_CHARS * sum(map(media_blocks, messages))
+    need = chars_to_free(chars, opts)
+    if need is None or need <= 0:
+        return None
+    # What the messages should come to: the need is of the whole context (the engine's count,
+    # when given, holds more than they do), so it comes off them alone.
+    if least_chars(messages, opts.archive_dir) <= chars - need:
+        return None
+    cut, freed, files = cut_command_output(messages, need, _shape(messages, opts), opts.archive_dir)
+    return (cut, freed, files) if freed else None
+
+
+async def _down_the_ladder(
+    messages: Sequence[SessionMessage],
+    asker: JevAsker,
+    opts: CompactOptions,
+    cache: AnswerCache | None,
+    pending: Mapping[str, str] | None,
+    started: float,
+) -> CompactResult:
     # With old turns to move out, rung a's further cuts wait: the outputs under their cut-overs,
     # the recent ones most of all, are worth more than the oldest turns, which go first (d).
     deferred = bool(opts.archive_dir) and has_old_turn(messages, opts.preserve_recent_messages)

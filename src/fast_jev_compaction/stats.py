@@ -53,13 +53,16 @@ class CompactStats:
     ms: float = 0.0
     # Old turns moved whole to the archive to fit a window (turn_eviction.py, rung d)...
     evicted_turns: int = 0
-    # ... and older parts of the turn in flight (rung e).
+    # ... and older parts of a turn: the one rung d's need ends in, the turn in flight's (rung e).
     evicted_parts: int = 0
     # Old prompts cut to their opening, each saved whole (rung e, turn_eviction.shorten_old_prompts).
     prompts_archived: int = 0
     # Earlier prompts moved out with the conversation before the turn in flight, one file and one
     # note (rung e, last: turn_eviction.fold_old_turns).
     prompts_folded: int = 0
+    # The last prompt, a command's output rather than the user's words, cut to its digest (last of
+    # all: turn_eviction.cut_command_output).
+    command_output_cut: bool = False
 
     @property
     def reduction_ratio(self) -> float:
@@ -113,9 +116,10 @@ def summarize(stats: CompactStats) -> str:
         (stats.inputs_archived, ", {} input(s) archived"),
         (stats.media_archived, ", {} image(s) or document(s) archived"),
         (stats.evicted_turns, "; {} old turn(s) moved to the archive"),
-        (stats.evicted_parts, "; {} older part(s) of the turn in flight moved to the archive"),
+        (stats.evicted_parts, "; {} older part(s) of a turn moved to the archive"),
         (stats.prompts_archived, "; {} old prompt(s) cut to their opening, each saved whole"),
         (stats.prompts_folded, "; the conversation before the turn in flight ({} prompt(s)) moved to one file"),
+        (stats.command_output_cut, "; the command output that ends it cut to a digest, saved whole"),
     ):
         if count:
             head += said.format(count)

@@ -79,7 +79,7 @@ def test_a_write_body_and_old_turns_go_to_the_archive_and_are_read_back_without_
     # short; one turn only, the one in flight, so no old turn moved, and its older part, the
     # Write call included, went to one file (rung e), its last exchange staying in place.
     reasons = [row.reason for row, _ in claude.decisions()]
-    assert "1 input(s) archived" in reasons[0] and "1 older part(s) of the turn in flight moved" in reasons[0], reasons[0]
+    assert "1 input(s) archived" in reasons[0] and "1 older part(s) of a turn moved" in reasons[0], reasons[0]
     assert "old turn(s)" not in reasons[0]
     [write] = [d for d in passes[0] if d.tool == "Write"]
     assert (write.action, write.reason) == ("drop", OLD_TURN) and [write.archive_path] == parts, (write, parts)

@@ -33,7 +33,9 @@ turns, hundreds in a very long session, shrink to the file they name, oldest fir
 tens of thousands of characters, keep their opening and a note naming the file that holds
 them whole (:func:`shorten_old_prompts`). After the turn in flight's older part, what is left
 before that turn (prompts, index lines) may go to one file and one note (:func:`fold_old_turns`).
-The user's last prompt, and the turn in flight, stay whole.
+The user's last prompt, and the turn in flight, stay whole; a last prompt that is a ``!``
+command's output is the command's words, not the user's, and is cut as an output would be when
+it cannot fit whole (:func:`cut_command_output`, taken first by the ladder).
 """
 
 from __future__ import annotations
@@ -49,7 +51,9 @@ from ..conversation.pairing import ToolCall, pinned_positions
 from ..conversation.sizes import message_chars
 from ..textutil import js_json
 from .archive import archive_path
+from .digest import DigestShape
 from .markers import (
+    carries_mark,
     fold_note,
     is_fold_note,
     is_turn_index_line,
@@ -59,6 +63,7 @@ from .markers import (
     turn_index_line,
     without_lead_note,
 )
+from .rebuild import cut_output
 
 
 def is_prompt(message: SessionMessage) -> bool:
@@ -363,6 +368,45 @@ def shorten_old_prompts(
         files[path] = prompt.text
         freed += gained
     return out, freed, files
+
+
+# Claude Code records the output of a ``!`` command (and of a local slash command) as a user
+# message of its own, after the one holding the command: a prompt by its shape, but the command's
+# words, not the user's.
+_COMMAND_OUTPUT = re.compile(r"\s*<(?:bash-stdout|local-command-stdout)>")
+
+
+def is_command_output(message: SessionMessage) -> bool:
+    """Whether ``message`` is a ``!`` command's (or a local command's) output, not the user's words."""
+    return is_prompt(message) and _COMMAND_OUTPUT.match(message.text) is not None
+
+
+def cut_command_output(
+    messages: Sequence[SessionMessage], need: float, shape: DigestShape, archive_dir: str
+) -> tuple[list[SessionMessage], int, dict[str, str]]:
+    """The last prompt, when it is a command's output (:func:`is_command_output`: a test run's
+    50,000 characters the user printed with ``!``), cut as a tool's output is: its digest (its
+    opening, closing and key lines, a failing run's failures) and the note naming the file that
+    holds it whole (``rebuild.cut_output``). The messages, what that freed and the file; nothing
+    when ``need`` is met already or the cut would not pay. The user's own last prompt is never cut."""
+    prompts = prompt_positions(messages)
+    # One cut before is enough: its digest and note are what a later pass finds.
+    if need <= 0 or not prompts or not is_command_output(messages[prompts[-1]]) or carries_mark(messages[prompts[-1]].text):
+        return list(messages), 0, {}
+    at = prompts[-1]
+    output = messages[at]
+    path = archive_path(archive_dir, output.text)
+    # The opening tag stays, so the message still reads as the command's output.
+    tag = _COMMAND_OUTPUT.match(output.text)
+    assert tag is not None
+    body = cut_output(output.text[tag.end() :], False, shape, path)
+    if body is None:
+        return list(messages), 0, {}
+    text = output.text[: tag.end()] + body
+    extra = {key: value for key, value in output.extra.items() if key not in _RECORD_IDS}
+    out = list(messages)
+    out[at] = replace(output, text=text, handle=None, extra=extra)
+    return out, len(output.text) - len(text), {path: output.text}
 
 
 def fold_old_turns(

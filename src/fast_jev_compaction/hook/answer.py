@@ -66,11 +66,13 @@ def toast_text(stats: Any, how: str) -> str:
     if stats.evicted_turns:
         parts.append(f"{stats.evicted_turns} old turn(s) moved whole")
     if stats.evicted_parts:
-        parts.append("the older part of the turn in flight moved")
+        parts.append(f"{stats.evicted_parts} older part(s) of a turn moved")
     if stats.prompts_archived:
         parts.append(f"{stats.prompts_archived} old prompt(s) cut to their opening")
     if stats.prompts_folded:
         parts.append(f"the conversation before the turn in flight moved ({stats.prompts_folded} prompt(s))")
+    if stats.command_output_cut:
+        parts.append("the command output that ends it cut to a digest")
     detail = f" ({', '.join(parts)})" if parts else ""
     return f"{cut} of {unpinned} tool outputs moved to the archive{detail}, {how}, no summary"
 

@@ -38,5 +38,5 @@ def saved_or_unpointed(
     # only a saved file could hold its replies.
     rebuilt = apply_decisions(messages, decisions, result.calls, shape_of(options))
     stats = replace(result.stats, chars_after=sum(message_chars(m) for m in rebuilt), evicted_turns=0, evicted_parts=0,
-                    prompts_archived=0, prompts_folded=0)
+                    prompts_archived=0, prompts_folded=0, command_output_cut=False)
     return CompactResult(rebuilt, decisions, result.calls, stats, {})

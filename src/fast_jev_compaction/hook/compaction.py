@@ -134,7 +134,7 @@ def run_compaction(
     result = replace(result, messages=[])
     stats = result.stats
     moved = stats.truncated or stats.dropped or stats.evicted_turns or stats.evicted_parts or stats.prompts_archived
-    moved = moved or stats.prompts_folded
+    moved = moved or stats.prompts_folded or stats.command_output_cut
     if moved and not any(is_lead_note(m.text) for m in out):
         # Once per history: a later pass finds it and adds none (the engine merges it into the
         # first user message of the request). It names the archive folder once a file is in it.

@@ -13,7 +13,8 @@ from typing import Any, Iterator
 import pytest
 
 from fast_jev_compaction.conversation.messages import parse_messages
-from fast_jev_compaction.hook.answer import STDOUT_SOFT_LIMIT, answer_pieces, wire_messages, wired
+from fast_jev_compaction.conversation.stored import unstored
+from fast_jev_compaction.hook.answer import STDOUT_SOFT_LIMIT, answer_text, wire_messages, wired
 from fast_jev_compaction.hook.answer_file import ANSWERS_DIR, STALE_AFTER_S, ascii_json, remove_stale, write_messages
 from fast_jev_compaction.hook.turns import turn_problems
 from fast_jev_compaction.textutil import js_json
@@ -45,7 +46,7 @@ def test_ascii_json_reads_back_as_the_same_value() -> None:
 
 
 def test_an_answer_written_in_pieces_is_the_whole_answer_s_text() -> None:
-    """The hook writes its answer message by message (``answer_pieces``); the pieces join to the
+    """The hook writes its answer message by message (``answer.answer_pieces``); the pieces join to the
     text of the whole document, whatever its members and wherever ``messages`` sits among them."""
     message = {"role": "user", "text": MIXED, "lone": "\ud800 half", "n": [1.0, 2.5, 1e21]}
     answers = [
@@ -55,7 +56,12 @@ def test_an_answer_written_in_pieces_is_the_whole_answer_s_text() -> None:
         {"action": "skip", "reason": "nothing to compact", "log": []},
     ]
     for answer in answers:
-        assert "".join(answer_pieces(answer)) == js_json(answer)
+        assert answer_text(answer) == js_json(answer)
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every stored record made its JSON value again."""
+    return json.loads(json.dumps(value, default=unstored))
 
 
 def test_messages_wired_as_they_are_written_read_as_the_list_of_them() -> None:
@@ -68,7 +74,8 @@ def test_messages_wired_as_they_are_written_read_as_the_list_of_them() -> None:
         assert len(view) == len(listed) and view[0] == listed[0] and view[-1] == listed[-1]
         assert view[1:4] == listed[1:4] and list(view) == listed
         answer = {"action": "replace", "messages": view, "toast": MIXED}
-        assert "".join(answer_pieces(answer)) == js_json({**answer, "messages": listed})
+        # A tool's stored record is written as its text, as JSON.stringify writes its value.
+        assert answer_text(answer) == js_json({**answer, "messages": plain(listed)})
         assert turn_problems(view, messages) == []
 
 

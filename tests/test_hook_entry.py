@@ -651,7 +651,7 @@ def test_wire_messages_policy_and_compact_form() -> None:
     assert [keeps_handle(m) for m in messages] == [True, False, False, False]
     full = wire_messages(messages)
     assert full[0]["handle"] == "h-prompt" and all("handle" not in m for m in full[1:])
-    assert full[2]["toolUses"][0]["result"]["stdout"].startswith("1\n2\n")
+    assert full[2]["toolUses"][0]["result"].value()["stdout"].startswith("1\n2\n")
     small = wire_messages(messages, compact=True)
     assert small[0] == {"handle": "h-prompt"}
     assert "result" not in small[2]["toolUses"][0]

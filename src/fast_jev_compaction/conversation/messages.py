@@ -18,6 +18,8 @@ from typing import Annotated, Any, Literal, Mapping
 from pydantic import BeforeValidator, ConfigDict, TypeAdapter, ValidationError, with_config
 from typing_extensions import NotRequired, TypedDict
 
+from .stored import stored, unstored
+
 Role = Literal["user", "assistant"]
 ROLES: tuple[Role, ...] = ("user", "assistant")
 
@@ -37,6 +39,9 @@ def _no_extra() -> Mapping[str, Any]:
 # record repeats the call's input and its output, so whatever cuts either goes without it.
 BLOCK_FIELDS = "blockFields"
 RECORD_FIELDS = "recordFields"
+# The extra members holding a tool's stored record (the transcript's, and the hook message's
+# ``result``): kept as JSON text (``stored.StoredJSON``), its value again in ``to_wire``.
+STORED_MEMBERS = frozenset({RECORD_FIELDS, "result"})
 # A message's blocks in their transcript order, when the writer's own (results or extras, then
 # the text, then the calls) would not give it back: per block, the length of a text block (with
 # its own members, ``[length, {members}]``), "x" an extra block, "u" a call, "r" a result. The
@@ -80,11 +85,11 @@ class ToolUse:
     isError: bool | None = None
     extra: Mapping[str, Any] = field(default_factory=_no_extra)
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self, *, stored: bool = False) -> dict[str, Any]:
         return _wire(
             (("tool_use_id", self.tool_use_id), ("tool", self.tool), ("input", self.input),
              ("text", self.text), ("isError", self.isError)),
-            self.extra,
+            self.extra, stored,
         )
 
 
@@ -97,8 +102,8 @@ class ToolResult:
     isError: bool | None = None
     extra: Mapping[str, Any] = field(default_factory=_no_extra)
 
-    def to_wire(self) -> dict[str, Any]:
-        return _wire((("tool_use_id", self.tool_use_id), ("text", self.text), ("isError", self.isError)), self.extra)
+    def to_wire(self, *, stored: bool = False) -> dict[str, Any]:
+        return _wire((("tool_use_id", self.tool_use_id), ("text", self.text), ("isError", self.isError)), self.extra, stored)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,21 +122,23 @@ class SessionMessage:
     handle: str | None = None
     extra: Mapping[str, Any] = field(default_factory=_no_extra)
 
-    def to_wire(self) -> dict[str, Any]:
-        """The JSON shape Claude Code reads back: no ``None`` members, extras kept after the fields."""
-        results = None if self.toolResults is None else [r.to_wire() for r in self.toolResults]
+    def to_wire(self, *, stored: bool = False) -> dict[str, Any]:
+        """The JSON shape Claude Code reads back: no ``None`` members, extras kept after the
+        fields. With ``stored``, a tool's stored record stays :class:`~.stored.StoredJSON`, for a
+        writer that puts its text in place (``stored.json_pieces``)."""
+        results = None if self.toolResults is None else [r.to_wire(stored=stored) for r in self.toolResults]
         return _wire(
-            (("role", self.role), ("text", self.text), ("toolUses", [u.to_wire() for u in self.toolUses]),
+            (("role", self.role), ("text", self.text), ("toolUses", [u.to_wire(stored=stored) for u in self.toolUses]),
              ("toolResults", results), ("handle", self.handle)),
-            self.extra,
+            self.extra, stored,
         )
 
 
-def _wire(fields: tuple[tuple[str, Any], ...], extra: Mapping[str, Any]) -> dict[str, Any]:
+def _wire(fields: tuple[tuple[str, Any], ...], extra: Mapping[str, Any], stored: bool) -> dict[str, Any]:
     data = {name: value for name, value in fields if value is not None}
     for name, value in extra.items():
         if value is not None:
-            data[name] = value
+            data[name] = value if stored else unstored(value)
     return data
 
 
@@ -215,7 +222,7 @@ class MessageError(ValueError):
 def _extra(data: Mapping[str, Any], known: frozenset[str]) -> Mapping[str, Any]:
     if len(data) <= len(known) and all(key in known for key in data):
         return NO_EXTRA
-    return {key: value for key, value in data.items() if key not in known}
+    return {key: stored(value) if key in STORED_MEMBERS else value for key, value in data.items() if key not in known}
 
 
 _USE_FIELDS = frozenset(ToolUseWire.__annotations__)
@@ -225,12 +232,13 @@ _MESSAGE_FIELDS = frozenset(SessionMessageWire.__annotations__)
 
 class Shared:
     """What the messages of one document share: the calls whose result is still to come (id ->
-    the call's id string and the output copied on it) and :func:`shared_input`'s table."""
+    the call's id string, the output copied on it and its stored record) and
+    :func:`shared_input`'s table."""
 
     __slots__ = ("calls", "inputs")
 
     def __init__(self) -> None:
-        self.calls: dict[str, tuple[str, str | None]] = {}
+        self.calls: dict[str, tuple[str, str | None, Any]] = {}
         self.inputs: dict[Any, Any] = {}
 
 
@@ -244,17 +252,21 @@ def _tool_use(data: ToolUseWire, shared: Shared) -> ToolUse:
         isError=data.get("isError"),
         extra=_extra(data, _USE_FIELDS),
     )
-    shared.calls[use.tool_use_id] = (use.tool_use_id, use.text)
+    shared.calls[use.tool_use_id] = (use.tool_use_id, use.text, use.extra.get("result"))
     return use
 
 
 def _tool_result(data: ToolResultWire, shared: Shared) -> ToolResult:
     tool_use_id, text = data["tool_use_id"], data.get("text", "")
+    extra = _extra(data, _RESULT_FIELDS)
     call = shared.calls.pop(tool_use_id, None)
     if call is not None:
-        # The output comes twice on the wire, on the call and in its result: one string is kept.
+        # The output and the tool's record come twice on the wire, on the call and in its
+        # result: one of each is kept.
         tool_use_id, text = call[0], call[1] if call[1] == text else text
-    return ToolResult(tool_use_id=tool_use_id, text=text, isError=data.get("isError"), extra=_extra(data, _RESULT_FIELDS))
+        if call[2] is not None and extra.get("result") == call[2]:
+            extra = {**extra, "result": call[2]}
+    return ToolResult(tool_use_id=tool_use_id, text=text, isError=data.get("isError"), extra=extra)
 
 
 def message_from_wire(value: Any, shared: Shared | None = None) -> SessionMessage:

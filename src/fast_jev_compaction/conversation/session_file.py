@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterator, Sequence
 
 from .messages import BLOCK_FIELDS, BLOCK_LAYOUT, RECORD_FIELDS, SessionMessage, ToolResult
+from .stored import unstored
 from .transcript import result_text
 
 ZERO_USAGE = {
@@ -111,11 +112,11 @@ def _record_fields(message: SessionMessage) -> dict[str, Any]:
     a prompt's, which it carries itself."""
     results = message.toolResults or ()
     if not results:
-        return dict(message.extra.get(RECORD_FIELDS) or {})  # a prompt's own
+        return dict(unstored(message.extra.get(RECORD_FIELDS)) or {})  # a prompt's own
     fields = results[0].extra.get(RECORD_FIELDS)
     if not fields or any(r.extra.get(RECORD_FIELDS) is not fields for r in results):
         return {}
-    return dict(fields)
+    return dict(unstored(fields))
 
 
 def _user_content(message: SessionMessage) -> str | list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, Sequence, overload
 
 from ..conversation.messages import SessionMessage
+from ..conversation.stored import StoredJSON, json_pieces, piece_text
 from ..redaction import redact_text
 from ..textutil import js_json
 from .outcome import Answer
@@ -35,21 +36,24 @@ def skip_answer(reason: str, log: Sequence[str] = ()) -> Answer:
 
 def answer_text(answer: Answer) -> str:
     """The answer as one line of JSON that encodes as strict UTF-8 (lone surrogates escaped)."""
-    return "".join(answer_pieces(answer))
+    return "".join(piece_text(piece) for piece in answer_pieces(answer))
 
 
-def answer_pieces(answer: Answer) -> Iterator[str]:
+def answer_pieces(answer: Answer) -> Iterator[str | StoredJSON]:
     """:func:`answer_text` in pieces, each message apart: the hook writes a large answer piece
     by piece, so its text is never whole (a megabyte of history as one string, copied to add the
-    line end and again to encode it, was the hook's peak on a 1 MB session). ``JSON.stringify``
-    has no spaces, so the pieces join to the whole document's text."""
+    line end and again to encode it, was the hook's peak on a 1 MB session), and a stored record
+    is made text only as it is written (``stored.piece_text``). ``JSON.stringify`` has no
+    spaces, so the pieces join to the whole document's text."""
     yield "{"
     for count, (key, value) in enumerate(answer.items()):
         yield ("," if count else "") + js_json(key) + ":"
         if key == "messages" and isinstance(value, (list, WiredMessages)):
             yield "["
             for number, message in enumerate(value):
-                yield ("," if number else "") + js_json(message)
+                if number:
+                    yield ","
+                yield from json_pieces(message)
             yield "]"
         else:
             yield js_json(value)
@@ -115,11 +119,13 @@ def wire_messages(out: Sequence[SessionMessage], *, compact: bool = False) -> Wi
 
 
 def wired(out: Sequence[SessionMessage], compact: bool) -> Iterator[dict[str, Any]]:
+    """Each message's wire form, a tool's stored record left as its text (``answer_pieces`` and
+    ``answer_file.ascii_json`` write it in place)."""
     for message in out:
         if keeps_handle(message):
-            yield {"handle": message.handle} if compact else message.to_wire()
+            yield {"handle": message.handle} if compact else message.to_wire(stored=True)
             continue
-        data = message.to_wire()
+        data = message.to_wire(stored=True)
         data.pop("handle", None)
         if compact:
             data["toolUses"] = [_without_bulk(b) for b in data.get("toolUses", [])]
@@ -133,7 +139,9 @@ def answer_size(answer: Answer, messages: Iterable[dict[str, Any]], limit: int |
     with a ``limit``, counting stops once the total is past it."""
     total = len(answer_text({**answer, "messages": []}).encode("utf-8"))
     for count, message in enumerate(messages):
-        total += len(js_json(message).encode("utf-8")) + (1 if count else 0)  # the comma between two
+        total += 1 if count else 0  # the comma between two
+        # A stored record counts as its bytes, never made into text.
+        total += sum(len(p.encode("utf-8")) if isinstance(p, str) else len(p.utf8) for p in json_pieces(message))
         if limit is not None and total > limit:
             break
     return total

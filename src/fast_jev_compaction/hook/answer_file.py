@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..conversation.stored import json_pieces, piece_text
 from ..private_files import FILE_MODE, check_own_folder, make_private_dirs
-from ..textutil import js_json
 
 ANSWERS_DIR = "answers"
 PREFIX = "answer-"
@@ -52,7 +52,7 @@ codecs.register_error(_JSON_ESCAPES, _json_escapes)
 
 def ascii_json(value: Any) -> bytes:
     """``js_json(value)`` as ASCII bytes: ``JSON.parse`` reads back the same value."""
-    return js_json(value).encode("ascii", _JSON_ESCAPES)
+    return b"".join(piece_text(piece).encode("ascii", _JSON_ESCAPES) for piece in json_pieces(value))
 
 
 def write_messages(folder: Path, messages: Iterable[dict[str, Any]]) -> tuple[Path, int]:

@@ -11,6 +11,7 @@ import threading
 import time
 from typing import TextIO
 
+from ..conversation.stored import piece_text
 from .answer import answer_pieces, fallback_answer
 from .deadline import Deadline
 from .event import HookEvent
@@ -55,7 +56,7 @@ class AnswerGuard:
                 return False
             self._sent = True
             for piece in pieces:
-                self._out.write(piece)
+                self._out.write(piece_text(piece))
             self._out.write("\n")
             self._out.flush()
             return True

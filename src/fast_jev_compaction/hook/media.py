@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..conversation.messages import SessionMessage, ToolResult, ToolUse
+from ..conversation.stored import unstored
 from ..decide.archive import EXTENSIONS, archive_path, base64_bytes, write_archive
 from ..decide.markers import media_note, tools_note
 from .archive import MAX_ARCHIVE_AGE_DAYS, MAX_ARCHIVE_BYTES
@@ -188,7 +189,7 @@ def found_media(original: Sequence[SessionMessage], transcript: Path | None) -> 
     )
     for block in blocks:
         if block.tool_use_id not in found and "result" in block.extra:
-            items = from_record(block.extra["result"])
+            items = from_record(unstored(block.extra["result"]))
             if items:
                 found[block.tool_use_id] = items
     wanted = {

@@ -9,6 +9,7 @@ from typing import Any
 
 from ...errors import TranscriptError
 from ..messages import BLOCK_FIELDS, NO_EXTRA, RECORD_FIELDS, SessionMessage, ToolResult, ToolUse
+from ..stored import StoredJSON
 from .blocks import TEXT_KEYS, USE_KEYS, as_input, own_fields, result_extra, result_text
 from .layout import layout_of, with_layout
 from .stats import TranscriptStats
@@ -43,7 +44,7 @@ class _Held:
     handle: str | None
     content: list[Any]
     is_meta: bool
-    fields: dict[str, Any] | None  # the record's own fields (record_fields)
+    fields: StoredJSON | None  # the record's own fields (record_fields)
     at: int  # how many messages there were when it was read: its place if its parent never comes
     where: str
     order: int  # its rank among held records, in file order
@@ -93,7 +94,7 @@ class Assembler:
 
     def add(self, role: str, handle: str | None, content: str | list[Any], is_meta: bool = False,
             message_id: str | None = None, parent: Any = None, place: Any = "?",
-            fields: dict[str, Any] | None = None) -> None:
+            fields: StoredJSON | None = None) -> None:
         """``place`` is the record, named in errors by the ``where`` the assembler was made
         with, or its place already named (a string); ``fields`` the record's own fields, which
         its results carry."""
@@ -162,9 +163,9 @@ class Assembler:
     def _named(self, place: Any) -> str:
         return place if isinstance(place, str) else self._where(place)
 
-    def _blocks(self, content: str | list[Any], at: int, place: Any, fields: dict[str, Any] | None = None) -> _Blocks:
+    def _blocks(self, content: str | list[Any], at: int, place: Any, fields: StoredJSON | None = None) -> _Blocks:
         """The record's blocks; ``at`` is the message they go to; ``fields`` the record's own
-        fields, carried by each of its results (one dict for all)."""
+        fields, carried by each of its results (one stored value for all)."""
         out = _Blocks()
         if isinstance(content, str):
             out.texts = [content]
@@ -286,7 +287,7 @@ def _second_result(where: str, tool_use_id: str) -> TranscriptError:
     )
 
 
-def _extras(blocks: list[Any] | None, is_meta: bool, fields: dict[str, Any] | None = None) -> Mapping[str, Any]:
+def _extras(blocks: list[Any] | None, is_meta: bool, fields: StoredJSON | None = None) -> Mapping[str, Any]:
     extras: dict[str, Any] = {}
     if blocks:
         extras["extraBlocks"] = blocks

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..messages import BLOCK_FIELDS, NO_EXTRA, RECORD_FIELDS, shared_input
+from ..stored import StoredJSON
 
 
 def _result_item_text(item: Any) -> str:
@@ -54,7 +55,7 @@ def own_fields(data: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]
     return {key: value for key, value in data.items() if key not in known}
 
 
-def result_extra(block: Mapping[str, Any], raw: Any, record: Mapping[str, Any] | None) -> Mapping[str, Any]:
+def result_extra(block: Mapping[str, Any], raw: Any, record: StoredJSON | None) -> Mapping[str, Any]:
     """What a result block and its record hold beyond its text and error flag, so that a
     result no pass cuts is written back as it came: its content list as written (tool
     references, images, documents, the items of a text list), its other members, its record's

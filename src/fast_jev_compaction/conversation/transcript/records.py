@@ -11,6 +11,7 @@ from typing import Any
 
 from ...errors import TranscriptError
 from ..messages import SessionMessage
+from ..stored import StoredJSON
 from .assembler import Assembler
 from .blocks import record_fields
 from .boundaries import is_boundary, keeps_preserved, live_records
@@ -127,7 +128,9 @@ def _assemble(live: Iterable[dict[str, Any]], stats: TranscriptStats, where: Cal
                 stats.conversation += 1
                 uuid = record.get("uuid")
                 message_id = message.get("id") if kind == "assistant" else None  # type: ignore[union-attr]
-                fields = record_fields(record) if kind == "user" else None
+                own = record_fields(record) if kind == "user" else None
+                # Passed through whole, read by nothing: kept as its JSON text (stored.py).
+                fields = None if own is None else StoredJSON.of(own)
                 assembler.add(kind, uuid if isinstance(uuid, str) else None, content, record.get("isMeta") is True,
                               message_id if isinstance(message_id, str) else None, record.get("parentUuid"), record,
                               fields)

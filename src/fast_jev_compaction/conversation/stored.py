@@ -54,6 +54,14 @@ def json_pieces(value: Any) -> Iterator[str | StoredJSON]:
     """``js_json(value)`` of a value that may hold :class:`StoredJSON`, in pieces: the text
     around each stored value, and the stored value itself for the writer to put in place (its
     bytes, or their text) without making its Python objects again."""
+    try:
+        # Most messages hold no record: the encoder alone, which stops at the first one it meets.
+        whole = js_json(value)
+    except TypeError:
+        whole = None
+    if whole is not None:
+        yield whole
+        return
     found: list[StoredJSON] = []
     mark = f"\x00{os.urandom(8).hex()}:"  # no real text holds it: each call has its own
 
@@ -68,9 +76,6 @@ def json_pieces(value: Any) -> Iterator[str | StoredJSON]:
         return item
 
     text = js_json(swapped(value))
-    if not found:
-        yield text
-        return
     # The marks as js_json writes them: a JSON string, its NUL escaped.
     pattern = re.compile(re.escape(js_json(mark)[:-1]) + r'(\d+)"')
     at = 0

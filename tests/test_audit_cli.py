@@ -295,6 +295,24 @@ def test_log_why_names_the_files_a_call_s_output_and_input_went_to(tmp_path: Pat
     assert "output saved in /data/archive/r-out.txt" in out and "input saved in" not in out
 
 
+def test_log_names_the_folder_a_compaction_s_cuts_were_saved_in(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = make_db(
+        tmp_path / "d.sqlite",
+        (replaced("s1"),
+         [DecisionRow(tool_use_id="toolu_write", call_id="t5", tool="Write", action="keep",
+                      reason="input-archived", chars_freed=9_000, input_archive_path="/data/archive/w-in.txt"),
+          DecisionRow(tool_use_id="toolu_read", call_id="t6", tool="Read", action="truncate", reason="budget",
+                      chars_freed=4_000, archive_path="/data/archive/r-out.txt")]),
+        (replaced("s1"), [DecisionRow(tool_use_id="toolu_ls", call_id="t1", tool="Bash", action="keep")]),
+    )
+    code, out, _ = run(capsys, "log", "--db", str(db))
+    first, second = out.split("\n\n")
+    assert code == 0
+    assert first.rstrip().endswith("saved whole in /data/archive; `fast-jev log --why CALL` names a call's file")
+    assert first.count("saved whole in") == 1
+    assert "saved whole" not in second  # nothing cut: no folder to name
+
+
 def test_log_why_takes_a_unique_prefix_or_the_newest_short_id(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for ref in ("toolu_r", "t1", "t3"):  # t1 and t3 both name toolu_read, in #3 and #1
         code, out, _ = run(capsys, "log", "--db", str(history), "--why", ref)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json as _json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
+from pathlib import PurePath
 from typing import Any
 
 from ..decide.decisions import action_name
@@ -168,6 +169,14 @@ def decisions_table(rows: Sequence[DecisionRow], indent: str = "    ") -> list[s
     return [f"{indent}{line}" for line in table.splitlines()]
 
 
+def _saved_line(rows: Sequence[DecisionRow], indent: str = "    ") -> list[str]:
+    """Where a compaction's cuts were saved whole: the folder, once (``--why`` names each file)."""
+    folders = sorted({str(PurePath(path).parent) for d in rows for path in (d.archive_path, d.input_archive_path) if path})
+    if not folders:
+        return []
+    return [f"{indent}saved whole in {', '.join(folders)}; `fast-jev log --why CALL` names a call's file"]
+
+
 def _decision_doc(d: DecisionRow) -> dict[str, Any]:
     return {**asdict(d), "decision": action_name(d.action)}
 
@@ -230,6 +239,7 @@ def format_log(
         rows = grouped.get(c.id or 0, [])
         lines = [_compaction_head(c), *_compaction_body(c)]
         lines += decisions_table(rows)
+        lines += _saved_line(rows)
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"
 

@@ -46,7 +46,7 @@ def stored(value: Any) -> Any:
 
 
 def unstored(value: Any) -> Any:
-    """The JSON value itself, for a reader of the record (or ``json.dump``'s ``default``)."""
+    """The JSON value itself, for a reader of the record (the media scan, the session-file writer)."""
     return value.value() if isinstance(value, StoredJSON) else value
 
 

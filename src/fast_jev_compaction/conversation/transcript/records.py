@@ -129,7 +129,7 @@ def _assemble(live: Iterable[dict[str, Any]], stats: TranscriptStats, where: Cal
                 uuid = record.get("uuid")
                 message_id = message.get("id") if kind == "assistant" else None  # type: ignore[union-attr]
                 own = record_fields(record) if kind == "user" else None
-                # Passed through whole, read by nothing: kept as its JSON text (stored.py).
+                # Passed through whole, read back only to be written: kept as its JSON text (stored.py).
                 fields = None if own is None else StoredJSON.of(own)
                 assembler.add(kind, uuid if isinstance(uuid, str) else None, content, record.get("isMeta") is True,
                               message_id if isinstance(message_id, str) else None, record.get("parentUuid"), record,

@@ -70,6 +70,27 @@ def window_filled(messages: Sequence[SessionMessage], fill_percent: float) -> in
     return max(1, math.ceil(sum(map(message_chars, messages)) / CHARS_PER_TOKEN * 100 / fill_percent))
 
 
+def _filled(
+    head: list[SessionMessage], result: CompactResult, labels: dict[str, OutputLabel], fill_percent: float,
+    folder: Path | None, outcome: Outcome,
+) -> FilledPrefix:
+    window = window_filled(head, fill_percent)
+
+    def percent(chars: int) -> float:
+        return 100 * chars / CHARS_PER_TOKEN / window
+
+    return FilledPrefix(
+        window=window,
+        after=percent(result.stats.chars_after),
+        in_flight=percent(in_flight_chars(result.messages)),
+        floor=percent(least_chars(result.messages, str(folder) if folder is not None else "")),
+        reused=outcome.reused,
+        gone=outcome.gone,
+        recoverable=outcome.recoverable,
+        foresight_gone=prefix_foresight(head, labels, window, CompactOptions().target_percent)[1],
+    )
+
+
 def compact_in_window(fill_percent: float) -> Compactor:
     """The pipeline given a window each prefix fills to ``fill_percent`` and the default target,
     as the plugin's trigger hands it one: down the eviction ladder, with the pin widened to the
@@ -87,6 +108,23 @@ def compact_in_window(fill_percent: float) -> Compactor:
         return result, dict(result.archive)
 
     return compactor
+
+
+@dataclass(frozen=True)
+class FilledPrefix:
+    """One prefix compacted in a window it fills (:func:`compact_in_window`): the window, where
+    the context ended, in % of it, and what the pipeline and foresight lost there."""
+
+    window: int  # tokens
+    after: float  # the context after the pass
+    in_flight: float  # ... of it, the last prompt and the turn in flight (turn_eviction.in_flight_chars)
+    # the least the ladder could bring it to, a note for what precedes the turn in flight counted
+    # (turn_eviction.least_chars)
+    floor: float
+    reused: int  # the prefix's outputs reused afterwards (the pipeline's outcome)
+    gone: int  # ... of which gone
+    recoverable: int  # ... of which a marker's file holds
+    foresight_gone: int  # the reused outputs a policy with foresight loses in the same window (foresight.py)
 
 
 @dataclass(frozen=True)
@@ -121,14 +159,7 @@ class Evaluation:
     origins: dict[str, tuple[str, str]] = field(default_factory=dict)  # session id -> (source, project)
     cut: list[CutOutput] = field(default_factory=list)  # every output the pipeline cut (robustness.py)
     fill_percent: float | None = None  # each prefix compacted in a window it fills this much (compact_in_window)
-    after_percent: list[float] = field(default_factory=list)  # ... and the share of it left after each pass
-    # ... and of it, the share the last prompt and the turn in flight hold (turn_eviction.in_flight_chars)
-    in_flight_percent: list[float] = field(default_factory=list)
-    # ... and the least the ladder could bring it to, a note for what precedes the turn in flight
-    # counted (turn_eviction.least_chars)
-    floor_percent: list[float] = field(default_factory=list)
-    # ... and the reused outputs of the prefixes a policy with foresight loses there (foresight.py)
-    foresight_gone: int = 0
+    filled: list[FilledPrefix] = field(default_factory=list)  # ... and how each ended there
 
     def aucs(self) -> dict[str, float | None]:
         return {name: auc(values, self.scores.labels) for name, values in self.scores.by_ranker.items()}
@@ -175,13 +206,6 @@ def evaluate(
             before = result_chars(head)
             folder = archive / f"{number:03d}-{fraction:.1f}" if archive is not None else None
             result, archived = compactor(head, folder)
-            if fill_percent is not None:
-                window = window_filled(head, fill_percent)
-                report.after_percent.append(100 * result.stats.chars_after / CHARS_PER_TOKEN / window)
-                report.in_flight_percent.append(100 * in_flight_chars(result.messages) / CHARS_PER_TOKEN / window)
-                least = least_chars(result.messages, str(folder) if folder is not None else "")
-                report.floor_percent.append(100 * least / CHARS_PER_TOKEN / window)
-                report.foresight_gone += prefix_foresight(head, labels, window, CompactOptions().target_percent)[1]
             contexts = {PIPELINE: result.messages}
             contexts.update({name: rule(head, pairing) for name, rule in BASELINES.items()})
             per_fraction = report.by_fraction.setdefault(f"{fraction:.1f}", {p: Outcome() for p in policies})
@@ -198,6 +222,8 @@ def evaluate(
                     per_session.add(outcome)
                     report.points += 1
                     report.lossless_points += 1 if outcome.gone == 0 else 0
+            if fill_percent is not None:
+                report.filled.append(_filled(head, result, labels, fill_percent, folder, measured[PIPELINE]))
 
             if frontier:
                 points.append(_Point(session.group, fraction, fire, head, pairing, originals, labels, before))

@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hypothesis import given
+
 from fast_jev_compaction.conversation.messages import parse_messages
 from fast_jev_compaction.conversation.stored import StoredJSON, json_pieces, piece_text
 from fast_jev_compaction.hook.answer import answer_size, answer_text, wire_messages
 from fast_jev_compaction.hook.answer_file import ascii_json
 from fast_jev_compaction.textutil import js_json
+from test_hook_fuzz import json_value
 
 RECORD: dict[str, Any] = {
     "stdout": "caf\u00e9 \U0001f600 \u4e2d\u6587\nline two",
@@ -64,3 +67,22 @@ def test_records_anywhere_in_a_value_go_back_in_place_and_a_mark_like_text_stays
     value = {"a": StoredJSON.of({"k": 1}), "b": "\x00" + "0" * 16 + ":0", "c": [StoredJSON.of([2])]}
     text = "".join(piece_text(p) for p in json_pieces(value))
     assert text == js_json({"a": {"k": 1}, "b": "\x00" + "0" * 16 + ":0", "c": [[2]]})
+
+
+@given(record=json_value, other=json_value)
+def test_any_record_is_written_as_the_plain_wire_form_writes_it(record: Any, other: Any) -> None:
+    """Whatever the records hold (NULs, lone surrogates, mark-like strings, non-finite numbers,
+    nested lists), the answer written from their stored text is the text of the plain wire form,
+    and the answer file's ASCII form reads back as the same value."""
+    messages = parse_messages([
+        {"role": "assistant", "text": "", "toolUses": [{"tool_use_id": "t1", "tool": "Read", "text": "o", "result": record}],
+         "meta": other},
+        {"role": "user", "text": "", "toolUses": [], "toolResults": [
+            {"tool_use_id": "t1", "text": "o", "result": other}, {"tool_use_id": "t9", "text": "x", "result": [record, other]},
+        ]},
+    ])
+    answer = {"action": "replace", "messages": wire_messages(messages)}
+    text = answer_text(answer)
+    assert text == js_json({**answer, "messages": [m.to_wire() for m in messages]})
+    assert answer_size(answer, iter(answer["messages"])) == len(text.encode("utf-8"))
+    assert json.loads(text)["messages"] == [json.loads(ascii_json(m)) for m in answer["messages"]]

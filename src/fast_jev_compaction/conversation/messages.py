@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, Mapping
 from pydantic import BeforeValidator, ConfigDict, TypeAdapter, ValidationError, with_config
 from typing_extensions import NotRequired, TypedDict
 
-from .stored import stored, unstored
+from .stored import as_stored, unstored
 
 Role = Literal["user", "assistant"]
 ROLES: tuple[Role, ...] = ("user", "assistant")
@@ -222,7 +222,7 @@ class MessageError(ValueError):
 def _extra(data: Mapping[str, Any], known: frozenset[str]) -> Mapping[str, Any]:
     if len(data) <= len(known) and all(key in known for key in data):
         return NO_EXTRA
-    return {key: stored(value) if key in STORED_MEMBERS else value for key, value in data.items() if key not in known}
+    return {key: as_stored(value) if key in STORED_MEMBERS else value for key, value in data.items() if key not in known}
 
 
 _USE_FIELDS = frozenset(ToolUseWire.__annotations__)

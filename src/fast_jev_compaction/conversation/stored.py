@@ -40,7 +40,7 @@ def piece_text(piece: str | StoredJSON) -> str:
     return piece if isinstance(piece, str) else piece.utf8.decode("utf-8")
 
 
-def stored(value: Any) -> Any:
+def as_stored(value: Any) -> Any:
     """An object or array as :class:`StoredJSON`; a scalar (or one already stored) as it is."""
     return StoredJSON.of(value) if isinstance(value, (dict, list)) else value
 

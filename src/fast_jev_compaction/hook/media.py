@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..conversation.messages import SessionMessage, ToolResult, ToolUse
-from ..conversation.stored import unstored
+from ..conversation.stored import StoredJSON, unstored
 from ..decide.archive import EXTENSIONS, archive_path, base64_bytes, write_archive
 from ..decide.markers import media_note, tools_note
 from .archive import MAX_ARCHIVE_AGE_DAYS, MAX_ARCHIVE_BYTES
@@ -37,6 +37,8 @@ from .turns import keeps_handle
 
 # Bytes that mark a transcript line worth decoding: a tool result with a non-text block.
 _HINTS = (b'"image"', b'"document"', b'"tool_reference"')
+# ... and those that mark a tool's stored record worth decoding (from_record's own kinds besides).
+_RECORD_HINTS = (*_HINTS, b'"pdf"', b'"matches"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +105,15 @@ def from_record(record: Any) -> list[Media]:
     if isinstance(matches, list) and matches and all(isinstance(m, str) for m in matches):
         return [Media("tools", tools=tuple(matches))]
     return from_content(record.get("content"))
+
+
+def _record_media(record: Any) -> list[Media]:
+    """:func:`from_record` of a record as a block holds it: one kept as its JSON text
+    (``stored.StoredJSON``) is decoded only when it names a non-text kind, not twice (on the call
+    and on its result) for every command output and file text."""
+    if isinstance(record, StoredJSON) and not any(hint in record.utf8 for hint in _RECORD_HINTS):
+        return []
+    return from_record(unstored(record))
 
 
 def transcript_media(lines: Iterable[bytes], wanted: set[str]) -> dict[str, list[Media]]:
@@ -189,7 +200,7 @@ def found_media(original: Sequence[SessionMessage], transcript: Path | None) -> 
     )
     for block in blocks:
         if block.tool_use_id not in found and "result" in block.extra:
-            items = from_record(unstored(block.extra["result"]))
+            items = _record_media(block.extra["result"])
             if items:
                 found[block.tool_use_id] = items
     wanted = {
